@@ -1,0 +1,126 @@
+//! The `btl` command line.
+//!
+//! Exit codes: 0 success; 1 the command ran and failed; 2 bad usage or bad
+//! input (a file that cannot be read or parsed, named with its line and the
+//! reason). Errors are printed once, with their cause chain, on stderr.
+
+mod metrics;
+mod score;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+#[derive(Debug, Parser)]
+#[command(name = "btl", version, about = "Blink-Think-Link GUI agent toolkit")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Score model completions against official-format samples with the BTL reward.
+    Score(score::Args),
+    /// Offline Type / GR / SR metrics of predictions against official-format samples.
+    Metrics(metrics::Args),
+}
+
+/// Why a command stopped; decides the exit code.
+#[derive(Debug)]
+pub enum Failure {
+    /// Input the user can fix: exit code 2.
+    BadInput(anyhow::Error),
+    /// Anything else: exit code 1.
+    Failed(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Self {
+        Self::Failed(e)
+    }
+}
+
+pub type Outcome = Result<(), Failure>;
+
+/// Runs the CLI on the process arguments and returns the exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help and version itself and knows their exit code (0).
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
+    let result = match cli.command {
+        Command::Score(args) => score::run(&args),
+        Command::Metrics(args) => metrics::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::BadInput(e)) => report(&e, 2),
+        Err(Failure::Failed(e)) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::SUCCESS;
+            }
+            report(&e, 1)
+        }
+    }
+}
+
+fn report(e: &anyhow::Error, code: u8) -> ExitCode {
+    eprintln!("btl: error: {e:#}");
+    ExitCode::from(code)
+}
+
+/// A closed stdout (`btl score … | head`) is the reader's choice, not a failure.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Reads a whole text file; failures are bad input naming the file.
+fn read_input(path: &Path) -> Result<String, Failure> {
+    std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read {}", path.display()))
+        .map_err(Failure::BadInput)
+}
+
+/// Turns a located parse error into bad input naming the file.
+fn in_file<T>(path: &Path, result: Result<T, crate::sample::InputError>) -> Result<T, Failure> {
+    result.map_err(|e| {
+        Failure::BadInput(anyhow::anyhow!(
+            "{}:{}: {}",
+            path.display(),
+            e.line,
+            e.reason
+        ))
+    })
+}
+
+/// Loads samples and the completions that refer to them.
+fn load_pairs(
+    samples: &Path,
+    completions: &Path,
+) -> Result<(Vec<crate::sample::Sample>, Vec<crate::sample::Completion>), Failure> {
+    let samples_text = read_input(samples)?;
+    let samples_list = in_file(samples, crate::sample::parse_samples(&samples_text))?;
+    let completions_text = read_input(completions)?;
+    let completions_list = in_file(
+        completions,
+        crate::sample::parse_completions(&completions_text, &samples_list),
+    )?;
+    Ok((samples_list, completions_list))
+}
+
+/// Writes one JSON value as a line.
+fn json_line(out: &mut impl Write, value: &impl serde::Serialize) -> anyhow::Result<()> {
+    serde_json::to_writer(&mut *out, value)?;
+    out.write_all(b"\n")?;
+    Ok(())
+}

@@ -1,0 +1,17 @@
+//! agent-core: the runtime of btl, a Blink-Think-Link GUI agent for Android.
+//!
+//! # Layout
+//! - [`protocol`]: prompts, the BTL answer grammar (parser and renderer), the
+//!   action space, `smart_resize` and model ↔ device coordinates. Pure.
+//! - [`reward`]: the rule-based BTL reward in its `released` and `paper`
+//!   modes. Pure.
+//! - [`metrics`]: offline step metrics (Type / GR / SR, ScreenSpot accuracy)
+//!   with the presets published tables use. Pure.
+//! - [`sample`]: the official training-sample format and completion lines.
+//! - [`cli`]: the `btl` command line; `src/main.rs` only calls [`cli::main`].
+
+pub mod cli;
+pub mod metrics;
+pub mod protocol;
+pub mod reward;
+pub mod sample;

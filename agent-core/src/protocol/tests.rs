@@ -1,0 +1,573 @@
+//! Tests of the protocol as a whole: prompts against the official examples,
+//! the parser's table of accepted and rejected answers, and the
+//! parse/render round trip.
+
+use super::*;
+use proptest::prelude::*;
+use serde_json::Value;
+
+const NAVIGATION: &str =
+    include_str!("../../../tests/data/btl-ui-examples/navigation_meta_format.json");
+const GROUNDING: &str =
+    include_str!("../../../tests/data/btl-ui-examples/grounding_meta_format.json");
+
+fn official_messages(file: &str) -> Value {
+    let samples: Value = serde_json::from_str(file).unwrap();
+    samples[0]["messages"].clone()
+}
+
+#[test]
+fn navigation_prompt_is_byte_identical_to_the_official_example() {
+    let history: Vec<String> = [
+        "Tap on the Mapillary app to start exploring hiking trails.",
+        "Click on the 'Start capturing' button to proceed.",
+        "Click on the search bar to enter a location for the hiking trail.",
+        "Type 'hiking trail' into the search bar.",
+        "Click on 'Mt Hollywood Hiking Trl, Los Angeles, CA 90027, United States' to explore that trail.",
+        "Tap the home icon to exit the trail view and return to the main menu.",
+        "Tap on the Weather & Radar app icon to open it and check the weather forecast.",
+        "Click on the search icon to change the location for the weather forecast to Los Angeles.",
+        "Tap on the search bar next to the magnifying glass icon to enter 'Los Angeles' as the new location.",
+        "Type 'Los Angeles' in the search bar to change the location for the weather forecast.",
+    ]
+    .map(String::from)
+    .to_vec();
+    let task = Task::Navigation {
+        goal: "Explore a new hiking trail using Mapillary, check the weekend's weather forecast with Weather & Radar, and then invite katsunaksu to join through Tumblr.",
+        step_instruction: None,
+        history: &history,
+    };
+    let prompt = Prompt::new(&task, Profile::BtlUi, None);
+    assert_eq!(prompt.to_messages(), official_messages(NAVIGATION));
+}
+
+#[test]
+fn grounding_prompt_is_byte_identical_to_the_official_example() {
+    let prompt = Prompt::new(
+        &Task::Grounding {
+            instruction: "Slide Notes",
+        },
+        Profile::BtlUi,
+        None,
+    );
+    assert_eq!(prompt.to_messages(), official_messages(GROUNDING));
+}
+
+#[test]
+fn empty_history_leaves_the_section_body_empty() {
+    let prompt = Prompt::new(
+        &Task::Navigation {
+            goal: "Turn on Wi-Fi",
+            step_instruction: None,
+            history: &[],
+        },
+        Profile::BtlUi,
+        None,
+    );
+    assert!(prompt.user.ends_with(
+        "## User Instruction\nTurn on Wi-Fi\n\n## Action History\n\n\n## Screenshots\n<image>"
+    ));
+}
+
+#[test]
+fn low_level_step_instruction_follows_the_goal() {
+    let history = ["Open Settings.".to_string()];
+    let prompt = Prompt::new(
+        &Task::Navigation {
+            goal: "Turn on Wi-Fi",
+            step_instruction: Some("Tap the Network item."),
+            history: &history,
+        },
+        Profile::BtlUi,
+        None,
+    );
+    assert!(prompt.user.ends_with(
+        "## User Instruction\nTurn on Wi-Fi\nTap the Network item.\n\n## Action History\nStep 1: Open Settings.\n\n## Screenshots\n<image>"
+    ));
+}
+
+#[test]
+fn extended_profile_adds_wait_and_finish_and_n_can_be_filled() {
+    let task = Task::Navigation {
+        goal: "g",
+        step_instruction: None,
+        history: &[],
+    };
+    let ui = Prompt::new(&task, Profile::BtlUi, None);
+    let ext = Prompt::new(&task, Profile::BtlExtended, Some(3));
+    assert!(!ui.user.contains("Wait") && !ui.user.contains("Finish"));
+    assert!(
+        ext.user
+            .contains("Action 7: Wait\n - format: {'function': 'Wait'}")
+    );
+    assert!(
+        ext.user.contains(
+            "Action 8: Finish\n - format: {'function': 'Finish', 'answer': 'answer_text'}"
+        )
+    );
+    assert!(ui.system.contains("locate $N$ elements") && ui.system.contains("if $N$ == 0"));
+    assert!(ext.system.contains("locate 3 elements") && ext.system.contains("if 3 == 0"));
+    assert!(!Profile::BtlUi.allows(&Action::Wait));
+    assert!(Profile::BtlExtended.allows(&Action::Finish { answer: None }));
+    assert!(Profile::BtlUi.allows(&Action::Back));
+}
+
+const CANONICAL: &str = "<blink>```json\n[{\"bbox_2d\": [614, 1094, 720, 1182], \"label\": \"Los Angeles result\"}]\n```</blink>\n<think> The search shows Los Angeles. </think>\n<link>```json\n[{\"Plan\": \"Tap the result.\", \"Action\": {\"function\": \"Tap\", \"point_2d\": [663, 1135]}}]\n```</link>";
+
+fn canonical_output() -> BtlOutput {
+    BtlOutput {
+        blink: vec![Roi {
+            bbox: BBox::new(614.0, 1094.0, 720.0, 1182.0),
+            label: "Los Angeles result".into(),
+        }],
+        think: " The search shows Los Angeles. ".into(),
+        link: Link::Action {
+            plan: "Tap the result.".into(),
+            action: Action::Tap {
+                point_2d: Point::new(663.0, 1135.0),
+            },
+        },
+    }
+}
+
+#[test]
+fn canonical_answer_parses_strictly_and_renders_back_byte_for_byte() {
+    let parsed = parse(CANONICAL, ParseMode::Strict).unwrap();
+    assert_eq!(parsed.output, canonical_output());
+    assert!(parsed.tolerances.is_empty());
+    assert_eq!(render(&canonical_output()).unwrap(), CANONICAL);
+}
+
+/// Replaces one fragment of the canonical answer.
+fn variant(from: &str, to: &str) -> String {
+    assert!(CANONICAL.contains(from), "{from}");
+    CANONICAL.replacen(from, to, 1)
+}
+
+#[test]
+fn each_tolerance_is_accepted_reported_and_refused_in_strict_mode() {
+    use ToleranceKind as K;
+    let cases: Vec<(String, Part, ToleranceKind)> = vec![
+        (
+            format!("  {CANONICAL}\n"),
+            Part::Envelope,
+            K::SurroundingWhitespace,
+        ),
+        (
+            format!("Sure! {CANONICAL}"),
+            Part::Envelope,
+            K::SurroundingText,
+        ),
+        (
+            variant("</blink>\n<think>", "</blink>\n\n<think>"),
+            Part::Envelope,
+            K::SeparatorWhitespace,
+        ),
+        (
+            variant("</think>\n<link>", "</think><link>"),
+            Part::Envelope,
+            K::SeparatorWhitespace,
+        ),
+        (
+            variant("\n```</blink>", "\n ```</blink>"),
+            Part::Blink,
+            K::FenceWhitespace,
+        ),
+        (
+            variant("<link>```json\n", "<link>```\n"),
+            Part::Link,
+            K::OtherFence {
+                info: String::new(),
+            },
+        ),
+        (
+            variant("<link>```json\n", "<link>```JSON\n"),
+            Part::Link,
+            K::OtherFence {
+                info: "JSON".into(),
+            },
+        ),
+        (
+            variant("\n```</link>", "</link>"),
+            Part::Link,
+            K::UnclosedFence,
+        ),
+        (
+            variant("<blink>```json\n", "<blink>").replacen("\n```</blink>", "</blink>", 1),
+            Part::Blink,
+            K::MissingFence,
+        ),
+        (
+            variant(
+                "{\"function\": \"Tap\", \"point_2d\": [663, 1135]}",
+                "{'function': 'Tap', 'point_2d': (663, 1135)}",
+            ),
+            Part::Link,
+            K::PythonLiteral,
+        ),
+        (
+            variant("\"point_2d\": [663", "\"position\": [663"),
+            Part::Link,
+            K::PositionAlias,
+        ),
+        (
+            variant(", \"label\": \"Los Angeles result\"", ""),
+            Part::Blink,
+            K::MissingLabel,
+        ),
+        (
+            variant("\"Plan\": \"Tap the result.\", ", ""),
+            Part::Link,
+            K::MissingPlan,
+        ),
+        (
+            variant(
+                "[{\"Plan\": \"Tap the result.\", \"Action\": {\"function\": \"Tap\", \"point_2d\": [663, 1135]}}]",
+                "{\"Plan\": \"Tap the result.\", \"Action\": {\"function\": \"Tap\", \"point_2d\": [663, 1135]}}",
+            ),
+            Part::Link,
+            K::LinkNotInList,
+        ),
+    ];
+    for (text, part, kind) in cases {
+        let parsed = parse(&text, ParseMode::Tolerant).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(
+            parsed.output,
+            canonical_output().with_label_and_plan_of(&parsed.output),
+            "{text}"
+        );
+        assert!(
+            parsed
+                .tolerances
+                .iter()
+                .any(|t| t.part == part && t.kind == kind),
+            "{kind:?} not reported for:\n{text}\ngot {:?}",
+            parsed.tolerances
+        );
+        let err = parse(&text, ParseMode::Strict).unwrap_err();
+        assert!(matches!(err.kind, ParseErrorKind::NotCanonical(_)), "{err}");
+    }
+}
+
+impl BtlOutput {
+    /// The canonical output with the label and plan the variant may have dropped.
+    fn with_label_and_plan_of(mut self, other: &BtlOutput) -> BtlOutput {
+        self.blink[0].label = other.blink[0].label.clone();
+        if let (Link::Action { plan, .. }, Link::Action { plan: p, .. }) =
+            (&mut self.link, &other.link)
+        {
+            plan.clone_from(p);
+        }
+        self
+    }
+}
+
+#[test]
+fn empty_blink_may_be_none_nothing_or_an_empty_list() {
+    for (blink, canonical) in [
+        ("<blink>```json\n[]\n```</blink>", true),
+        ("<blink>None</blink>", false),
+        ("<blink></blink>", false),
+        ("<blink>```json\nNone\n```</blink>", false),
+    ] {
+        let text = format!(
+            "{blink}\n<think>t</think>\n<link>```json\n[{{\"point_2d\": [5, 6]}}]\n```</link>"
+        );
+        let parsed = parse(&text, ParseMode::Tolerant).unwrap();
+        assert!(parsed.output.blink.is_empty());
+        assert_eq!(parsed.output.link, Link::Point(Point::new(5.0, 6.0)));
+        assert_eq!(parsed.tolerances.is_empty(), canonical, "{blink}");
+    }
+}
+
+#[test]
+fn xml_blink_dialect_is_read_with_caption_as_label() {
+    let text = "<blink><element><id>1</id><bbox>[1, 2, 30, 40]</bbox><caption>dynamic</caption></element>\n<element><id>2</id><bbox>[5, 6, 7, 8]</bbox><caption>static</caption></element></blink>\n<think>t</think>\n<link>```json\n[{\"Plan\": \"p\", \"Action\": {\"function\": \"Back\"}}]\n```</link>";
+    let parsed = parse(text, ParseMode::Tolerant).unwrap();
+    assert_eq!(
+        parsed.output.blink,
+        vec![
+            Roi {
+                bbox: BBox::new(1.0, 2.0, 30.0, 40.0),
+                label: "dynamic".into()
+            },
+            Roi {
+                bbox: BBox::new(5.0, 6.0, 7.0, 8.0),
+                label: "static".into()
+            },
+        ]
+    );
+    assert!(
+        parsed
+            .tolerances
+            .iter()
+            .any(|t| t.kind == ToleranceKind::XmlBlink)
+    );
+    assert_eq!(
+        parsed.output.link,
+        Link::Action {
+            plan: "p".into(),
+            action: Action::Back
+        }
+    );
+}
+
+#[test]
+fn swipe_direction_case_is_tolerated_and_reported() {
+    let text = variant(
+        "{\"function\": \"Tap\", \"point_2d\": [663, 1135]}",
+        "{\"function\": \"Swipe\", \"direction\": \"Up\"}",
+    );
+    let parsed = parse(&text, ParseMode::Tolerant).unwrap();
+    assert_eq!(
+        parsed.output.link,
+        Link::Action {
+            plan: "Tap the result.".into(),
+            action: Action::Swipe {
+                direction: Direction::Up
+            }
+        }
+    );
+    assert_eq!(parsed.tolerances[0].kind, ToleranceKind::DirectionCase);
+}
+
+/// Each broken answer, the part blamed, the byte offset and a piece of the reason.
+#[test]
+fn rejections_name_the_part_the_offset_and_the_reason() {
+    let link_at = CANONICAL.find("<link>").unwrap();
+    let link_json = link_at + "<link>```json\n".len();
+    let think_at = CANONICAL.find("<think>").unwrap();
+    let cases: Vec<(String, Part, usize, &str)> = vec![
+        ("no tags at all".into(), Part::Blink, 0, "missing <blink>"),
+        (
+            CANONICAL.replace("</blink>", ""),
+            Part::Blink,
+            0,
+            "<blink> is never closed",
+        ),
+        (
+            variant("<think>", "x<think>"),
+            Part::Think,
+            think_at,
+            "expected <think>, found other text",
+        ),
+        (
+            variant("</think>", ""),
+            Part::Think,
+            think_at,
+            "<think> is never closed",
+        ),
+        (
+            variant("<link>", "<lnk>"),
+            Part::Link,
+            link_at,
+            "missing <link>",
+        ),
+        (
+            variant(
+                "\"point_2d\": [663, 1135]}}]",
+                "\"point_2d\": [663, 1135]}}",
+            ),
+            Part::Link,
+            0,
+            "not JSON",
+        ),
+        (
+            variant("\"Tap\"", "\"Click\""),
+            Part::Link,
+            link_json,
+            "unknown variant `Click`",
+        ),
+        (
+            variant("\"point_2d\": [663, 1135]", "\"point_2d\": [663]"),
+            Part::Link,
+            link_json,
+            "must have 2 numbers",
+        ),
+        (
+            variant(
+                "\"function\": \"Tap\", \"point_2d\": [663, 1135]",
+                "\"function\": \"Tap\"",
+            ),
+            Part::Link,
+            link_json,
+            "missing field `point_2d`",
+        ),
+        (
+            variant(
+                "}}]\n```</link>",
+                "}}, {\"Plan\": \"q\", \"Action\": {\"function\": \"Back\"}}]\n```</link>",
+            ),
+            Part::Link,
+            link_json,
+            "holds 2 actions",
+        ),
+        (
+            variant(
+                "[{\"Plan\": \"Tap the result.\", \"Action\": {\"function\": \"Tap\", \"point_2d\": [663, 1135]}}]",
+                "[]",
+            ),
+            Part::Link,
+            link_json,
+            "holds no action",
+        ),
+        (
+            variant("\"Plan\": \"Tap the result.\"", "\"Plan\": 3"),
+            Part::Link,
+            link_json,
+            "\"Plan\" is not a string",
+        ),
+        (
+            variant("[614, 1094, 720, 1182]", "\"box\""),
+            Part::Blink,
+            CANONICAL.find("[{").unwrap(),
+            "region 0: a box must be a list of 4 numbers",
+        ),
+        (
+            variant("\"bbox_2d\"", "\"bbox\""),
+            Part::Blink,
+            CANONICAL.find("[{").unwrap(),
+            "region 0 has no \"bbox_2d\"",
+        ),
+    ];
+    for (text, part, offset, reason) in cases {
+        let err = parse(&text, ParseMode::Tolerant).expect_err(&text);
+        assert_eq!(err.part, part, "{err}\n{text}");
+        if offset > 0 {
+            assert_eq!(err.offset, offset, "{err}\n{text}");
+        }
+        assert!(err.to_string().contains(reason), "{err}\n{text}");
+    }
+}
+
+#[test]
+fn a_syntax_error_points_at_the_offending_byte() {
+    let text = variant("[663, 1135]", "[663,, 1135]");
+    let err = parse(&text, ParseMode::Tolerant).unwrap_err();
+    assert_eq!(err.part, Part::Link);
+    assert_eq!(&text[err.offset..err.offset + 1], ",");
+    assert!(matches!(err.kind, ParseErrorKind::Syntax(_)));
+}
+
+#[test]
+fn labels_and_plans_that_contain_closing_tags_round_trip() {
+    let mut out = canonical_output();
+    out.blink[0].label = "a </blink> b".into();
+    out.link = Link::Action {
+        plan: "</link>".into(),
+        action: Action::Type {
+            text: "x</link>".into(),
+        },
+    };
+    let text = render(&out).unwrap();
+    assert_eq!(parse(&text, ParseMode::Strict).unwrap().output, out);
+    out.think = "</think>".into();
+    assert_eq!(render(&out), Err(RenderError::ThinkClosesEarly));
+}
+
+fn coord() -> impl Strategy<Value = f64> {
+    prop_oneof![(-5000i32..5000).prop_map(f64::from), (-5000.0f64..5000.0),]
+}
+
+fn point() -> impl Strategy<Value = Point> {
+    (coord(), coord()).prop_map(|(x, y)| Point::new(x, y))
+}
+
+fn action() -> impl Strategy<Value = Action> {
+    prop_oneof![
+        point().prop_map(|p| Action::Tap { point_2d: p }),
+        point().prop_map(|p| Action::LongPress { point_2d: p }),
+        any::<String>().prop_map(|text| Action::Type { text }),
+        proptest::sample::select(Direction::ALL.to_vec())
+            .prop_map(|direction| Action::Swipe { direction }),
+        Just(Action::Back),
+        Just(Action::Home),
+        Just(Action::Wait),
+        proptest::option::of(any::<String>()).prop_map(|answer| Action::Finish { answer }),
+    ]
+}
+
+fn output() -> impl Strategy<Value = BtlOutput> {
+    let roi =
+        (coord(), coord(), coord(), coord(), any::<String>()).prop_map(|(a, b, c, d, label)| Roi {
+            bbox: BBox::new(a, b, c, d),
+            label,
+        });
+    let link = prop_oneof![
+        (any::<String>(), action()).prop_map(|(plan, action)| Link::Action { plan, action }),
+        point().prop_map(Link::Point),
+    ];
+    let think =
+        any::<String>().prop_filter("think cannot contain </think>", |t| !t.contains("</think>"));
+    (proptest::collection::vec(roi, 0..4), think, link).prop_map(|(blink, think, link)| BtlOutput {
+        blink,
+        think,
+        link,
+    })
+}
+
+proptest! {
+    #[test]
+    fn parse_of_render_is_identity(out in output()) {
+        let text = render(&out).unwrap();
+        let parsed = parse(&text, ParseMode::Strict).unwrap();
+        prop_assert_eq!(parsed.output, out);
+    }
+
+    #[test]
+    fn strict_success_implies_tolerant_success_without_tolerances(text in ".*") {
+        if let Ok(strict) = parse(&text, ParseMode::Strict) {
+            let tolerant = parse(&text, ParseMode::Tolerant).unwrap();
+            prop_assert!(tolerant.tolerances.is_empty());
+            prop_assert_eq!(strict, tolerant);
+        }
+    }
+
+    #[test]
+    fn parser_never_panics_on_fragments(parts in proptest::collection::vec(proptest::sample::select(vec![
+        "<blink>", "</blink>", "<think>", "</think>", "<link>", "</link>", "```json\n", "\n```", "```",
+        "[", "]", "{", "}", "\"bbox_2d\"", ": ", ", ", "[1, 2, 3, 4]", "\"Plan\"", "\"Action\"",
+        "\"function\"", "\"Tap\"", "\"point_2d\"", "[5, 6]", "'", "None", "<element>", "</element>",
+        "<bbox>", "</bbox>", "\n", " ", "é", "\\",
+    ]), 0..40)) {
+        let text = parts.concat();
+        let _ = parse(&text, ParseMode::Tolerant);
+        let _ = parse(&text, ParseMode::Strict);
+    }
+
+    #[test]
+    fn smart_resize_lands_on_the_grid_within_bounds(w in 1u32..8000, h in 1u32..8000, max in 3136u64..20_000_000) {
+        match smart_resize(Size::new(w, h), max) {
+            Ok(s) => {
+                prop_assert_eq!(s.width % FACTOR, 0);
+                prop_assert_eq!(s.height % FACTOR, 0);
+                prop_assert!(s.width >= FACTOR && s.height >= FACTOR);
+                prop_assert!(s.pixels() <= max.max(u64::from(FACTOR * FACTOR)));
+                prop_assert!(s.pixels() >= MIN_PIXELS || s.pixels() <= max);
+            }
+            Err(ResizeError::AspectRatio { .. }) => {
+                prop_assert!(f64::from(w.max(h)) / f64::from(w.min(h)) > MAX_ASPECT_RATIO);
+            }
+            Err(e) => prop_assert!(false, "unexpected {e}"),
+        }
+    }
+
+    #[test]
+    fn device_points_stay_on_screen(w in 28u32..4000, h in 28u32..4000, x in -1e5f64..1e5, y in -1e5f64..1e5) {
+        prop_assume!(f64::from(w.max(h)) / f64::from(w.min(h)) <= MAX_ASPECT_RATIO);
+        let map = FrameMap::new(Size::new(w, h), TRAINING_MAX_PIXELS).unwrap();
+        let d = map.to_device(Point::new(x, y));
+        prop_assert!(d.x < w && d.y < h);
+    }
+
+    #[test]
+    fn iou_is_symmetric_and_bounded(a in (0.0f64..100.0, 0.0f64..100.0, 1.0f64..50.0, 1.0f64..50.0),
+                                    b in (0.0f64..100.0, 0.0f64..100.0, 1.0f64..50.0, 1.0f64..50.0)) {
+        let a = BBox::new(a.0, a.1, a.0 + a.2, a.1 + a.3);
+        let b = BBox::new(b.0, b.1, b.0 + b.2, b.1 + b.3);
+        let iou = a.iou(&b);
+        prop_assert!((0.0..=1.0).contains(&iou));
+        prop_assert_eq!(iou, b.iou(&a));
+        prop_assert_eq!(a.iou(&a), 1.0);
+    }
+}

@@ -1,0 +1,225 @@
+//! `released` mode: the official reward plugin's semantics.
+//!
+//! Every early `return 0.0` below stands for a place where the Python code
+//! raises inside its `try` (a missing key, a wrong type, a failed unpacking)
+//! or a test that is false. Two deliberate differences, both documented in
+//! the spec: the plugin's link pattern for the format reward contains a stray
+//! U+00B7 (`js·on`) that makes that reward always 0, and we use the evident
+//! `json`; and the format reward requires every blink item to carry `bbox_2d`
+//! as the spec states. Python's `json` also reads `NaN`, `Infinity` and
+//! numbers beyond `f64`; serde_json refuses them, so such completions score 0
+//! where Python might not.
+
+use super::indicator;
+use super::pyvalue::{self, eq, first4, unpack2};
+use crate::protocol::{BBox, Size, smart_resize};
+use crate::sample::Sample;
+use regex::Regex;
+use serde_json::Value;
+use std::sync::LazyLock;
+
+/// Python's `\s` on `str` also matches U+001C..U+001F; Rust's does not.
+macro_rules! ws {
+    () => {
+        r"[\s\x1C-\x1F]*"
+    };
+}
+
+static ENVELOPE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"(?s)^<blink>.*?</blink>",
+        ws!(),
+        r"<think>.*?</think>",
+        ws!(),
+        r"<link>.*?</link>"
+    ))
+    .expect("valid pattern")
+});
+static BLINK_BODY: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?s)<blink>```json\n(.*?)\n```</blink>").expect("valid pattern"));
+static LINK_BODY: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?s)<link>```json\n(.*?)\n```</link>").expect("valid pattern"));
+
+/// Distance threshold of the official click rule, in model-frame units
+/// normalized per axis.
+pub const CLICK_DISTANCE: f64 = 0.14;
+/// IoU above which a blink box hits the target; two blink boxes at or above
+/// it count as duplicates.
+pub const IOU_THRESHOLD: f64 = 0.5;
+
+/// `json.loads(re.search(pattern).group(1).strip())`.
+fn body_json(pattern: &Regex, completion: &str) -> Option<Value> {
+    let body = pattern.captures(completion)?.get(1)?.as_str();
+    serde_json::from_str(pyvalue::strip(body)).ok()
+}
+
+pub fn format(completion: &str) -> f64 {
+    if !ENVELOPE.is_match(completion) {
+        return 0.0;
+    }
+    let Some(Value::Array(blink)) = body_json(&BLINK_BODY, completion) else {
+        return 0.0;
+    };
+    if !blink.iter().all(|item| item.get("bbox_2d").is_some()) {
+        return 0.0;
+    }
+    indicator(body_json(&LINK_BODY, completion).is_some_and(|link| link_has_one_item(&link)))
+}
+
+/// Exactly one item, with `Plan` and `Action`, or with `point_2d`.
+pub(super) fn link_has_one_item(link: &Value) -> bool {
+    match link.as_array().map(Vec::as_slice) {
+        Some([Value::Object(item)]) => {
+            (item.contains_key("Plan") && item.contains_key("Action"))
+                || item.contains_key("point_2d")
+        }
+        _ => false,
+    }
+}
+
+pub fn blink(completion: &str, sample: &Sample) -> f64 {
+    let Some(gt) = sample.gt_bbox() else {
+        return 1.0;
+    };
+    let Some(Value::Array(items)) = body_json(&BLINK_BODY, completion) else {
+        return 0.0;
+    };
+    let Some(boxes) = items
+        .iter()
+        .map(|item| item.as_object()?.get("bbox_2d").and_then(first4))
+        .collect::<Option<Vec<_>>>()
+    else {
+        return 0.0;
+    };
+    let boxes: Vec<BBox> = boxes
+        .into_iter()
+        .map(|[a, b, c, d]| BBox::new(a, b, c, d))
+        .collect();
+    // The plugin runs NMS and compares lengths; nothing is suppressed exactly
+    // when no two boxes overlap at IoU >= 0.5, which is what we test.
+    if has_duplicates(&boxes) {
+        return 0.0;
+    }
+    indicator(boxes.iter().any(|b| b.iou(&gt) > IOU_THRESHOLD))
+}
+
+pub fn link(completion: &str, sample: &Sample) -> f64 {
+    body_json(&LINK_BODY, completion).map_or(0.0, |link| link_value(&link, sample, Rules::RELEASED))
+}
+
+/// Where `paper` mode relaxes the released link rule.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Rules {
+    pub swipe_ignores_case: bool,
+    pub back_home_type_only: bool,
+    pub tap_without_box_by_distance: bool,
+    /// Wait and Finish (btl-extended) match on their type alone; the plugin
+    /// predates them and scores them 0.
+    pub extended_actions: bool,
+}
+
+impl Rules {
+    pub const RELEASED: Rules = Rules {
+        swipe_ignores_case: false,
+        back_home_type_only: false,
+        tap_without_box_by_distance: false,
+        extended_actions: false,
+    };
+}
+
+/// The link reward of a parsed `<link>` JSON value.
+pub(super) fn link_value(link: &Value, sample: &Sample, rules: Rules) -> f64 {
+    let Some(Value::Object(pred)) = link.as_array().and_then(|a| a.first()) else {
+        return 0.0;
+    };
+    let gt = sample.solution_item();
+    if let Some(point) = pred.get("point_2d") {
+        return indicator(unpack2(point).is_some_and(|p| inside(p, sample.gt_bbox())));
+    }
+    let (Some(Value::Object(pred_action)), Some(Value::Object(gt_action))) =
+        (pred.get("Action"), gt.get("Action"))
+    else {
+        return 0.0;
+    };
+    let (Some(function), Some(gt_function)) =
+        (pred_action.get("function"), gt_action.get("function"))
+    else {
+        return 0.0;
+    };
+    if !eq(function, gt_function) {
+        return 0.0;
+    }
+    let field = |name: &str| Some((pred_action.get(name)?, gt_action.get(name)?));
+    let ok = match function.as_str().unwrap_or_default() {
+        "Tap" | "LongPress" => {
+            let Some(p) = pred_action.get("point_2d").and_then(unpack2) else {
+                return 0.0;
+            };
+            let bbox = sample.gt_bbox();
+            let in_box = inside(p, bbox) || (rules.tap_without_box_by_distance && bbox.is_none());
+            in_box
+                && gt_action
+                    .get("point_2d")
+                    .and_then(unpack2)
+                    .is_some_and(|g| close_enough(p, g, sample.image_size(), sample.max_pixels))
+        }
+        "Swipe" => field("direction").is_some_and(|(p, g)| match (p, g) {
+            (Value::String(p), Value::String(g)) if rules.swipe_ignores_case => {
+                p.to_lowercase() == g.to_lowercase()
+            }
+            _ => eq(p, g),
+        }),
+        "Type" => field("text").is_some_and(|(p, g)| match (p, g) {
+            (Value::String(p), Value::String(g)) => pyvalue::token_f1(p, g) >= 0.5,
+            _ => false,
+        }),
+        "Back" | "Home" => {
+            rules.back_home_type_only
+                || eq(
+                    &Value::Object(pred_action.clone()),
+                    &Value::Object(gt_action.clone()),
+                )
+        }
+        "Wait" | "Finish" => rules.extended_actions,
+        _ => false,
+    };
+    indicator(ok)
+}
+
+/// `bbox_determination`: strictly inside; no box means the test raises.
+fn inside([x, y]: [f64; 2], bbox: Option<BBox>) -> bool {
+    bbox.is_some_and(|b| b.x1 < x && x < b.x2 && b.y1 < y && y < b.y2)
+}
+
+/// `position_determination`: distance below 0.14 after dividing x by the
+/// resized width and y by the resized height, in the plugin's operation order.
+fn close_enough([px, py]: [f64; 2], [gx, gy]: [f64; 2], image: Size, max_pixels: u64) -> bool {
+    normalized_distance([px, py], [gx, gy], image, max_pixels).is_some_and(|d| d < CLICK_DISTANCE)
+}
+
+/// Distance between two model-frame points, each axis divided by the
+/// resized size; `None` when the image cannot be resized.
+pub(crate) fn normalized_distance(
+    [px, py]: [f64; 2],
+    [gx, gy]: [f64; 2],
+    image: Size,
+    max_pixels: u64,
+) -> Option<f64> {
+    let resized = smart_resize(image, max_pixels).ok()?;
+    let (w, h) = (f64::from(resized.width), f64::from(resized.height));
+    let (dx, dy) = (gx / w - px / w, gy / h - py / h);
+    Some((dx * dx + dy * dy).sqrt())
+}
+
+/// Whether any two boxes overlap at IoU ≥ 0.5, or at an IoU that is NaN: the
+/// plugin's NMS keeps a box only if `iou < threshold`, which is false for NaN.
+/// (Two boxes whose areas overflow to infinity, such as
+/// `[-1e308, -1e308, 1e308, 1e308]` twice, have union inf + inf − inf = NaN.)
+fn has_duplicates(boxes: &[BBox]) -> bool {
+    boxes.iter().enumerate().any(|(i, a)| {
+        boxes[i + 1..].iter().any(|b| {
+            let iou = a.iou(b);
+            iou >= IOU_THRESHOLD || iou.is_nan()
+        })
+    })
+}

@@ -1,0 +1,288 @@
+//! Training and evaluation samples in the official BTL-UI JSON format (spec
+//! §6), and the JSONL lines that pair a sample with a model completion.
+//!
+//! Reading is pure (text in, values out) so the CLI owns the file I/O and the
+//! error messages still name the line: each sample is read from its own slice
+//! of the file, and errors inside it are shifted to file lines.
+
+use crate::protocol::{BBox, Size};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
+use thiserror::Error;
+
+/// One official-format sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Our optional identifier; completions may refer to it instead of the index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Image paths, relative to the sample file. The grounding example names
+    /// this key `image`.
+    #[serde(alias = "image")]
+    pub images: Vec<String>,
+    /// `[[width, height]]` of the original screenshot.
+    pub image_sizes: Vec<[u32; 2]>,
+    #[serde(default = "default_max_pixels")]
+    pub max_pixels: u64,
+    pub messages: Vec<Message>,
+    /// The ground-truth link, as a JSON string: `[{"Action": {...}}]` or
+    /// `[{"point_2d": [x, y]}]`.
+    pub solution: String,
+    /// Ground-truth box of the target element in original pixels, `[]` if none.
+    pub bbox: Vec<f64>,
+    /// Ours: ranked regions of interest for `paper`-mode blink rewards.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rois: Vec<RankedRoi>,
+}
+
+fn default_max_pixels() -> u64 {
+    crate::protocol::TRAINING_MAX_PIXELS
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
+}
+
+/// A ground-truth region with its priority rank (1 = the action's target).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankedRoi {
+    pub bbox_2d: BBox,
+    #[serde(default)]
+    pub label: String,
+    pub priority: u32,
+}
+
+impl Sample {
+    /// Size of the original screenshot.
+    pub fn image_size(&self) -> Size {
+        let [w, h] = self.image_sizes[0];
+        Size::new(w, h)
+    }
+
+    /// The ground-truth box, `None` when the sample has `[]`.
+    pub fn gt_bbox(&self) -> Option<BBox> {
+        match self.bbox[..] {
+            [x1, y1, x2, y2] => Some(BBox::new(x1, y1, x2, y2)),
+            _ => None,
+        }
+    }
+
+    /// The first item of the solution list, as the reward code reads it.
+    pub fn solution_item(&self) -> Value {
+        serde_json::from_str::<Value>(&self.solution)
+            .ok()
+            .and_then(|v| v.get(0).cloned())
+            .unwrap_or(Value::Null)
+    }
+
+    /// Whether this is a grounding sample (`point_2d` at the top of the solution).
+    pub fn is_grounding(&self) -> bool {
+        self.solution_item().get("point_2d").is_some()
+    }
+
+    /// The checks the reward code relies on, so scoring never meets a
+    /// malformed sample.
+    fn validate(&self) -> Result<(), String> {
+        if self.image_sizes.is_empty() {
+            return Err("\"image_sizes\" is empty".into());
+        }
+        if self.image_sizes[0].contains(&0) {
+            return Err("\"image_sizes\" has a zero side".into());
+        }
+        if !matches!(self.bbox.len(), 0 | 4) {
+            return Err(format!(
+                "\"bbox\" must be [] or [x1, y1, x2, y2], found {} numbers",
+                self.bbox.len()
+            ));
+        }
+        let solution: Value = serde_json::from_str(&self.solution)
+            .map_err(|e| format!("\"solution\" is not JSON: {e}"))?;
+        match solution.get(0) {
+            Some(Value::Object(item))
+                if item.contains_key("Action") || item.contains_key("point_2d") =>
+            {
+                Ok(())
+            }
+            _ => Err(
+                "\"solution\" must be a JSON list whose first item has \"Action\" or \"point_2d\""
+                    .into(),
+            ),
+        }
+    }
+}
+
+/// Where in an input file something went wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("line {line}: {reason}")]
+pub struct InputError {
+    pub line: usize,
+    pub reason: String,
+}
+
+/// Reads the contents of an official-format sample file (a JSON list).
+pub fn parse_samples(text: &str) -> Result<Vec<Sample>, InputError> {
+    let raws: Vec<&RawValue> = serde_json::from_str(text).map_err(|e| InputError {
+        line: e.line(),
+        reason: format!("not a JSON list of samples: {e}"),
+    })?;
+    raws.into_iter()
+        .enumerate()
+        .map(|(index, raw)| {
+            let first_line = line_of(text, raw.get());
+            let sample: Sample = serde_json::from_str(raw.get()).map_err(|e| InputError {
+                line: first_line + e.line().saturating_sub(1),
+                reason: format!("sample {index}: {e}"),
+            })?;
+            sample.validate().map_err(|reason| InputError {
+                line: first_line,
+                reason: format!("sample {index}: {reason}"),
+            })?;
+            Ok(sample)
+        })
+        .collect()
+}
+
+/// 1-based line at which `part`, a slice of `text`, starts.
+fn line_of(text: &str, part: &str) -> usize {
+    let offset = (part.as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// How a completion names its sample: by index in the file or by `id`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SampleRef {
+    Index(usize),
+    Id(String),
+}
+
+impl std::fmt::Display for SampleRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Index(i) => write!(f, "{i}"),
+            Self::Id(id) => write!(f, "\"{id}\""),
+        }
+    }
+}
+
+/// One line of a completions (or predictions) JSONL file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompletionLine {
+    pub sample: SampleRef,
+    pub completion: String,
+}
+
+/// A completion resolved to the index of its sample.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completion {
+    pub line: usize,
+    pub sample_ref: SampleRef,
+    pub sample: usize,
+    pub completion: String,
+}
+
+/// Reads a completions JSONL file against the samples it refers to. Blank
+/// lines are skipped.
+pub fn parse_completions(text: &str, samples: &[Sample]) -> Result<Vec<Completion>, InputError> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            let line = i + 1;
+            let parsed: CompletionLine = serde_json::from_str(l).map_err(|e| InputError {
+                line,
+                reason: format!(
+                    "expected {{\"sample\": <index or id>, \"completion\": \"<text>\"}}: {e}"
+                ),
+            })?;
+            let sample = match &parsed.sample {
+                SampleRef::Index(i) => (*i < samples.len()).then_some(*i),
+                SampleRef::Id(id) => samples.iter().position(|s| s.id.as_deref() == Some(id)),
+            }
+            .ok_or_else(|| InputError {
+                line,
+                reason: format!(
+                    "sample {} does not exist ({} samples)",
+                    parsed.sample,
+                    samples.len()
+                ),
+            })?;
+            Ok(Completion {
+                line,
+                sample_ref: parsed.sample,
+                sample,
+                completion: parsed.completion,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NAVIGATION: &str =
+        include_str!("../../tests/data/btl-ui-examples/navigation_meta_format.json");
+    const GROUNDING: &str =
+        include_str!("../../tests/data/btl-ui-examples/grounding_meta_format.json");
+
+    #[test]
+    fn reads_the_official_examples() {
+        let nav = parse_samples(NAVIGATION).unwrap();
+        assert_eq!(nav.len(), 1);
+        assert_eq!(nav[0].image_size(), Size::new(720, 1280));
+        assert_eq!(
+            nav[0].gt_bbox(),
+            Some(BBox::new(614.0, 1094.0, 720.0, 1182.0))
+        );
+        assert_eq!(nav[0].max_pixels, 4_014_080);
+        assert!(!nav[0].is_grounding());
+        let ground = parse_samples(GROUNDING).unwrap();
+        assert_eq!(ground[0].images, ["examples/images/123226.png"]);
+        assert!(ground[0].is_grounding());
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let text = "[\n{\"images\": [], \"image_sizes\": [[1, 1]], \"messages\": [],\n \"solution\": 5, \"bbox\": []}\n]";
+        let err = parse_samples(text).unwrap_err();
+        assert_eq!(err.line, 3);
+        assert!(
+            err.reason
+                .starts_with("sample 0: invalid type: integer `5`"),
+            "{err}"
+        );
+
+        let text = "[{\"images\": [], \"image_sizes\": [[1, 1]], \"messages\": [],\n \"solution\": \"[]\", \"bbox\": [1]}]";
+        let err = parse_samples(text).unwrap_err();
+        assert_eq!(err.line, 1);
+        assert!(err.reason.contains("\"bbox\" must be []"), "{err}");
+    }
+
+    #[test]
+    fn completions_refer_by_index_or_id() {
+        let mut samples = parse_samples(NAVIGATION).unwrap();
+        samples[0].id = Some("nav-1".into());
+        let text = "{\"sample\": 0, \"completion\": \"a\"}\n\n{\"sample\": \"nav-1\", \"completion\": \"b\"}\n";
+        let c = parse_completions(text, &samples).unwrap();
+        assert_eq!((c[0].line, c[0].sample), (1, 0));
+        assert_eq!(
+            (c[1].line, c[1].sample, c[1].completion.as_str()),
+            (3, 0, "b")
+        );
+        let err = parse_completions("{\"sample\": 4, \"completion\": \"\"}", &samples).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "line 1: sample 4 does not exist (1 samples)"
+        );
+        let err = parse_completions("{\"sample\": 0}", &samples).unwrap_err();
+        assert!(err.reason.contains("missing field `completion`"), "{err}");
+    }
+}

@@ -1,0 +1,10 @@
+//! btl's system tests: one binary, driving the real `btl` executable.
+//!
+//! Table of contents:
+// The shared harness: a fresh temp dir per test and a `btl` command builder.
+mod util;
+
+// `btl score`: the spec §8 vectors end to end, output formats, bad input.
+mod score;
+// `btl metrics`: presets, counts behind percentages, bad input.
+mod metrics;
