@@ -83,6 +83,8 @@ pub enum ToleranceKind {
     MissingPlan,
     /// A swipe direction not in lower case.
     DirectionCase,
+    /// A key the object does not have in the canonical form; it is ignored.
+    ExtraKey { key: String },
 }
 
 impl fmt::Display for ToleranceKind {
@@ -111,6 +113,7 @@ impl fmt::Display for ToleranceKind {
             Self::LinkNotInList => f.write_str("action object not wrapped in a list"),
             Self::MissingPlan => f.write_str("action without a Plan"),
             Self::DirectionCase => f.write_str("swipe direction not in lower case"),
+            Self::ExtraKey { key } => write!(f, "unexpected key '{key}' ignored"),
         }
     }
 }
@@ -450,7 +453,14 @@ impl<'a> Cx<'a> {
                 String::new()
             }
         };
+        self.extra_keys(Part::Blink, offset, map.keys());
         Ok(Roi { bbox, label })
+    }
+
+    fn extra_keys<'k>(&mut self, part: Part, offset: usize, keys: impl Iterator<Item = &'k String>) {
+        for key in keys {
+            self.tolerate(part, offset, ToleranceKind::ExtraKey { key: key.clone() });
+        }
     }
 
     fn link(&mut self, body: Span<'a>) -> Result<Link, ParseError> {
@@ -484,7 +494,10 @@ impl<'a> Cx<'a> {
         };
         let Some(action) = item.remove("Action") else {
             return match self.point_field(&mut item, offset)? {
-                Some(point) => Ok(Link::Point(point)),
+                Some(point) => {
+                    self.extra_keys(Part::Link, offset, item.keys());
+                    Ok(Link::Point(point))
+                }
                 None => Err(shape(
                     Part::Link,
                     offset,
@@ -500,6 +513,7 @@ impl<'a> Cx<'a> {
                 String::new()
             }
         };
+        self.extra_keys(Part::Link, offset, item.keys());
         let Value::Object(mut action) = action else {
             return Err(shape(Part::Link, offset, "\"Action\" is not an object"));
         };
@@ -509,15 +523,19 @@ impl<'a> Cx<'a> {
                 serde_json::to_value(point).unwrap_or(Value::Null),
             );
         }
-        if let Some(Value::String(dir)) = action.get_mut("direction") {
+        let is_swipe = action.get("function").and_then(Value::as_str) == Some("Swipe");
+        if let Some(Value::String(dir)) = action.get_mut("direction").filter(|_| is_swipe) {
             let lower = dir.to_lowercase();
             if lower != *dir && matches!(lower.as_str(), "up" | "down" | "left" | "right") {
                 *dir = lower;
                 self.tolerate(Part::Link, offset, ToleranceKind::DirectionCase);
             }
         }
+        let keys: Vec<String> = action.keys().cloned().collect();
         let action: Action = serde_json::from_value(Value::Object(action))
             .map_err(|e| shape(Part::Link, offset, format!("action: {e}")))?;
+        let used = serde_json::to_value(&action).unwrap_or(Value::Null);
+        self.extra_keys(Part::Link, offset, keys.iter().filter(|k| used.get(k.as_str()).is_none()));
         Ok(Link::Action { plan, action })
     }
 
@@ -553,20 +571,24 @@ fn offset_of(text: &str, line: usize, column: usize) -> usize {
 
 /// The paper's blink dialect:
 /// `<element><id>1</id><bbox>[x0, y0, x1, y1]</bbox><caption>static</caption></element>…`.
-/// The caption becomes the label; the id only orders the elements.
+/// The caption becomes the label; ids are not needed (document order is
+/// kept). Anything that is not a sequence of such elements is an error.
 fn xml_blink(text: &str, start: usize) -> Result<Vec<Roi>, ParseError> {
     let mut reader = quick_xml::Reader::from_str(text);
     let mut rois = Vec::new();
+    // The open element's text per field, and the field being read.
+    let mut element: Option<(String, String)> = None;
     let mut field: Option<String> = None;
-    let mut bbox: Option<BBox> = None;
-    let mut caption = String::new();
-    let xml_error = |pos: u64, msg: String| {
-        shape(
-            Part::Blink,
-            start + pos as usize,
-            format!("XML blink: {msg}"),
-        )
-    };
+    let xml_error = |pos: u64, msg: String| shape(Part::Blink, start + pos as usize, format!("XML blink: {msg}"));
+    fn append(element: &mut Option<(String, String)>, field: &Option<String>, piece: &str) {
+        if let (Some((bbox, caption)), Some(f)) = (element.as_mut(), field.as_deref()) {
+            match f {
+                "bbox" => bbox.push_str(piece),
+                "caption" => caption.push_str(piece),
+                _ => {}
+            }
+        }
+    }
     loop {
         let pos = reader.buffer_position();
         match reader.read_event() {
@@ -574,38 +596,42 @@ fn xml_blink(text: &str, start: usize) -> Result<Vec<Roi>, ParseError> {
             Ok(Event::Eof) => break,
             Ok(Event::Start(tag)) => {
                 let name = tag.name().as_ref().to_string();
-                if name == "element" {
-                    bbox = None;
-                    caption.clear();
+                match (name.as_str(), element.is_some()) {
+                    ("element", false) => element = Some((String::new(), String::new())),
+                    ("element", true) => return Err(xml_error(pos, "<element> inside <element>".into())),
+                    (_, false) => return Err(xml_error(pos, format!("<{name}> outside an <element>"))),
+                    (_, true) => field = Some(name),
                 }
-                field = Some(name);
             }
-            Ok(Event::Text(t)) => {
-                let value = t.xml10_content();
-                match field.as_deref() {
-                    Some("bbox") => {
-                        let parsed = serde_json::from_str(value.trim())
-                            .map_err(|e| xml_error(pos, format!("bbox: {e}")))?;
-                        bbox = Some(parsed);
-                    }
-                    Some("caption") => caption = value.trim().to_string(),
-                    _ => {}
-                }
+            Ok(Event::Text(t)) => append(&mut element, &field, &t.xml10_content()),
+            Ok(Event::GeneralRef(r)) => {
+                let resolved = match r.resolve_char_ref() {
+                    Ok(Some(c)) => c.to_string(),
+                    _ => quick_xml::escape::resolve_predefined_entity(&r.xml10_content())
+                        .map(str::to_string)
+                        .ok_or_else(|| xml_error(pos, format!("unknown entity &{};", r.xml10_content())))?,
+                };
+                append(&mut element, &field, &resolved);
             }
             Ok(Event::End(tag)) => {
                 if tag.name().as_ref() == "element" {
-                    let bbox = bbox
-                        .take()
-                        .ok_or_else(|| xml_error(pos, "an element has no <bbox>".into()))?;
+                    let Some((bbox, caption)) = element.take() else {
+                        return Err(xml_error(pos, "</element> without <element>".into()));
+                    };
+                    let bbox = serde_json::from_str(bbox.trim())
+                        .map_err(|e| xml_error(pos, format!("bbox of element {}: {e}", rois.len())))?;
                     rois.push(Roi {
                         bbox,
-                        label: std::mem::take(&mut caption),
+                        label: caption.trim().to_string(),
                     });
                 }
                 field = None;
             }
             Ok(_) => {}
         }
+    }
+    if element.is_some() {
+        return Err(xml_error(text.len() as u64, "an <element> is never closed".into()));
     }
     Ok(rois)
 }

@@ -179,7 +179,8 @@ impl Reader<'_> {
         let hex = self
             .text
             .get(self.pos..self.pos + digits)
-            .ok_or_else(|| self.error("truncated escape"))?;
+            .filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
+            .ok_or_else(|| self.error("bad hex escape"))?;
         let code = u32::from_str_radix(hex, 16).map_err(|_| self.error("bad hex escape"))?;
         let c = char::from_u32(code).ok_or_else(|| self.error("escape is not a character"))?;
         self.pos += digits;
@@ -260,6 +261,7 @@ mod tests {
         assert_eq!(parse("[nan]").unwrap_err().offset, 1);
         assert_eq!(parse("{1: 2}").unwrap_err().offset, 1);
         assert!(parse("1e999").is_err(), "infinite floats are refused");
+        assert_eq!(parse("'\\x+1'").unwrap_err().reason, "bad hex escape");
     }
 
     #[test]

@@ -9,6 +9,11 @@
 //! as the spec states. Python's `json` also reads `NaN`, `Infinity` and
 //! numbers beyond `f64`; serde_json refuses them, so such completions score 0
 //! where Python might not.
+//!
+//! Faithfulness has a price worth knowing: like the plugin, the blink and link
+//! terms read the first fenced `<blink>`/`<link>` body anywhere in the text,
+//! so a fenced link written inside `<think>` is the one scored. `paper` mode
+//! reads the bodies from the template's own positions instead.
 
 use super::indicator;
 use super::pyvalue::{self, eq, first4, unpack2};

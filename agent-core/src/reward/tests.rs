@@ -921,6 +921,20 @@ fn paper_blink_scores_three_fifths_for_matching_only_rank_three() {
     assert_eq!(paper(&navigation_with_rois(), &completion).blink, 0.6);
 }
 
+// Six regions listed out of order with priorities 7, 1, 2, 3, 4, 5: the five
+// best (1..5) are kept, so predicting only the priority-7 box matches nothing
+// and scores 0, while predicting the priority-5 box scores s(5) = 1/5.
+#[test]
+fn paper_blink_keeps_the_five_best_priorities_whatever_the_order() {
+    let mut sample = navigation();
+    let far = |i: f64| [10.0 + 100.0 * i, 10.0, 60.0 + 100.0 * i, 60.0];
+    sample.rois = vec![roi(far(6.0), 7), roi(far(0.0), 1), roi(far(1.0), 2), roi(far(2.0), 3), roi(far(3.0), 4), roi(far(4.0), 5)];
+    let only_seven = canonical(r#"[{"bbox_2d": [610, 10, 660, 60]}]"#, GT_TAP);
+    assert_eq!(paper(&sample, &only_seven).blink, 0.0);
+    let only_five = canonical(r#"[{"bbox_2d": [410, 10, 460, 60]}]"#, GT_TAP);
+    assert_close(paper(&sample, &only_five).blink, 0.2);
+}
+
 // Ranks 1 and 3 both predicted: max(s(1), s(3)) = max(1, 0.6) = 1.
 #[test]
 fn paper_blink_takes_the_best_matched_rank() {
