@@ -8,3 +8,7 @@ mod util;
 mod score;
 // `btl metrics`: presets, counts behind percentages, bad input.
 mod metrics;
+// Debian's real `adb` against the virtual device: connect, shell, exec-out, push/pull, install.
+mod adb;
+// `AdbDevice` (adb_client via Debian's adb server) driving the virtual phone, faults included.
+mod device;

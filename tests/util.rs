@@ -1,5 +1,6 @@
 //! Test harness: a fresh directory per test and a way to run `btl` in it.
 
+use agent_core::device::adb_server::PrivateAdbServer;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -76,4 +77,30 @@ pub fn answer(blink: &str, action: &str) -> String {
     format!(
         "<blink>```json\n{blink}\n```</blink>\n<think> reasoning </think>\n<link>```json\n[{{\"Plan\": \"plan\", \"Action\": {action}}}]\n```</link>"
     )
+}
+
+/// A private adb server for one test (see `PrivateAdbServer`), failing the
+/// test with a clear message when adb is missing.
+pub struct AdbServer(PrivateAdbServer);
+
+impl AdbServer {
+    pub fn start() -> Self {
+        Self(
+            PrivateAdbServer::start()
+                .expect("Debian's adb is required: run scripts/test, or apt-get install adb"),
+        )
+    }
+
+    pub fn port(&self) -> u16 {
+        self.0.port()
+    }
+
+    /// Runs `adb -P PORT args…` against this server.
+    pub fn adb<I, S>(&self, args: I) -> Output
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        self.0.adb(args).expect("run adb")
+    }
 }

@@ -8,10 +8,15 @@
 //! - [`metrics`]: offline step metrics (Type / GR / SR, ScreenSpot accuracy)
 //!   with the presets published tables use. Pure.
 //! - [`sample`]: the official training-sample format and completion lines.
+//! - [`sim`]: the virtual phone, reached over the real ADB protocol.
+//! - [`device`]: the [`device::Device`] trait and its backends (adb, the
+//!   in-process virtual phone).
 //! - [`cli`]: the `btl` command line; `src/main.rs` only calls [`cli::main`].
 
 pub mod cli;
+pub mod device;
 pub mod metrics;
 pub mod protocol;
 pub mod reward;
 pub mod sample;
+pub mod sim;

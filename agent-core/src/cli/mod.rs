@@ -4,8 +4,10 @@
 //! input (a file that cannot be read or parsed, named with its line and the
 //! reason). Errors are printed once, with their cause chain, on stderr.
 
+mod devices;
 mod metrics;
 mod score;
+mod sim;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -26,6 +28,11 @@ enum Command {
     Score(score::Args),
     /// Offline Type / GR / SR metrics of predictions against official-format samples.
     Metrics(metrics::Args),
+    /// The built-in virtual phone.
+    #[command(subcommand)]
+    Sim(sim::Command),
+    /// List the devices of an adb server.
+    Devices(devices::Args),
 }
 
 /// Why a command stopped; decides the exit code.
@@ -58,6 +65,8 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Score(args) => score::run(&args),
         Command::Metrics(args) => metrics::run(&args),
+        Command::Sim(command) => sim::run(&command),
+        Command::Devices(args) => devices::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

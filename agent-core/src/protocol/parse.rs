@@ -457,7 +457,12 @@ impl<'a> Cx<'a> {
         Ok(Roi { bbox, label })
     }
 
-    fn extra_keys<'k>(&mut self, part: Part, offset: usize, keys: impl Iterator<Item = &'k String>) {
+    fn extra_keys<'k>(
+        &mut self,
+        part: Part,
+        offset: usize,
+        keys: impl Iterator<Item = &'k String>,
+    ) {
         for key in keys {
             self.tolerate(part, offset, ToleranceKind::ExtraKey { key: key.clone() });
         }
@@ -535,7 +540,11 @@ impl<'a> Cx<'a> {
         let action: Action = serde_json::from_value(Value::Object(action))
             .map_err(|e| shape(Part::Link, offset, format!("action: {e}")))?;
         let used = serde_json::to_value(&action).unwrap_or(Value::Null);
-        self.extra_keys(Part::Link, offset, keys.iter().filter(|k| used.get(k.as_str()).is_none()));
+        self.extra_keys(
+            Part::Link,
+            offset,
+            keys.iter().filter(|k| used.get(k.as_str()).is_none()),
+        );
         Ok(Link::Action { plan, action })
     }
 
@@ -579,7 +588,13 @@ fn xml_blink(text: &str, start: usize) -> Result<Vec<Roi>, ParseError> {
     // The open element's text per field, and the field being read.
     let mut element: Option<(String, String)> = None;
     let mut field: Option<String> = None;
-    let xml_error = |pos: u64, msg: String| shape(Part::Blink, start + pos as usize, format!("XML blink: {msg}"));
+    let xml_error = |pos: u64, msg: String| {
+        shape(
+            Part::Blink,
+            start + pos as usize,
+            format!("XML blink: {msg}"),
+        )
+    };
     fn append(element: &mut Option<(String, String)>, field: &Option<String>, piece: &str) {
         if let (Some((bbox, caption)), Some(f)) = (element.as_mut(), field.as_deref()) {
             match f {
@@ -598,8 +613,12 @@ fn xml_blink(text: &str, start: usize) -> Result<Vec<Roi>, ParseError> {
                 let name = tag.name().as_ref().to_string();
                 match (name.as_str(), element.is_some()) {
                     ("element", false) => element = Some((String::new(), String::new())),
-                    ("element", true) => return Err(xml_error(pos, "<element> inside <element>".into())),
-                    (_, false) => return Err(xml_error(pos, format!("<{name}> outside an <element>"))),
+                    ("element", true) => {
+                        return Err(xml_error(pos, "<element> inside <element>".into()));
+                    }
+                    (_, false) => {
+                        return Err(xml_error(pos, format!("<{name}> outside an <element>")));
+                    }
                     (_, true) => field = Some(name),
                 }
             }
@@ -609,7 +628,9 @@ fn xml_blink(text: &str, start: usize) -> Result<Vec<Roi>, ParseError> {
                     Ok(Some(c)) => c.to_string(),
                     _ => quick_xml::escape::resolve_predefined_entity(&r.xml10_content())
                         .map(str::to_string)
-                        .ok_or_else(|| xml_error(pos, format!("unknown entity &{};", r.xml10_content())))?,
+                        .ok_or_else(|| {
+                            xml_error(pos, format!("unknown entity &{};", r.xml10_content()))
+                        })?,
                 };
                 append(&mut element, &field, &resolved);
             }
@@ -618,8 +639,9 @@ fn xml_blink(text: &str, start: usize) -> Result<Vec<Roi>, ParseError> {
                     let Some((bbox, caption)) = element.take() else {
                         return Err(xml_error(pos, "</element> without <element>".into()));
                     };
-                    let bbox = serde_json::from_str(bbox.trim())
-                        .map_err(|e| xml_error(pos, format!("bbox of element {}: {e}", rois.len())))?;
+                    let bbox = serde_json::from_str(bbox.trim()).map_err(|e| {
+                        xml_error(pos, format!("bbox of element {}: {e}", rois.len()))
+                    })?;
                     rois.push(Roi {
                         bbox,
                         label: caption.trim().to_string(),
@@ -631,7 +653,10 @@ fn xml_blink(text: &str, start: usize) -> Result<Vec<Roi>, ParseError> {
         }
     }
     if element.is_some() {
-        return Err(xml_error(text.len() as u64, "an <element> is never closed".into()));
+        return Err(xml_error(
+            text.len() as u64,
+            "an <element> is never closed".into(),
+        ));
     }
     Ok(rois)
 }

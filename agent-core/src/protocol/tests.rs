@@ -315,7 +315,9 @@ fn xml_blink_dialect_is_read_with_caption_as_label() {
 #[test]
 fn xml_blink_resolves_entities_and_refuses_broken_structure() {
     let answer = |blink: &str| {
-        format!("<blink>{blink}</blink>\n<think>t</think>\n<link>```json\n[{{\"point_2d\": [1, 2]}}]\n```</link>")
+        format!(
+            "<blink>{blink}</blink>\n<think>t</think>\n<link>```json\n[{{\"point_2d\": [1, 2]}}]\n```</link>"
+        )
     };
     let parsed = parse(
         &answer("<element><bbox>[1, 2, 3, 4]</bbox><caption>a &amp; b &#x41;</caption></element>"),
@@ -327,8 +329,14 @@ fn xml_blink_resolves_entities_and_refuses_broken_structure() {
         ("<element><bbox>[1, 2, 3, 4]</bbox>", "never closed"),
         ("<bbox>[1, 2, 3, 4]</bbox>", "outside an <element>"),
         ("<element><element></element></element>", "inside <element>"),
-        ("<element><caption>x</caption></element>", "bbox of element 0"),
-        ("<element><bbox>[1, 2, 3, 4]</bbox><caption>&nope;</caption></element>", "unknown entity"),
+        (
+            "<element><caption>x</caption></element>",
+            "bbox of element 0",
+        ),
+        (
+            "<element><bbox>[1, 2, 3, 4]</bbox><caption>&nope;</caption></element>",
+            "unknown entity",
+        ),
     ] {
         let err = parse(&answer(blink), ParseMode::Tolerant).unwrap_err();
         assert_eq!(err.part, Part::Blink);
@@ -339,14 +347,29 @@ fn xml_blink_resolves_entities_and_refuses_broken_structure() {
 #[test]
 fn extra_keys_are_reported_and_refused_in_strict_mode() {
     for (from, to, key) in [
-        ("{\"function\": \"Tap\", \"point_2d\": [663, 1135]}", "{\"function\": \"Back\", \"point_2d\": [663, 1135]}", "point_2d"),
-        ("\"Plan\": \"Tap the result.\", ", "\"Plan\": \"Tap the result.\", \"Why\": \"x\", ", "Why"),
-        ("\"label\": \"Los Angeles result\"", "\"label\": \"Los Angeles result\", \"score\": 0.9", "score"),
+        (
+            "{\"function\": \"Tap\", \"point_2d\": [663, 1135]}",
+            "{\"function\": \"Back\", \"point_2d\": [663, 1135]}",
+            "point_2d",
+        ),
+        (
+            "\"Plan\": \"Tap the result.\", ",
+            "\"Plan\": \"Tap the result.\", \"Why\": \"x\", ",
+            "Why",
+        ),
+        (
+            "\"label\": \"Los Angeles result\"",
+            "\"label\": \"Los Angeles result\", \"score\": 0.9",
+            "score",
+        ),
     ] {
         let text = variant(from, to);
         let parsed = parse(&text, ParseMode::Tolerant).unwrap();
         assert!(
-            parsed.tolerances.iter().any(|t| t.kind == ToleranceKind::ExtraKey { key: key.into() }),
+            parsed
+                .tolerances
+                .iter()
+                .any(|t| t.kind == ToleranceKind::ExtraKey { key: key.into() }),
             "{key}: {:?}",
             parsed.tolerances
         );

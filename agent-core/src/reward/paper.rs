@@ -108,12 +108,18 @@ fn ranked_truth(sample: &Sample) -> Vec<(BBox, usize)> {
     if sample.rois.is_empty() {
         return sample.gt_bbox().map(|b| (b, 1)).into_iter().collect();
     }
-    let mut rois: Vec<_> = sample.rois.iter().map(|r| (r.bbox_2d, r.priority as usize)).collect();
+    let mut rois: Vec<_> = sample
+        .rois
+        .iter()
+        .map(|r| (r.bbox_2d, r.priority as usize))
+        .collect();
     rois.sort_by_key(|&(_, priority)| priority);
     rois.truncate(MAX_ROIS);
     // Ranks outside 1..=λ (a priority 0, or a gap such as 1, 2, 9) are
     // pulled onto the scale so s(k) stays in (0, 1].
-    rois.into_iter().map(|(b, p)| (b, p.clamp(1, MAX_ROIS))).collect()
+    rois.into_iter()
+        .map(|(b, p)| (b, p.clamp(1, MAX_ROIS)))
+        .collect()
 }
 
 /// Whether the ground-truth action points at an element (Tap, LongPress or a

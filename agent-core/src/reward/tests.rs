@@ -928,7 +928,14 @@ fn paper_blink_scores_three_fifths_for_matching_only_rank_three() {
 fn paper_blink_keeps_the_five_best_priorities_whatever_the_order() {
     let mut sample = navigation();
     let far = |i: f64| [10.0 + 100.0 * i, 10.0, 60.0 + 100.0 * i, 60.0];
-    sample.rois = vec![roi(far(6.0), 7), roi(far(0.0), 1), roi(far(1.0), 2), roi(far(2.0), 3), roi(far(3.0), 4), roi(far(4.0), 5)];
+    sample.rois = vec![
+        roi(far(6.0), 7),
+        roi(far(0.0), 1),
+        roi(far(1.0), 2),
+        roi(far(2.0), 3),
+        roi(far(3.0), 4),
+        roi(far(4.0), 5),
+    ];
     let only_seven = canonical(r#"[{"bbox_2d": [610, 10, 660, 60]}]"#, GT_TAP);
     assert_eq!(paper(&sample, &only_seven).blink, 0.0);
     let only_five = canonical(r#"[{"bbox_2d": [410, 10, 460, 60]}]"#, GT_TAP);

@@ -1,0 +1,67 @@
+//! `btl sim`: the virtual phone on its own, for adb and other tools.
+
+use super::Outcome;
+use crate::sim::adbd::Adbd;
+use crate::sim::phone::PhoneConfig;
+use crate::sim::virtual_phone::VirtualPhone;
+use anyhow::Context;
+use std::sync::Arc;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Serve a virtual phone over the ADB protocol until interrupted.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// TCP port on 127.0.0.1 (default: a free port outside 5555-5585, which
+    /// the adb server probes for emulators).
+    #[arg(long)]
+    port: Option<u16>,
+    /// Screen size in pixels.
+    #[arg(long, value_parser = parse_size, default_value = "1080x2400")]
+    size: (u32, u32),
+    /// Screen density in dpi.
+    #[arg(long, default_value_t = 420)]
+    density: u32,
+    /// Seed of everything random on the phone (contents, names, results).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+fn parse_size(s: &str) -> Result<(u32, u32), String> {
+    let parsed = s
+        .split_once('x')
+        .and_then(|(w, h)| Some((w.parse::<u32>().ok()?, h.parse::<u32>().ok()?)));
+    match parsed {
+        Some((w, h)) if (28..=8192).contains(&w) && (28..=8192).contains(&h) => Ok((w, h)),
+        _ => Err(format!(
+            "'{s}' is not WIDTHxHEIGHT with sides from 28 to 8192"
+        )),
+    }
+}
+
+pub fn run(command: &Command) -> Outcome {
+    match command {
+        Command::Serve(args) => serve(args),
+    }
+}
+
+fn serve(args: &ServeArgs) -> Outcome {
+    let config = PhoneConfig {
+        width: args.size.0,
+        height: args.size.1,
+        density: args.density,
+        seed: args.seed,
+    };
+    let phone = Arc::new(VirtualPhone::new(config));
+    let adbd =
+        Adbd::start(phone, args.port).context("cannot start the virtual phone's ADB server")?;
+    println!("virtual phone listening on {}", adbd.serial());
+    println!("connect with: adb connect {}", adbd.serial());
+    // Serve until the process is interrupted; the default SIGINT handling ends it.
+    loop {
+        std::thread::park();
+    }
+}

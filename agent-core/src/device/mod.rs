@@ -1,0 +1,179 @@
+//! Devices the agent acts on: the [`Device`] trait and its backends.
+//!
+//! A device offers a screenshot, optionally a UI tree, its screen size, and
+//! performs [`DeviceAction`]s in device pixels. The agent maps model-frame
+//! actions to device actions with [`DeviceAction::from_model`]; backends never
+//! see the model frame.
+//!
+//! # Backends
+//! - [`adb::AdbDevice`]: any Android device or emulator (or the virtual
+//!   phone) through the adb server, with per-call timeouts.
+//! - [`sim::SimDevice`]: the virtual phone in-process.
+//!
+//! [`adb_server::PrivateAdbServer`] starts an adb server of one's own for
+//! tests, benchmarks and collection on the virtual phone.
+
+pub mod adb;
+pub mod adb_server;
+pub mod sim;
+
+use crate::protocol::{Action, DevicePoint, Direction, FrameMap, Size};
+use crate::sim::phone::UiNode;
+use image::RgbaImage;
+use std::time::Duration;
+use thiserror::Error;
+
+/// How long a long press holds: Android reports a long press after 500 ms;
+/// 800 ms leaves room for slow devices, as the spec asks.
+pub const LONG_PRESS_MS: u32 = 800;
+/// Duration of a swipe gesture: fast enough to fling a list, slow enough not
+/// to be taken for a tap.
+pub const SWIPE_MS: u32 = 300;
+
+/// An action in device pixels.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum DeviceAction {
+    Tap {
+        at: DevicePoint,
+    },
+    LongPress {
+        at: DevicePoint,
+    },
+    Swipe {
+        from: DevicePoint,
+        to: DevicePoint,
+        duration_ms: u32,
+    },
+    Type {
+        text: String,
+    },
+    Back,
+    Home,
+    Wait {
+        ms: u32,
+    },
+}
+
+impl DeviceAction {
+    /// The device action for a model-frame action; `None` for `Finish`,
+    /// which ends the episode instead of touching the device.
+    ///
+    /// A swipe moves the finger across the middle of the screen in its
+    /// direction, from 3/4 to 1/4 of the axis (so `up` scrolls content to
+    /// reveal what is below).
+    pub fn from_model(action: &Action, frame: &FrameMap) -> Option<Self> {
+        Some(match action {
+            Action::Tap { point_2d } => Self::Tap {
+                at: frame.to_device(*point_2d),
+            },
+            Action::LongPress { point_2d } => Self::LongPress {
+                at: frame.to_device(*point_2d),
+            },
+            Action::Type { text } => Self::Type { text: text.clone() },
+            Action::Swipe { direction } => {
+                let Size { width, height } = frame.device;
+                let (cx, cy) = (width / 2, height / 2);
+                let (near_x, far_x) = (width / 4, width - width / 4);
+                let (near_y, far_y) = (height / 4, height - height / 4);
+                let (from, to) = match direction {
+                    Direction::Up => ((cx, far_y), (cx, near_y)),
+                    Direction::Down => ((cx, near_y), (cx, far_y)),
+                    Direction::Left => ((far_x, cy), (near_x, cy)),
+                    Direction::Right => ((near_x, cy), (far_x, cy)),
+                };
+                Self::Swipe {
+                    from: DevicePoint {
+                        x: from.0,
+                        y: from.1,
+                    },
+                    to: DevicePoint { x: to.0, y: to.1 },
+                    duration_ms: SWIPE_MS,
+                }
+            }
+            Action::Back => Self::Back,
+            Action::Home => Self::Home,
+            Action::Wait => Self::Wait { ms: 1000 },
+            Action::Finish { .. } => return None,
+        })
+    }
+}
+
+/// Why a device call failed.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum DeviceError {
+    /// The device did not answer within the call's time limit.
+    #[error("{operation} timed out after {after:?}")]
+    Timeout { operation: String, after: Duration },
+    /// The connection to the device or the adb server is gone.
+    #[error("connection lost during {operation}: {reason}")]
+    Disconnected { operation: String, reason: String },
+    /// A device command ran and reported failure.
+    #[error("`{command}` failed with exit code {exit_code}: {stderr}")]
+    Command {
+        command: String,
+        exit_code: i32,
+        stderr: String,
+    },
+    /// The device answered something we cannot read.
+    #[error("unexpected reply to {operation}: {reason}")]
+    Protocol { operation: String, reason: String },
+    /// The action cannot be performed on this device (e.g. off-screen).
+    #[error("cannot perform {action}: {reason}")]
+    Unsupported { action: String, reason: String },
+}
+
+/// A phone the agent can observe and act on.
+pub trait Device: Send {
+    /// A short human-readable name ("virtual phone", an adb serial).
+    fn name(&self) -> String;
+
+    fn screen_size(&mut self) -> Result<Size, DeviceError>;
+
+    fn screenshot(&mut self) -> Result<RgbaImage, DeviceError>;
+
+    /// The current UI tree, `None` when the device offers none.
+    fn ui_tree(&mut self) -> Result<Option<UiNode>, DeviceError>;
+
+    fn perform(&mut self, action: &DeviceAction) -> Result<(), DeviceError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{Point, TRAINING_MAX_PIXELS};
+
+    // 1080x2400 -> model frame 1092x2408 (2400/28 = 85.7 -> 86; 1080/28 =
+    // 38.6 -> 39). Model (546, 1204) -> device (546 * 1080/1092,
+    // 1204 * 2400/2408) = (540.0, 1200.0).
+    #[test]
+    fn model_actions_map_to_device_pixels() {
+        let frame = FrameMap::new(Size::new(1080, 2400), TRAINING_MAX_PIXELS).unwrap();
+        assert_eq!(frame.model, Size::new(1092, 2408));
+        let tap = Action::Tap {
+            point_2d: Point::new(546.0, 1204.0),
+        };
+        assert_eq!(
+            DeviceAction::from_model(&tap, &frame),
+            Some(DeviceAction::Tap {
+                at: DevicePoint { x: 540, y: 1200 }
+            })
+        );
+        let up = Action::Swipe {
+            direction: Direction::Up,
+        };
+        assert_eq!(
+            DeviceAction::from_model(&up, &frame),
+            Some(DeviceAction::Swipe {
+                from: DevicePoint { x: 540, y: 1800 },
+                to: DevicePoint { x: 540, y: 600 },
+                duration_ms: SWIPE_MS
+            })
+        );
+        assert_eq!(
+            DeviceAction::from_model(&Action::Finish { answer: None }, &frame),
+            None
+        );
+    }
+}

@@ -1,0 +1,24 @@
+//! The virtual phone: an in-process Android-like device that speaks the
+//! device side of the real ADB protocol, so Debian's `adb` and the
+//! `adb_client` crate drive it exactly as they drive an emulator.
+//!
+//! # Layout
+//! - [`adbd`]: the device side of the ADB wire protocol over TCP, serving an
+//!   [`AdbBackend`].
+//! - [`backend`]: the [`AdbBackend`] seam between transport and phone.
+//! - [`vfs`]: the phone's in-memory file system.
+//! - [`phone`]: the phone model: screens, apps, input, rendering and the
+//!   `uiautomator` tree, deterministic for a seed.
+//! - [`shell`]: Android's `sh` and tools (`input`, `screencap`,
+//!   `uiautomator`, `am`, …) over the phone and its file system.
+//! - [`virtual_phone`]: phone, file system and shell behind one lock; the
+//!   [`AdbBackend`] the ADB server serves.
+
+pub mod adbd;
+pub mod backend;
+pub mod phone;
+pub mod shell;
+pub mod vfs;
+pub mod virtual_phone;
+
+pub use backend::AdbBackend;

@@ -1,0 +1,358 @@
+//! The accessibility view of a screen: [`UiNode`], the tree `uiautomator
+//! dump` prints, with its XML writer and a tolerant XML reader.
+//!
+//! The same type serves both sides of the wire: the virtual phone builds it
+//! from its widgets, and the host parses real devices' dumps into it. The
+//! reader therefore keeps attributes this phone never writes (`drawing-order`,
+//! `hint`, `NAF`, …) in [`UiNode::extra`] and ignores elements it does not
+//! know, so a real dump parses and writes back attribute for attribute.
+
+use quick_xml::XmlVersion;
+use quick_xml::events::{BytesStart, Event};
+use quick_xml::reader::Reader;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+
+/// The class of the synthetic root [`parse_uiautomator_xml`] returns when a
+/// dump holds several top-level windows (status bar, app, keyboard…);
+/// [`to_uiautomator_xml`] writes such a root's children as top-level nodes.
+pub const HIERARCHY_CLASS: &str = "hierarchy";
+
+/// One `<node>` of a `uiautomator dump`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct UiNode {
+    /// Position among its siblings, as uiautomator numbers them.
+    pub index: u32,
+    pub text: String,
+    /// `package:id/name`, empty when the view has no id.
+    pub resource_id: String,
+    pub class: String,
+    pub package: String,
+    pub content_desc: String,
+    pub checkable: bool,
+    pub checked: bool,
+    pub clickable: bool,
+    pub enabled: bool,
+    pub focusable: bool,
+    pub focused: bool,
+    pub scrollable: bool,
+    pub long_clickable: bool,
+    pub password: bool,
+    pub selected: bool,
+    /// `[x1, y1, x2, y2]` in screen pixels, the visible part of the view.
+    pub bounds: [i32; 4],
+    /// Attributes a device wrote that have no field above, in document order.
+    pub extra: Vec<(String, String)>,
+    pub children: Vec<UiNode>,
+}
+
+impl UiNode {
+    /// The point a finger aims at: the middle of the bounds.
+    pub fn center(&self) -> (i32, i32) {
+        let [x1, y1, x2, y2] = self.bounds;
+        (x1 + (x2 - x1) / 2, y1 + (y2 - y1) / 2)
+    }
+
+    pub fn contains(&self, x: i32, y: i32) -> bool {
+        let [x1, y1, x2, y2] = self.bounds;
+        x >= x1 && x < x2 && y >= y1 && y < y2
+    }
+
+    /// This node and all its descendants, parents before children.
+    pub fn iter(&self) -> impl Iterator<Item = &UiNode> {
+        let mut stack = vec![self];
+        std::iter::from_fn(move || {
+            let node = stack.pop()?;
+            stack.extend(node.children.iter().rev());
+            Some(node)
+        })
+    }
+
+    /// The first node, in document order, that satisfies `pred`.
+    pub fn find(&self, pred: impl Fn(&UiNode) -> bool) -> Option<&UiNode> {
+        self.iter().find(|n| pred(n))
+    }
+
+    /// Every node, in document order, that satisfies `pred`.
+    pub fn find_all(&self, pred: impl Fn(&UiNode) -> bool) -> Vec<&UiNode> {
+        self.iter().filter(|n| pred(n)).collect()
+    }
+
+    /// The first node whose resource id is `id`, given either in full
+    /// (`com.btl.settings:id/wifi_switch`) or as the part after `:id/`.
+    pub fn find_by_id(&self, id: &str) -> Option<&UiNode> {
+        self.find(|n| n.has_id(id))
+    }
+
+    /// The first node whose text is exactly `text`.
+    pub fn find_by_text(&self, text: &str) -> Option<&UiNode> {
+        self.find(|n| n.text == text)
+    }
+
+    /// The first node whose content description is exactly `desc`.
+    pub fn find_by_desc(&self, desc: &str) -> Option<&UiNode> {
+        self.find(|n| n.content_desc == desc)
+    }
+
+    /// Whether the resource id is `id`, in full or after its `:id/`.
+    pub fn has_id(&self, id: &str) -> bool {
+        self.resource_id == id
+            || self
+                .resource_id
+                .split_once(":id/")
+                .is_some_and(|(_, name)| name == id)
+    }
+}
+
+/// Why a `uiautomator dump` could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UiXmlError {
+    /// The text is not well-formed XML.
+    #[error("malformed XML: {0}")]
+    Xml(String),
+    /// There is no `<hierarchy>` element.
+    #[error("no <hierarchy> element in the dump")]
+    NoHierarchy,
+    /// The hierarchy holds no `<node>`.
+    #[error("the hierarchy has no nodes")]
+    Empty,
+    /// A known attribute has a value of the wrong shape.
+    #[error("attribute {name}=\"{value}\" is malformed")]
+    BadAttribute { name: String, value: String },
+}
+
+/// The dump `uiautomator dump` writes for `root`: one line, the XML
+/// declaration Android's serializer emits, then `<hierarchy rotation="0">`.
+pub fn to_uiautomator_xml(root: &UiNode) -> String {
+    let mut out = String::from(
+        "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"0\">",
+    );
+    if root.class == HIERARCHY_CLASS {
+        for window in &root.children {
+            write_node(window, &mut out);
+        }
+    } else {
+        write_node(root, &mut out);
+    }
+    out.push_str("</hierarchy>");
+    out
+}
+
+fn write_node(node: &UiNode, out: &mut String) {
+    let index = node.index.to_string();
+    let bounds = format!(
+        "[{},{}][{},{}]",
+        node.bounds[0], node.bounds[1], node.bounds[2], node.bounds[3]
+    );
+    let flag = |b: bool| if b { "true" } else { "false" };
+    let mut tag = BytesStart::new("node");
+    let (text, resource_id, class, package, desc) = (
+        xml_chars(&node.text),
+        xml_chars(&node.resource_id),
+        xml_chars(&node.class),
+        xml_chars(&node.package),
+        xml_chars(&node.content_desc),
+    );
+    // Values go through quick-xml's attribute escaping, which also encodes
+    // newlines and tabs as character references, as Android's serializer does.
+    for (name, value) in [
+        ("index", index.as_str()),
+        ("text", &text),
+        ("resource-id", &resource_id),
+        ("class", &class),
+        ("package", &package),
+        ("content-desc", &desc),
+        ("checkable", flag(node.checkable)),
+        ("checked", flag(node.checked)),
+        ("clickable", flag(node.clickable)),
+        ("enabled", flag(node.enabled)),
+        ("focusable", flag(node.focusable)),
+        ("focused", flag(node.focused)),
+        ("scrollable", flag(node.scrollable)),
+        ("long-clickable", flag(node.long_clickable)),
+        ("password", flag(node.password)),
+        ("selected", flag(node.selected)),
+        ("bounds", &bounds),
+    ] {
+        tag.push_attribute((name, value));
+    }
+    for (name, value) in &node.extra {
+        tag.push_attribute((name.as_str(), xml_chars(value).as_ref()));
+    }
+    out.push('<');
+    out.push_str(&tag);
+    if node.children.is_empty() {
+        out.push_str(" />");
+        return;
+    }
+    out.push('>');
+    for child in &node.children {
+        write_node(child, out);
+    }
+    out.push_str("</node>");
+}
+
+/// `s` with the characters XML cannot carry replaced by `.`, as
+/// uiautomator's dumper does (`stripInvalidXMLChars`), so any text a field
+/// holds still gives a well-formed dump.
+fn xml_chars(s: &str) -> Cow<'_, str> {
+    let bad = |c: char| {
+        matches!(c as u32,
+            0x0..=0x8 | 0xB | 0xC | 0xE..=0x1F | 0x7F..=0x84 | 0x86..=0x9F | 0xFDD0..=0xFDDF)
+            || (c as u32 & 0xFFFE) == 0xFFFE
+    };
+    if s.chars().any(bad) {
+        Cow::Owned(s.chars().map(|c| if bad(c) { '.' } else { c }).collect())
+    } else {
+        Cow::Borrowed(s)
+    }
+}
+
+/// Reads a `uiautomator dump` back into nodes.
+///
+/// Text around the document is ignored, so `uiautomator dump /dev/tty`
+/// output with its trailing "UI hierchary dumped to" line parses. A dump
+/// with one top-level node returns that node; with several (newer Android
+/// dumps every window) it returns a synthetic [`HIERARCHY_CLASS`] root whose
+/// children are the windows and whose bounds enclose them.
+pub fn parse_uiautomator_xml(xml: &str) -> Result<UiNode, UiXmlError> {
+    let start = xml
+        .find("<?xml")
+        .or_else(|| xml.find("<hierarchy"))
+        .ok_or(UiXmlError::NoHierarchy)?;
+    let end = xml
+        .rfind("</hierarchy>")
+        .map(|i| i + "</hierarchy>".len())
+        .filter(|&e| e > start)
+        .unwrap_or(xml.len());
+    let mut reader = Reader::from_str(&xml[start..end]);
+    // The path from the hierarchy down to the node being read.
+    let mut open: Vec<UiNode> = Vec::new();
+    let mut windows: Vec<UiNode> = Vec::new();
+    let mut seen_hierarchy = false;
+    // Depth of elements that are neither `hierarchy` nor `node`; their
+    // content is skipped so unknown wrappers cannot misplace nodes.
+    let mut unknown_depth = 0usize;
+    loop {
+        let event = reader
+            .read_event()
+            .map_err(|e| UiXmlError::Xml(e.to_string()))?;
+        match event {
+            Event::Start(_) if unknown_depth > 0 => unknown_depth += 1,
+            Event::Empty(_) if unknown_depth > 0 => {}
+            Event::Start(tag) => match tag.name().as_ref() {
+                "hierarchy" => seen_hierarchy = true,
+                "node" => open.push(node_from_tag(&tag)?),
+                _ => unknown_depth = 1,
+            },
+            Event::Empty(tag) => match tag.name().as_ref() {
+                "hierarchy" => seen_hierarchy = true,
+                "node" => attach(node_from_tag(&tag)?, &mut open, &mut windows),
+                _ => {}
+            },
+            Event::End(_) if unknown_depth > 0 => unknown_depth -= 1,
+            Event::End(tag) => {
+                if tag.name().as_ref() == "node"
+                    && let Some(node) = open.pop()
+                {
+                    attach(node, &mut open, &mut windows);
+                }
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    // A dump cut short still yields the nodes read so far.
+    while let Some(node) = open.pop() {
+        attach(node, &mut open, &mut windows);
+    }
+    if !seen_hierarchy {
+        return Err(UiXmlError::NoHierarchy);
+    }
+    match windows.len() {
+        0 => Err(UiXmlError::Empty),
+        1 => Ok(windows.remove(0)),
+        _ => {
+            let bounds = windows.iter().fold(windows[0].bounds, |[a, b, c, d], w| {
+                [
+                    a.min(w.bounds[0]),
+                    b.min(w.bounds[1]),
+                    c.max(w.bounds[2]),
+                    d.max(w.bounds[3]),
+                ]
+            });
+            Ok(UiNode {
+                class: HIERARCHY_CLASS.to_string(),
+                enabled: true,
+                bounds,
+                children: windows,
+                ..UiNode::default()
+            })
+        }
+    }
+}
+
+fn attach(node: UiNode, open: &mut [UiNode], windows: &mut Vec<UiNode>) {
+    match open.last_mut() {
+        Some(parent) => parent.children.push(node),
+        None => windows.push(node),
+    }
+}
+
+fn node_from_tag(tag: &BytesStart) -> Result<UiNode, UiXmlError> {
+    let mut node = UiNode {
+        enabled: true,
+        ..UiNode::default()
+    };
+    for attr in tag.attributes().with_checks(false) {
+        let attr = attr.map_err(|e| UiXmlError::Xml(e.to_string()))?;
+        let name = attr.key.as_ref();
+        let value = attr
+            .normalized_value(XmlVersion::Implicit1_0)
+            .map_err(|e| UiXmlError::Xml(e.to_string()))?
+            .into_owned();
+        let bad = || UiXmlError::BadAttribute {
+            name: name.to_string(),
+            value: value.clone(),
+        };
+        let flag = |v: &str| match v {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            _ => Err(bad()),
+        };
+        match name {
+            "index" => node.index = value.trim().parse().map_err(|_| bad())?,
+            "text" => node.text = value,
+            "resource-id" => node.resource_id = value,
+            "class" => node.class = value,
+            "package" => node.package = value,
+            "content-desc" => node.content_desc = value,
+            "checkable" => node.checkable = flag(&value)?,
+            "checked" => node.checked = flag(&value)?,
+            "clickable" => node.clickable = flag(&value)?,
+            "enabled" => node.enabled = flag(&value)?,
+            "focusable" => node.focusable = flag(&value)?,
+            "focused" => node.focused = flag(&value)?,
+            "scrollable" => node.scrollable = flag(&value)?,
+            "long-clickable" => node.long_clickable = flag(&value)?,
+            "password" => node.password = flag(&value)?,
+            "selected" => node.selected = flag(&value)?,
+            "bounds" => node.bounds = parse_bounds(&value).ok_or_else(bad)?,
+            _ => node.extra.push((name.to_string(), value)),
+        }
+    }
+    Ok(node)
+}
+
+/// `[x1,y1][x2,y2]` into `[x1, y1, x2, y2]`.
+fn parse_bounds(value: &str) -> Option<[i32; 4]> {
+    let inner = value.trim().strip_prefix('[')?.strip_suffix(']')?;
+    let (a, b) = inner.split_once("][")?;
+    let pair = |s: &str| -> Option<(i32, i32)> {
+        let (x, y) = s.split_once(',')?;
+        Some((x.trim().parse().ok()?, y.trim().parse().ok()?))
+    };
+    let ((x1, y1), (x2, y2)) = (pair(a)?, pair(b)?);
+    Some([x1, y1, x2, y2])
+}
