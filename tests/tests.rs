@@ -12,3 +12,5 @@ mod metrics;
 mod adb;
 // `AdbDevice` (adb_client via Debian's adb server) driving the virtual phone, faults included.
 mod device;
+// `btl sim serve` and `btl devices` as a user runs them, with Debian adb.
+mod sim_cli;
