@@ -14,3 +14,7 @@ mod adb;
 mod device;
 // `btl sim serve` and `btl devices` as a user runs them, with Debian adb.
 mod sim_cli;
+// The task suite's oracles solving every template through Debian adb and `AdbDevice`.
+mod tasks;
+// `btl run`: the agent on the virtual phone with the bundled model.
+mod run;

@@ -11,11 +11,17 @@
 //! - [`sim`]: the virtual phone, reached over the real ADB protocol.
 //! - [`device`]: the [`device::Device`] trait and its backends (adb, the
 //!   in-process virtual phone).
+//! - [`model`]: the [`model::Policy`] seam from observation to raw answer,
+//!   and a scripted policy.
+//! - [`agent`]: the agent loop, its safety gate, screen-stability wait and
+//!   crash-safe trajectories.
 //! - [`cli`]: the `btl` command line; `src/main.rs` only calls [`cli::main`].
 
+pub mod agent;
 pub mod cli;
 pub mod device;
 pub mod metrics;
+pub mod model;
 pub mod protocol;
 pub mod reward;
 pub mod sample;

@@ -6,6 +6,7 @@
 
 mod devices;
 mod metrics;
+mod run;
 mod score;
 mod sim;
 
@@ -28,6 +29,8 @@ enum Command {
     Score(score::Args),
     /// Offline Type / GR / SR metrics of predictions against official-format samples.
     Metrics(metrics::Args),
+    /// Run the agent for one episode (on the built-in virtual phone).
+    Run(run::Args),
     /// The built-in virtual phone.
     #[command(subcommand)]
     Sim(sim::Command),
@@ -65,6 +68,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Score(args) => score::run(&args),
         Command::Metrics(args) => metrics::run(&args),
+        Command::Run(args) => run::run(&args),
         Command::Sim(command) => sim::run(&command),
         Command::Devices(args) => devices::run(&args),
     };

@@ -1,16 +1,27 @@
 //! `btl sim`: the virtual phone on its own, for adb and other tools.
 
-use super::Outcome;
+use super::{Outcome, json_line};
 use crate::sim::adbd::Adbd;
 use crate::sim::phone::PhoneConfig;
+use crate::sim::tasks;
 use crate::sim::virtual_phone::VirtualPhone;
 use anyhow::Context;
+use std::io::Write;
 use std::sync::Arc;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     /// Serve a virtual phone over the ADB protocol until interrupted.
     Serve(ServeArgs),
+    /// List the task templates: name, the goal for seed 0, step budget.
+    Tasks(TasksArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TasksArgs {
+    /// One JSON object per template, with the seed-0 parameters.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -45,7 +56,38 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
 pub fn run(command: &Command) -> Outcome {
     match command {
         Command::Serve(args) => serve(args),
+        Command::Tasks(args) => list_tasks(args),
     }
+}
+
+fn list_tasks(args: &TasksArgs) -> Outcome {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for template in tasks::templates() {
+        // Every registered name samples; a miss would only drop a line.
+        let Some(task) = tasks::sample(template.name, 0) else {
+            continue;
+        };
+        if args.json {
+            let line = serde_json::json!({
+                "name": template.name,
+                "goal": task.goal(),
+                "max_steps": task.max_steps(),
+                "params": task.params(),
+            });
+            json_line(&mut out, &line)?;
+        } else {
+            writeln!(
+                out,
+                "{:<24}{:>4}  {}",
+                template.name,
+                task.max_steps(),
+                task.goal()
+            )
+            .map_err(anyhow::Error::from)?;
+        }
+    }
+    Ok(())
 }
 
 fn serve(args: &ServeArgs) -> Outcome {

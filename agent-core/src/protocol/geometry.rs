@@ -203,6 +203,15 @@ mod tests {
         assert_eq!(resize(10, 20, TRAINING_MAX_PIXELS), (56, 84));
     }
 
+    // Shrink branch with a side clamped: 35x199, max 3448. Rounded 28x196 =
+    // 5488 > 3448; beta = sqrt(6965 / 3448) = 1.4213; h: 199 / beta / 28 =
+    // 5.0006 -> 140; w: 35 / beta / 28 = 0.879 -> 0, held at 28. The result,
+    // 28x140 = 3920, exceeds max_pixels, as the reference allows.
+    #[test]
+    fn shrink_branch_holds_a_short_side_at_one_patch() {
+        assert_eq!(resize(35, 199, 3448), (28, 140));
+    }
+
     #[test]
     fn aspect_ratio_limit() {
         assert!(smart_resize(Size::new(200, 1), TRAINING_MAX_PIXELS).is_ok());

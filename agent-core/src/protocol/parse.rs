@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use std::fmt;
 
 /// Which part of the answer a tolerance or an error concerns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Part {
     /// Text around and between the three tagged parts.
@@ -50,7 +50,7 @@ pub enum ParseMode {
 }
 
 /// A deviation from the canonical form that the tolerant parse forgave.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ToleranceKind {
     /// Whitespace before `<blink>` or after `</link>`.
@@ -119,7 +119,7 @@ impl fmt::Display for ToleranceKind {
 }
 
 /// One forgiven deviation and where it was.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Tolerance {
     pub part: Part,
     /// Byte offset into the raw text.

@@ -13,11 +13,14 @@
 //!   `uiautomator`, `am`, …) over the phone and its file system.
 //! - [`virtual_phone`]: phone, file system and shell behind one lock; the
 //!   [`AdbBackend`] the ADB server serves.
+//! - [`tasks`]: the task suite: goal templates with seeded parameters,
+//!   set-ups, success checks over the phone's state and UI-only oracles.
 
 pub mod adbd;
 pub mod backend;
 pub mod phone;
 pub mod shell;
+pub mod tasks;
 pub mod vfs;
 pub mod virtual_phone;
 

@@ -1,0 +1,656 @@
+//! The agent loop: observe, prompt, ask the policy, parse, gate, act, wait
+//! for the screen to settle, record; until the model says Finish, the task
+//! checker says done, the step budget runs out or something stops it. Every
+//! stop has a [`StopReason`] recorded in `episode.json`.
+//!
+//! Nothing runs that the gate has not passed: an answer that does not
+//! parse, points off the model frame or asks for an action outside the
+//! profile is never executed; the policy is asked again with another seed,
+//! up to [`AgentConfig::max_attempts`] times per step. A sensitive action
+//! that is denied or declined ends the episode instead, because asking
+//! again would only be hunting for a way around the person who said no.
+//!
+//! # Layout
+//! - [`safety`]: the gate, a pure function of the answer and the screen.
+//! - [`stability`]: waiting for the screen to settle, and the [`Clock`].
+//! - [`trajectory`]: the episode directory: writer, reader, records.
+
+pub mod safety;
+pub mod stability;
+pub mod trajectory;
+
+use crate::device::{Device, DeviceAction, DeviceError};
+use crate::model::{Observation, Policy};
+use crate::protocol::{
+    Action, FrameMap, Link, ParseMode, Profile, Prompt, Size, TRAINING_MAX_PIXELS, Task, parse,
+};
+use crate::sim::phone::UiNode;
+use image::RgbaImage;
+use safety::{ConfirmRequest, Confirmer, DenyAll, Rejection, SafetyConfig, Verdict};
+use serde::{Deserialize, Serialize};
+use stability::{Clock, StabilityConfig, SystemClock, millis, wait_until_stable};
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+use thiserror::Error;
+use trajectory::{
+    AttemptRecord, EpisodeRecord, Executed, FORMAT_VERSION, Outcome, ParseRecord, StepOutcome,
+    StepRecord, StepTimings, TrajectoryError, TrajectoryWriter, read_trajectory, step_stem,
+};
+
+/// Everything that shapes an episode, recorded in `episode.json` so a
+/// resume continues with the same settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    pub goal: String,
+    pub profile: Profile,
+    pub parse_mode: ParseMode,
+    /// `max_pixels` of the model frame.
+    pub max_pixels: u64,
+    /// Replaces the prompt's literal `$N$` when set.
+    pub roi_count: Option<usize>,
+    /// Steps recorded, whatever their outcome.
+    pub max_steps: u32,
+    /// Answers asked for per step before giving up on unusable ones.
+    pub max_attempts: u32,
+    /// The same action on an unchanged screen this many times stops the
+    /// episode; the last repetition is not performed. Below 2, never.
+    pub repeat_limit: u32,
+    /// Base of the per-attempt sampling seeds.
+    pub seed: u64,
+    pub stability: StabilityConfig,
+    pub safety: SafetyConfig,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            goal: String::new(),
+            profile: Profile::default(),
+            parse_mode: ParseMode::default(),
+            max_pixels: TRAINING_MAX_PIXELS,
+            roi_count: None,
+            max_steps: 30,
+            max_attempts: 3,
+            repeat_limit: 3,
+            seed: 0,
+            stability: StabilityConfig::default(),
+            safety: SafetyConfig::default(),
+        }
+    }
+}
+
+/// Why an episode ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model answered Finish (profile `btl-extended`).
+    Finished {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answer: Option<String>,
+    },
+    /// The success checker reported the task done.
+    Succeeded,
+    /// `max_steps` steps were recorded.
+    StepBudget { max_steps: u32 },
+    /// The model repeated one action on an unchanged screen.
+    RepeatedAction { action: Action, times: u32 },
+    /// No usable answer in `attempts` tries at one step.
+    NoValidOutput { attempts: u32, last_error: String },
+    /// A sensitive action was denied by policy or declined by the user.
+    SensitiveAction { rejection: Rejection },
+    /// The screenshot was a single colour: a secure screen (payment,
+    /// password) or a display that is off; the model is not shown it.
+    BlankScreen,
+    /// The policy produced no answer.
+    PolicyFailed { error: String },
+    /// The device failed, or its screen has a size the model cannot take.
+    DeviceFailed { error: String },
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Finished { answer: None } => f.write_str("the model finished"),
+            Self::Finished { answer: Some(a) } => write!(f, "the model finished: {a}"),
+            Self::Succeeded => f.write_str("the task checker reports success"),
+            Self::StepBudget { max_steps } => write!(f, "step budget of {max_steps} used up"),
+            Self::RepeatedAction { action, times } => write!(
+                f,
+                "{} repeated {times} times on an unchanged screen",
+                action.function()
+            ),
+            Self::NoValidOutput {
+                attempts,
+                last_error,
+            } => write!(f, "no usable answer in {attempts} attempts: {last_error}"),
+            Self::SensitiveAction { rejection } => rejection.fmt(f),
+            Self::BlankScreen => {
+                f.write_str("the screen is blank or secure; it was not sent to the model")
+            }
+            Self::PolicyFailed { error } => write!(f, "the policy failed: {error}"),
+            Self::DeviceFailed { error } => write!(f, "the device failed: {error}"),
+        }
+    }
+}
+
+/// Tells whether the task is done; the virtual phone's task checker plugs
+/// in here. Called after every performed action and at Finish.
+pub trait SuccessCheck: Send {
+    fn is_successful(&mut self) -> bool;
+}
+
+impl<F: FnMut() -> bool + Send> SuccessCheck for F {
+    fn is_successful(&mut self) -> bool {
+        self()
+    }
+}
+
+/// Why the agent could not run or record an episode. Device and policy
+/// failures are not errors: they end the episode with a [`StopReason`].
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    #[error(transparent)]
+    Trajectory(#[from] TrajectoryError),
+    /// The episode to resume already has an outcome.
+    #[error("the episode in {dir} already ended ({stop}); nothing to resume")]
+    AlreadyEnded { dir: String, stop: StopReason },
+    #[error("cannot read the device before starting: {0}")]
+    Device(#[from] DeviceError),
+}
+
+/// One episode: a device, a policy and the directory it is recorded in.
+pub struct Agent {
+    device: Box<dyn Device>,
+    policy: Box<dyn Policy>,
+    checker: Option<Box<dyn SuccessCheck>>,
+    confirmer: Box<dyn Confirmer>,
+    clock: Box<dyn Clock>,
+    writer: TrajectoryWriter,
+    episode: EpisodeRecord,
+    history: Vec<String>,
+    steps: u32,
+    /// Screen hash and device action of the performed steps, newest last;
+    /// starts empty on resume, since the screens before a crash are gone.
+    recent: Vec<(u64, DeviceAction)>,
+    /// The settled screenshot after the last action: the next observation.
+    next_screenshot: Option<RgbaImage>,
+}
+
+/// What one call to the policy came to.
+enum Attempted {
+    Usable { plan: String, action: Action },
+    Unusable(String),
+    Blocked(Rejection),
+}
+
+impl Agent {
+    /// Starts a new episode recorded in `dir`, which must not hold one.
+    pub fn new(
+        dir: &Path,
+        config: AgentConfig,
+        mut device: Box<dyn Device>,
+        policy: Box<dyn Policy>,
+    ) -> Result<Self, AgentError> {
+        let episode = EpisodeRecord {
+            format: FORMAT_VERSION,
+            goal: config.goal.clone(),
+            task: None,
+            device: device.name(),
+            screen: device.screen_size()?,
+            policy: policy.name(),
+            settings: config,
+            started_unix_ms: unix_ms(),
+            resumed_at_steps: Vec::new(),
+            outcome: None,
+        };
+        let writer = TrajectoryWriter::create(dir, &episode)?;
+        Ok(Self::assemble(
+            device,
+            policy,
+            writer,
+            episode,
+            Vec::new(),
+            0,
+        ))
+    }
+
+    /// Continues an interrupted episode: its settings, Plan history and
+    /// step count come from `dir`; a partial last line is cut off.
+    pub fn resume(
+        dir: &Path,
+        device: Box<dyn Device>,
+        policy: Box<dyn Policy>,
+    ) -> Result<Self, AgentError> {
+        let trajectory = read_trajectory(dir)?;
+        if let Some(outcome) = trajectory.episode.outcome {
+            return Err(AgentError::AlreadyEnded {
+                dir: dir.display().to_string(),
+                stop: outcome.stop,
+            });
+        }
+        let history = trajectory.history();
+        let steps = u32::try_from(trajectory.steps.len()).unwrap_or(u32::MAX);
+        let writer = TrajectoryWriter::reopen(dir, trajectory.valid_len)?;
+        let mut episode = trajectory.episode;
+        episode.resumed_at_steps.push(steps);
+        writer.write_episode(&episode)?;
+        Ok(Self::assemble(
+            device, policy, writer, episode, history, steps,
+        ))
+    }
+
+    fn assemble(
+        device: Box<dyn Device>,
+        policy: Box<dyn Policy>,
+        writer: TrajectoryWriter,
+        episode: EpisodeRecord,
+        history: Vec<String>,
+        steps: u32,
+    ) -> Self {
+        Self {
+            device,
+            policy,
+            checker: None,
+            confirmer: Box::new(DenyAll),
+            clock: Box::new(SystemClock::default()),
+            writer,
+            episode,
+            history,
+            steps,
+            recent: Vec::new(),
+            next_screenshot: None,
+        }
+    }
+
+    pub fn with_checker(mut self, checker: impl SuccessCheck + 'static) -> Self {
+        self.checker = Some(Box::new(checker));
+        self
+    }
+
+    /// Who decides on sensitive actions under `ask`; without one, they
+    /// are declined.
+    pub fn with_confirmer(mut self, confirmer: impl Confirmer + 'static) -> Self {
+        self.confirmer = Box::new(confirmer);
+        self
+    }
+
+    pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
+        self.clock = Box::new(clock);
+        self
+    }
+
+    /// Records what the caller knows of the task in `episode.json`.
+    pub fn with_task(mut self, task: serde_json::Value) -> Result<Self, AgentError> {
+        self.episode.task = Some(task);
+        self.writer.write_episode(&self.episode)?;
+        Ok(self)
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.writer.dir()
+    }
+
+    /// The Plans of the steps performed so far.
+    pub fn history(&self) -> &[String] {
+        &self.history
+    }
+
+    /// Runs the episode to its end and records the outcome.
+    pub fn run(mut self) -> Result<Outcome, AgentError> {
+        let stop = loop {
+            if self.steps >= self.config().max_steps {
+                break StopReason::StepBudget {
+                    max_steps: self.config().max_steps,
+                };
+            }
+            if let Some(stop) = self.step()? {
+                break stop;
+            }
+        };
+        let success = match stop {
+            StopReason::Succeeded => Some(true),
+            _ => self.checker.as_mut().map(|c| c.is_successful()),
+        };
+        let outcome = Outcome {
+            stop,
+            steps: self.steps,
+            success,
+        };
+        self.episode.outcome = Some(outcome.clone());
+        self.writer.write_episode(&self.episode)?;
+        Ok(outcome)
+    }
+
+    fn config(&self) -> &AgentConfig {
+        &self.episode.settings
+    }
+
+    /// One observation and what came of it; `Some` when the episode ends.
+    fn step(&mut self) -> Result<Option<StopReason>, AgentError> {
+        let index = self.steps + 1;
+        let started = self.clock.now();
+        let observed = self.observe();
+        let (screenshot, ui_tree) = match observed {
+            Ok(observed) => observed,
+            Err(error) => {
+                return Ok(Some(StopReason::DeviceFailed {
+                    error: error.to_string(),
+                }));
+            }
+        };
+        let size = Size::new(screenshot.width(), screenshot.height());
+        // The frame comes from the screenshot, not `screen_size`: it is the
+        // image the model sees, in whatever rotation the device is in.
+        let frame = match FrameMap::new(size, self.config().max_pixels) {
+            Ok(frame) => frame,
+            Err(error) => {
+                return Ok(Some(StopReason::DeviceFailed {
+                    error: error.to_string(),
+                }));
+            }
+        };
+        let prompt = Prompt::new(
+            &Task::Navigation {
+                goal: &self.episode.goal,
+                step_instruction: None,
+                history: &self.history,
+            },
+            self.config().profile,
+            self.config().roi_count,
+        );
+        let stem = step_stem(index);
+        let mut record = StepRecord {
+            index,
+            screenshot: format!("{stem}.png"),
+            ui_tree: ui_tree.as_ref().map(|_| format!("{stem}.xml")),
+            frame,
+            prompt,
+            attempts: Vec::new(),
+            executed: None,
+            outcome: StepOutcome::BlankScreen,
+            timings: StepTimings {
+                observe_ms: millis(self.clock.now().saturating_sub(started)),
+                ..StepTimings::default()
+            },
+            reward: None,
+        };
+        let stop = self.decide_and_act(&mut record, &screenshot, ui_tree.as_ref());
+        self.writer
+            .write_step(&record, &screenshot, ui_tree.as_ref())?;
+        self.steps = index;
+        if stop.is_none()
+            && let Some(checker) = self.checker.as_mut()
+            && checker.is_successful()
+        {
+            return Ok(Some(StopReason::Succeeded));
+        }
+        Ok(stop)
+    }
+
+    fn observe(&mut self) -> Result<(RgbaImage, Option<UiNode>), DeviceError> {
+        let screenshot = match self.next_screenshot.take() {
+            Some(shot) => shot,
+            None => self.device.screenshot()?,
+        };
+        Ok((screenshot, self.device.ui_tree()?))
+    }
+
+    /// Everything between observing and recording; fills in `record`.
+    fn decide_and_act(
+        &mut self,
+        record: &mut StepRecord,
+        screenshot: &RgbaImage,
+        ui_tree: Option<&UiNode>,
+    ) -> Option<StopReason> {
+        if is_uniform(screenshot) {
+            record.outcome = StepOutcome::BlankScreen;
+            return Some(StopReason::BlankScreen);
+        }
+        let policy_started = self.clock.now();
+        let chosen = self.ask(record, screenshot, ui_tree);
+        record.timings.policy_ms = millis(self.clock.now().saturating_sub(policy_started));
+        let (plan, action) = match chosen {
+            Ok(chosen) => chosen,
+            Err((outcome, stop)) => {
+                record.outcome = outcome;
+                return Some(stop);
+            }
+        };
+        let device_action = DeviceAction::from_model(&action, &record.frame);
+        record.executed = Some(Executed {
+            plan: plan.clone(),
+            model: action.clone(),
+            device: device_action.clone(),
+        });
+        let Some(device_action) = device_action else {
+            record.outcome = StepOutcome::Finished;
+            let Action::Finish { answer } = action else {
+                // `from_model` maps every action but Finish.
+                return Some(StopReason::Finished { answer: None });
+            };
+            return Some(StopReason::Finished { answer });
+        };
+        let key = (hash_image(screenshot), device_action.clone());
+        let limit = self.config().repeat_limit;
+        if limit >= 2
+            && self.recent.len() + 1 >= limit as usize
+            && self.recent.iter().all(|k| *k == key)
+        {
+            record.outcome = StepOutcome::Repeated;
+            return Some(StopReason::RepeatedAction {
+                action,
+                times: limit,
+            });
+        }
+        let perform_started = self.clock.now();
+        let performed = self.device.perform(&device_action);
+        record.timings.perform_ms = millis(self.clock.now().saturating_sub(perform_started));
+        if let Err(error) = performed {
+            return Some(self.device_failed(record, error));
+        }
+        self.history.push(plan);
+        self.recent.push(key);
+        // Only the last `limit - 1` matter: with the next one they make
+        // `limit` repetitions.
+        let keep = (limit as usize).saturating_sub(1);
+        if self.recent.len() > keep {
+            self.recent.drain(..self.recent.len() - keep);
+        }
+        let stability = self.config().stability;
+        match wait_until_stable(self.device.as_mut(), self.clock.as_mut(), &stability) {
+            Ok((shot, settle)) => {
+                record.timings.settle = Some(settle);
+                self.next_screenshot = Some(shot);
+                record.outcome = StepOutcome::Performed;
+                None
+            }
+            Err(error) => Some(self.device_failed(record, error)),
+        }
+    }
+
+    fn device_failed(&self, record: &mut StepRecord, error: DeviceError) -> StopReason {
+        let error = error.to_string();
+        record.outcome = StepOutcome::DeviceFailed {
+            error: error.clone(),
+        };
+        StopReason::DeviceFailed { error }
+    }
+
+    /// Asks the policy until an answer passes the gate (and the confirmer,
+    /// when it asks), or the attempts run out.
+    fn ask(
+        &mut self,
+        record: &mut StepRecord,
+        screenshot: &RgbaImage,
+        ui_tree: Option<&UiNode>,
+    ) -> Result<(String, Action), (StepOutcome, StopReason)> {
+        let attempts = self.config().max_attempts.max(1);
+        let mut last_error = String::new();
+        for attempt in 0..attempts {
+            let seed = attempt_seed(self.config().seed, record.index, attempt);
+            let obs = Observation {
+                screenshot,
+                frame: record.frame,
+                prompt: &record.prompt,
+                ui_tree,
+                seed,
+            };
+            let answer = self.policy.act(&obs).map_err(|e| {
+                let error = e.to_string();
+                (
+                    StepOutcome::PolicyFailed {
+                        error: error.clone(),
+                    },
+                    StopReason::PolicyFailed { error },
+                )
+            })?;
+            let (attempt_record, attempted) =
+                self.judge(seed, answer.raw, answer.stats, &record.frame, ui_tree);
+            record.attempts.push(attempt_record);
+            match attempted {
+                Attempted::Usable { plan, action, .. } => return Ok((plan, action)),
+                Attempted::Unusable(error) => last_error = error,
+                Attempted::Blocked(rejection) => {
+                    return Err((
+                        StepOutcome::Blocked,
+                        StopReason::SensitiveAction { rejection },
+                    ));
+                }
+            }
+        }
+        Err((
+            StepOutcome::NoValidOutput,
+            StopReason::NoValidOutput {
+                attempts,
+                last_error,
+            },
+        ))
+    }
+
+    /// Parses and gates one answer, asking the confirmer when the gate
+    /// says so.
+    fn judge(
+        &mut self,
+        seed: u64,
+        raw: String,
+        stats: crate::model::GenerationStats,
+        frame: &FrameMap,
+        ui_tree: Option<&UiNode>,
+    ) -> (AttemptRecord, Attempted) {
+        let parsed = match parse(&raw, self.config().parse_mode) {
+            Ok(parsed) => parsed,
+            Err(error) => {
+                let message = error.to_string();
+                let record = AttemptRecord {
+                    seed,
+                    raw,
+                    stats,
+                    parse: ParseRecord::Failed {
+                        part: error.part,
+                        offset: error.offset,
+                        error: error.kind.to_string(),
+                    },
+                    verdict: None,
+                };
+                return (record, Attempted::Unusable(message));
+            }
+        };
+        let (plan, action) = match &parsed.output.link {
+            Link::Action { plan, action } => (Some(plan.clone()), Some(action.clone())),
+            Link::Point(_) => (None, None),
+        };
+        let config = self.config();
+        let mut verdict = safety::assess(
+            &parsed.output,
+            frame,
+            ui_tree,
+            config.profile,
+            &config.safety,
+        );
+        if let (Verdict::Confirm { sensitive }, Some(plan), Some(action)) =
+            (&verdict, &plan, &action)
+        {
+            let request = ConfirmRequest {
+                goal: &self.episode.goal,
+                plan,
+                action,
+                sensitive,
+            };
+            let sensitive = sensitive.clone();
+            verdict = if self.confirmer.confirm(&request) {
+                Verdict::Allow {
+                    sensitive: Some(sensitive),
+                }
+            } else {
+                Verdict::Reject {
+                    rejection: Rejection::Declined { sensitive },
+                }
+            };
+        }
+        let attempted = match (&verdict, &parsed.output.link) {
+            (Verdict::Reject { rejection }, _) if rejection.is_invalid_output() => {
+                Attempted::Unusable(rejection.to_string())
+            }
+            (Verdict::Reject { rejection }, _) => Attempted::Blocked(rejection.clone()),
+            (_, Link::Action { plan, action }) => Attempted::Usable {
+                plan: plan.clone(),
+                action: action.clone(),
+            },
+            // The gate rejects a bare point before anything else.
+            (_, Link::Point(_)) => Attempted::Unusable(Rejection::NotAnAction.to_string()),
+        };
+        let record = AttemptRecord {
+            seed,
+            raw,
+            stats,
+            parse: ParseRecord::Parsed {
+                plan,
+                action,
+                tolerances: parsed.tolerances,
+            },
+            verdict: Some(verdict),
+        };
+        (record, attempted)
+    }
+}
+
+/// A different seed for every attempt of every step, spread by SplitMix64
+/// so nearby (step, attempt) pairs do not give nearby seeds.
+fn attempt_seed(base: u64, step: u32, attempt: u32) -> u64 {
+    let mut z = base
+        .wrapping_add(u64::from(step) << 32 | u64::from(attempt))
+        .wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Whether every pixel has the same colour (alpha ignored): what
+/// `screencap` returns for a FLAG_SECURE window or a screen that is off.
+pub fn is_uniform(image: &RgbaImage) -> bool {
+    let mut pixels = image.pixels();
+    let Some(first) = pixels.next() else {
+        return true;
+    };
+    pixels.all(|p| p.0[..3] == first.0[..3])
+}
+
+fn hash_image(image: &RgbaImage) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    image.dimensions().hash(&mut hasher);
+    image.as_raw().hash(&mut hasher);
+    hasher.finish()
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, millis)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,415 @@
+//! Trajectories on disk (spec §6): one directory per episode.
+//!
+//! - `episode.json`: task, device, policy, settings and, once the episode
+//!   ends, its outcome and stop reason. No outcome means the episode was
+//!   interrupted and can be resumed.
+//! - `steps.jsonl`: one [`StepRecord`] per line.
+//! - `step-0001.png` / `step-0001.xml`: the screenshot and UI tree the step
+//!   observed.
+//!
+//! Crash safety: whole files are written to a temporary file in the same
+//! directory, synced and renamed over the target, so a reader sees the old
+//! or the new file, never half of one. A step's PNG and XML are written
+//! before its line, and each line is appended in one write and synced, so a
+//! `kill -9` loses at most the step in flight; at worst it leaves a partial
+//! last line, which [`read_trajectory`] ignores (and reports) and a resume
+//! cuts off before appending.
+
+use super::safety::Verdict;
+use super::stability::Settle;
+use super::{AgentConfig, StopReason};
+use crate::device::DeviceAction;
+use crate::model::GenerationStats;
+use crate::protocol::{Action, FrameMap, Part, Prompt, Size, Tolerance};
+use crate::sim::phone::{UiNode, to_uiautomator_xml};
+use image::RgbaImage;
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+pub const EPISODE_FILE: &str = "episode.json";
+pub const STEPS_FILE: &str = "steps.jsonl";
+/// Bumped when a change to the records would mislead an older reader.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// `episode.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeRecord {
+    pub format: u32,
+    pub goal: String,
+    /// What the caller knows of the task (template name, parameters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<serde_json::Value>,
+    pub device: String,
+    pub screen: Size,
+    pub policy: String,
+    pub settings: AgentConfig,
+    pub started_unix_ms: u64,
+    /// The step count at each resume, in order.
+    #[serde(default)]
+    pub resumed_at_steps: Vec<u32>,
+    /// `None` while the episode runs, and forever if it was killed.
+    pub outcome: Option<Outcome>,
+}
+
+/// How an episode ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub stop: StopReason,
+    /// Steps recorded in `steps.jsonl`.
+    pub steps: u32,
+    /// The success checker's last word; `None` without a checker.
+    pub success: Option<bool>,
+}
+
+/// One line of `steps.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// From 1, as in the file names.
+    pub index: u32,
+    pub screenshot: String,
+    /// `None` when the device offered no UI tree.
+    pub ui_tree: Option<String>,
+    pub frame: FrameMap,
+    pub prompt: Prompt,
+    /// Every answer asked for at this step; retries follow unusable ones.
+    pub attempts: Vec<AttemptRecord>,
+    /// The action taken, when one was.
+    pub executed: Option<Executed>,
+    pub outcome: StepOutcome,
+    pub timings: StepTimings,
+    /// Filled in by offline scoring; the agent does not know it.
+    #[serde(default)]
+    pub reward: Option<f64>,
+}
+
+/// One answer of the policy and what became of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptRecord {
+    pub seed: u64,
+    pub raw: String,
+    pub stats: GenerationStats,
+    pub parse: ParseRecord,
+    /// `None` when the answer did not parse (the gate never saw it).
+    pub verdict: Option<Verdict>,
+}
+
+/// The parser's word on an answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum ParseRecord {
+    /// Parsed, with the deviations from canonical text it forgave.
+    Parsed {
+        plan: Option<String>,
+        action: Option<Action>,
+        tolerances: Vec<Tolerance>,
+    },
+    Failed {
+        part: Part,
+        offset: usize,
+        error: String,
+    },
+}
+
+/// The action of a step in both frames.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Executed {
+    pub plan: String,
+    pub model: Action,
+    /// `None` for Finish, which touches no device.
+    pub device: Option<DeviceAction>,
+}
+
+/// What a step came to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StepOutcome {
+    /// The action ran on the device.
+    Performed,
+    /// The model said Finish.
+    Finished,
+    /// The screenshot was one colour (a secure or blank screen); the model
+    /// was not asked.
+    BlankScreen,
+    /// No attempt gave an answer the gate accepts.
+    NoValidOutput,
+    /// A sensitive action was denied or declined.
+    Blocked,
+    /// The same action on an unchanged screen came once too often; it was
+    /// not performed again.
+    Repeated,
+    /// The policy produced no answer.
+    PolicyFailed { error: String },
+    /// The device failed to perform the action or to settle.
+    DeviceFailed { error: String },
+}
+
+/// Where a step's time went, in milliseconds of the agent's clock.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepTimings {
+    pub observe_ms: u64,
+    /// All attempts together.
+    pub policy_ms: u64,
+    pub perform_ms: u64,
+    /// `None` when nothing was performed.
+    pub settle: Option<Settle>,
+}
+
+/// Why a trajectory could not be written or read.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum TrajectoryError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// `episode.json` already exists: starting would overwrite an episode.
+    #[error("{0} already holds an episode")]
+    Exists(PathBuf),
+    /// A complete line or file is not a valid record.
+    #[error("{path}{}: {source}", line.map(|l| format!(" line {l}")).unwrap_or_default())]
+    Json {
+        path: PathBuf,
+        line: Option<usize>,
+        source: serde_json::Error,
+    },
+    #[error("cannot encode the screenshot of step {index}: {source}")]
+    Png {
+        index: u32,
+        source: image::ImageError,
+    },
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> TrajectoryError + '_ {
+    move |source| TrajectoryError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// `step-0001`: the file stem of step `index`.
+pub fn step_stem(index: u32) -> String {
+    format!("step-{index:04}")
+}
+
+/// Writes `bytes` to `path` atomically: temp file in the same directory,
+/// fsync, rename, fsync of the directory (so the rename itself survives a
+/// power cut).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), TrajectoryError> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io_error(dir))?;
+    tmp.write_all(bytes).map_err(io_error(tmp.path()))?;
+    tmp.as_file().sync_all().map_err(io_error(path))?;
+    tmp.persist(path).map_err(|e| TrajectoryError::Io {
+        path: path.to_path_buf(),
+        source: e.error,
+    })?;
+    sync_dir(dir)
+}
+
+#[cfg(unix)]
+fn sync_dir(dir: &Path) -> Result<(), TrajectoryError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_error(dir))
+}
+
+/// Elsewhere a directory cannot be opened as a file; the rename is as
+/// durable as the platform makes it.
+#[cfg(not(unix))]
+fn sync_dir(_: &Path) -> Result<(), TrajectoryError> {
+    Ok(())
+}
+
+/// Appends records to an episode directory.
+#[derive(Debug)]
+pub struct TrajectoryWriter {
+    dir: PathBuf,
+    steps: File,
+}
+
+impl TrajectoryWriter {
+    /// Starts a new episode in `dir` (created if missing).
+    pub fn create(dir: &Path, episode: &EpisodeRecord) -> Result<Self, TrajectoryError> {
+        std::fs::create_dir_all(dir).map_err(io_error(dir))?;
+        let episode_path = dir.join(EPISODE_FILE);
+        if episode_path.exists() {
+            return Err(TrajectoryError::Exists(dir.to_path_buf()));
+        }
+        let steps_path = dir.join(STEPS_FILE);
+        let steps = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(&steps_path)
+            .map_err(io_error(&steps_path))?;
+        let writer = Self {
+            dir: dir.to_path_buf(),
+            steps,
+        };
+        writer.write_episode(episode)?;
+        Ok(writer)
+    }
+
+    /// Continues an interrupted episode whose `steps.jsonl` is valid up to
+    /// byte `valid_len`; anything after (a partial line) is cut off.
+    pub fn reopen(dir: &Path, valid_len: u64) -> Result<Self, TrajectoryError> {
+        let steps_path = dir.join(STEPS_FILE);
+        let steps = OpenOptions::new()
+            .append(true)
+            .open(&steps_path)
+            .map_err(io_error(&steps_path))?;
+        steps.set_len(valid_len).map_err(io_error(&steps_path))?;
+        steps.sync_all().map_err(io_error(&steps_path))?;
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            steps,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn write_episode(&self, episode: &EpisodeRecord) -> Result<(), TrajectoryError> {
+        let path = self.dir.join(EPISODE_FILE);
+        let json = serde_json::to_vec_pretty(episode).map_err(|source| TrajectoryError::Json {
+            path: path.clone(),
+            line: None,
+            source,
+        })?;
+        write_atomic(&path, &json)
+    }
+
+    /// Writes the step's screenshot and UI tree, then appends its line.
+    pub fn write_step(
+        &mut self,
+        record: &StepRecord,
+        screenshot: &RgbaImage,
+        ui_tree: Option<&UiNode>,
+    ) -> Result<(), TrajectoryError> {
+        let png = encode_png(screenshot).map_err(|source| TrajectoryError::Png {
+            index: record.index,
+            source,
+        })?;
+        write_atomic(&self.dir.join(&record.screenshot), &png)?;
+        if let (Some(name), Some(ui)) = (&record.ui_tree, ui_tree) {
+            write_atomic(&self.dir.join(name), to_uiautomator_xml(ui).as_bytes())?;
+        }
+        let path = self.dir.join(STEPS_FILE);
+        let mut line = serde_json::to_vec(record).map_err(|source| TrajectoryError::Json {
+            path: path.clone(),
+            line: Some(record.index as usize),
+            source,
+        })?;
+        line.push(b'\n');
+        // One write of the whole line: a kill can only leave a prefix of
+        // it, which the reader recognises by its missing line break.
+        self.steps.write_all(&line).map_err(io_error(&path))?;
+        self.steps.sync_data().map_err(io_error(&path))
+    }
+}
+
+/// Screenshots are written fast rather than small: they are re-encoded
+/// anyway when turned into training samples.
+fn encode_png(image: &RgbaImage) -> Result<Vec<u8>, image::ImageError> {
+    use image::ImageEncoder;
+    use image::codecs::png::{CompressionType, FilterType, PngEncoder};
+    let mut out = Vec::new();
+    PngEncoder::new_with_quality(&mut out, CompressionType::Fast, FilterType::Adaptive)
+        .write_image(
+            image.as_raw(),
+            image.width(),
+            image.height(),
+            image::ExtendedColorType::Rgba8,
+        )?;
+    Ok(out)
+}
+
+/// A trajectory as read back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trajectory {
+    pub dir: PathBuf,
+    pub episode: EpisodeRecord,
+    pub steps: Vec<StepRecord>,
+    /// A partial last line of `steps.jsonl` that was ignored.
+    pub truncated_tail: Option<TruncatedTail>,
+    /// Length in bytes of the complete lines of `steps.jsonl`.
+    pub valid_len: u64,
+}
+
+/// The unfinished line a kill left at the end of `steps.jsonl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TruncatedTail {
+    /// 1-based line number.
+    pub line: usize,
+    pub bytes: usize,
+}
+
+impl std::fmt::Display for TruncatedTail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ignored an unfinished line {} of {STEPS_FILE} ({} bytes): the episode was interrupted while writing it",
+            self.line, self.bytes
+        )
+    }
+}
+
+impl Trajectory {
+    /// The Plans of the performed steps, in order: the prompt's history.
+    pub fn history(&self) -> Vec<String> {
+        self.steps
+            .iter()
+            .filter(|s| s.outcome == StepOutcome::Performed)
+            .filter_map(|s| s.executed.as_ref().map(|e| e.plan.clone()))
+            .collect()
+    }
+}
+
+/// Reads an episode directory. Every complete line of `steps.jsonl` must be
+/// a valid record; a last line without its line break is the write a kill
+/// interrupted, and is ignored and reported in
+/// [`Trajectory::truncated_tail`].
+pub fn read_trajectory(dir: &Path) -> Result<Trajectory, TrajectoryError> {
+    let episode_path = dir.join(EPISODE_FILE);
+    let text = std::fs::read_to_string(&episode_path).map_err(io_error(&episode_path))?;
+    let episode = serde_json::from_str(&text).map_err(|source| TrajectoryError::Json {
+        path: episode_path.clone(),
+        line: None,
+        source,
+    })?;
+    let steps_path = dir.join(STEPS_FILE);
+    let text = std::fs::read(&steps_path).map_err(io_error(&steps_path))?;
+    let valid_len = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let (complete, tail) = text.split_at(valid_len);
+    let mut steps = Vec::new();
+    for (i, line) in complete.split(|&b| b == b'\n').enumerate() {
+        if line.is_empty() {
+            continue;
+        }
+        let step = serde_json::from_slice(line).map_err(|source| TrajectoryError::Json {
+            path: steps_path.clone(),
+            line: Some(i + 1),
+            source,
+        })?;
+        steps.push(step);
+    }
+    let truncated_tail = (!tail.is_empty()).then(|| TruncatedTail {
+        line: complete.iter().filter(|&&b| b == b'\n').count() + 1,
+        bytes: tail.len(),
+    });
+    Ok(Trajectory {
+        dir: dir.to_path_buf(),
+        episode,
+        steps,
+        truncated_tail,
+        valid_len: valid_len as u64,
+    })
+}

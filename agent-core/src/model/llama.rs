@@ -1,0 +1,491 @@
+//! [`LlamaPolicy`]: a Qwen2.5-VL model (text GGUF + mmproj GGUF) run by
+//! llama.cpp through `llama-cpp-2` and its `mtmd` multimodal helper.
+//!
+//! The screenshot is resized to the model frame (`smart_resize` for the
+//! configured `max_pixels`) before llama.cpp sees it, and the image-token
+//! budget is set to exactly that frame, so the pixels the model answers in
+//! are the ones the agent maps back to the screen — llama.cpp's own
+//! preprocessing never picks a different size.
+//!
+//! The prompt is Qwen's chat format written out here rather than through
+//! llama.cpp's template matcher: system turn, user turn with the image where
+//! the BTL prompt has `<image>`, then the open assistant turn. That is the
+//! string transformers' Qwen2-VL chat template renders for these messages.
+
+use super::{GenerationStats, Observation, Policy, PolicyError, PolicyOutput};
+use crate::protocol::prompt::IMAGE_PLACEHOLDER;
+use image::RgbImage;
+use image::imageops::FilterType;
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::mtmd::{
+    MtmdBitmap, MtmdContext, MtmdContextParams, MtmdInputText, mtmd_default_marker,
+};
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+use std::ffi::CString;
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Instant;
+use thiserror::Error;
+
+/// Side of one merged vision patch: image tokens = (w / 28) · (h / 28).
+const MERGED_PATCH: u32 = 28;
+
+/// How a model is loaded and sampled.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LlamaConfig {
+    /// Text model GGUF.
+    pub model: PathBuf,
+    /// Vision projector GGUF (`mmproj-…`).
+    pub mmproj: PathBuf,
+    pub threads: i32,
+    /// Context window in tokens (prompt, image and answer together).
+    pub context_tokens: u32,
+    /// Longest answer in tokens.
+    pub max_tokens: u32,
+    /// 0 samples greedily; above 0, top-k, top-p and temperature apply.
+    pub temperature: f32,
+    pub top_p: f32,
+    pub top_k: i32,
+}
+
+impl LlamaConfig {
+    /// Defaults for a model pair: greedy decoding, 2 threads, 8k context.
+    pub fn new(model: impl Into<PathBuf>, mmproj: impl Into<PathBuf>) -> Self {
+        Self {
+            model: model.into(),
+            mmproj: mmproj.into(),
+            threads: 2,
+            context_tokens: 8192,
+            max_tokens: 512,
+            temperature: 0.0,
+            top_p: 0.9,
+            top_k: 50,
+        }
+    }
+}
+
+/// Why a model could not be loaded.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    #[error("cannot read {path}: {reason}")]
+    Unreadable { path: PathBuf, reason: String },
+    #[error("{path} is not a GGUF file (it does not start with the GGUF magic)")]
+    NotGguf { path: PathBuf },
+    #[error("llama.cpp could not load the text model {path}: {reason}")]
+    Model { path: PathBuf, reason: String },
+    #[error("llama.cpp could not load the vision projector {path} for this model: {reason}")]
+    Projector { path: PathBuf, reason: String },
+    #[error("the llama.cpp backend failed to start: {0}")]
+    Backend(String),
+}
+
+/// llama.cpp's global state may be initialised once per process.
+fn backend() -> Result<&'static LlamaBackend, LoadError> {
+    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            llama_cpp_2::send_logs_to_tracing(
+                llama_cpp_2::LogOptions::default().with_logs_enabled(false),
+            );
+            LlamaBackend::init().map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| LoadError::Backend(e.clone()))
+}
+
+/// Checks a file is there, readable and a GGUF before llama.cpp sees it:
+/// llama.cpp reports such problems only in its log.
+fn check_gguf(path: &Path) -> Result<(), LoadError> {
+    let unreadable = |e: std::io::Error| LoadError::Unreadable {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    };
+    let mut magic = [0u8; 4];
+    let mut file = std::fs::File::open(path).map_err(unreadable)?;
+    std::io::Read::read_exact(&mut file, &mut magic).map_err(|_| LoadError::NotGguf {
+        path: path.to_path_buf(),
+    })?;
+    if &magic != b"GGUF" {
+        return Err(LoadError::NotGguf {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
+/// A loaded model pair.
+pub struct LlamaPolicy {
+    config: LlamaConfig,
+    backend: &'static LlamaBackend,
+    model: LlamaModel,
+    mtmd: MtmdContext,
+}
+
+impl LlamaPolicy {
+    pub fn load(config: LlamaConfig) -> Result<Self, LoadError> {
+        check_gguf(&config.model)?;
+        check_gguf(&config.mmproj)?;
+        let backend = backend()?;
+        let model =
+            LlamaModel::load_from_file(backend, &config.model, &LlamaModelParams::default())
+                .map_err(|e| LoadError::Model {
+                    path: config.model.clone(),
+                    reason: e.to_string(),
+                })?;
+        let projector_error = |reason: String| LoadError::Projector {
+            path: config.mmproj.clone(),
+            reason,
+        };
+        let marker =
+            CString::new(mtmd_default_marker()).map_err(|e| projector_error(e.to_string()))?;
+        let params = MtmdContextParams {
+            use_gpu: false,
+            print_timings: false,
+            n_threads: config.threads,
+            media_marker: marker,
+            image_min_tokens: -1,
+            image_max_tokens: -1,
+        };
+        let mmproj = config.mmproj.to_string_lossy().into_owned();
+        let mtmd = MtmdContext::init_from_file(&mmproj, &model, &params).map_err(|e| {
+            projector_error(format!(
+                "{e} (is it the projector of this model? its output width must equal the model's {})",
+                model.n_embd()
+            ))
+        })?;
+        if !mtmd.support_vision() {
+            return Err(projector_error("it has no vision encoder".into()));
+        }
+        Ok(Self {
+            config,
+            backend,
+            model,
+            mtmd,
+        })
+    }
+
+    /// The exact prompt string: Qwen's chat format with llama.cpp's media
+    /// marker where the BTL prompt puts the image.
+    pub fn chat_text(system: &str, user: &str) -> String {
+        let user = user.replace(IMAGE_PLACEHOLDER, mtmd_default_marker());
+        format!(
+            "<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
+        )
+    }
+
+    fn sampler(&self, seed: u64) -> LlamaSampler {
+        let c = &self.config;
+        if c.temperature <= 0.0 {
+            return LlamaSampler::greedy();
+        }
+        LlamaSampler::chain_simple([
+            LlamaSampler::top_k(c.top_k),
+            LlamaSampler::top_p(c.top_p, 1),
+            LlamaSampler::temp(c.temperature),
+            // llama.cpp seeds are 32-bit; fold the high half in so seeds
+            // differing only there still differ.
+            LlamaSampler::dist((seed ^ (seed >> 32)) as u32),
+        ])
+    }
+
+    /// Generates from a full prompt string (chat format already applied, the
+    /// image, if any, at llama.cpp's media marker): the generated token ids
+    /// up to the first end-of-generation token, and the timings.
+    pub fn generate(
+        &mut self,
+        prompt: &str,
+        image: Option<&RgbImage>,
+        seed: u64,
+    ) -> Result<Generation, String> {
+        let started = Instant::now();
+        let bitmaps = match image {
+            Some(img) => vec![
+                MtmdBitmap::from_image_data(img.width(), img.height(), img.as_raw())
+                    .map_err(|e| e.to_string())?,
+            ],
+            None => Vec::new(),
+        };
+        let text = MtmdInputText {
+            text: prompt.to_string(),
+            add_special: false,
+            parse_special: true,
+        };
+        let chunks = self
+            .mtmd
+            .tokenize(text, &bitmaps.iter().collect::<Vec<_>>())
+            .map_err(|e| e.to_string())?;
+        let prompt_tokens = u32::try_from(chunks.total_tokens()).unwrap_or(u32::MAX);
+        let image_tokens = image.map_or(0, |i| {
+            (i.width() / MERGED_PATCH) * (i.height() / MERGED_PATCH)
+        });
+        let n_ctx = self
+            .config
+            .context_tokens
+            .max(prompt_tokens.saturating_add(self.config.max_tokens));
+        let n_batch = n_ctx.min(2048);
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(n_ctx))
+            .with_n_batch(n_batch)
+            // An image is decoded in one micro-batch, so it must fit in one.
+            .with_n_ubatch(n_batch.max(image_tokens))
+            .with_n_threads(self.config.threads)
+            .with_n_threads_batch(self.config.threads);
+        let mut ctx = self
+            .model
+            .new_context(self.backend, params)
+            .map_err(|e| format!("cannot create a context of {n_ctx} tokens: {e}"))?;
+        let prepared = started.elapsed();
+        let mut n_past = chunks
+            .eval_chunks(
+                &mut self.mtmd,
+                &mut ctx,
+                0,
+                0,
+                i32::try_from(n_batch).unwrap_or(2048),
+                true,
+            )
+            .map_err(|e| format!("prompt evaluation failed: {e}"))?;
+        let prefilled = started.elapsed();
+
+        let mut sampler = self.sampler(seed);
+        let mut batch = LlamaBatch::new(1, 1);
+        let mut tokens = Vec::new();
+        let vocab = self.model.vocab();
+        while tokens.len() < self.config.max_tokens as usize {
+            let token = sampler.sample(&ctx, -1);
+            if vocab.is_eog(token) {
+                break;
+            }
+            tokens.push(token.0);
+            batch.clear();
+            batch
+                .add(token, n_past, &[0], true)
+                .map_err(|e| e.to_string())?;
+            ctx.decode(&mut batch)
+                .map_err(|e| format!("decoding failed: {e}"))?;
+            n_past += 1;
+        }
+        let done = started.elapsed();
+        Ok(Generation {
+            stats: GenerationStats {
+                prompt_tokens,
+                generated_tokens: u32::try_from(tokens.len()).unwrap_or(u32::MAX),
+                // mtmd encodes the image inside prompt evaluation, so its
+                // time is part of the prefill figure.
+                encode_ms: 0.0,
+                prefill_ms: (prefilled - prepared).as_secs_f64() * 1e3,
+                decode_ms: (done - prefilled).as_secs_f64() * 1e3,
+            },
+            tokens,
+        })
+    }
+
+    /// The text of generated token ids.
+    pub fn detokenize(&self, tokens: &[i32]) -> String {
+        let vocab = self.model.vocab();
+        let bytes: Vec<u8> = tokens
+            .iter()
+            .flat_map(|&t| vocab.token_to_piece(LlamaToken(t), false, None))
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+/// What one generation produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Generation {
+    pub tokens: Vec<i32>,
+    pub stats: GenerationStats,
+}
+
+impl Policy for LlamaPolicy {
+    fn name(&self) -> String {
+        self.config.model.file_name().map_or_else(
+            || "llama.cpp model".into(),
+            |f| f.to_string_lossy().into_owned(),
+        )
+    }
+
+    fn act(&mut self, obs: &Observation) -> Result<PolicyOutput, PolicyError> {
+        let frame = obs.frame.model;
+        let resized = image::imageops::resize(
+            obs.screenshot,
+            frame.width,
+            frame.height,
+            FilterType::CatmullRom,
+        );
+        let rgb = image::DynamicImage::ImageRgba8(resized).to_rgb8();
+        let prompt = Self::chat_text(&obs.prompt.system, &obs.prompt.user);
+        let generation = self
+            .generate(&prompt, Some(&rgb), obs.seed)
+            .map_err(PolicyError::Backend)?;
+        Ok(PolicyOutput {
+            raw: self.detokenize(&generation.tokens),
+            stats: generation.stats,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Against the committed tiny model and the greedy ids transformers
+    //! produced for it (tests/data/tiny-qwen25vl, made by
+    //! scripts/make-tiny-model; reference.json records the generating run).
+
+    use super::*;
+    use serde_json::Value;
+    use std::path::PathBuf;
+
+    fn fixture(name: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/data/tiny-qwen25vl")
+            .join(name)
+    }
+
+    fn reference() -> Value {
+        serde_json::from_str(&std::fs::read_to_string(fixture("reference.json")).unwrap()).unwrap()
+    }
+
+    fn ids(v: &Value) -> Vec<i32> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_i64().unwrap() as i32)
+            .collect()
+    }
+
+    fn policy(text_gguf: &str) -> LlamaPolicy {
+        let mut config =
+            LlamaConfig::new(fixture(text_gguf), fixture("mmproj-tiny-qwen25vl-f16.gguf"));
+        config.max_tokens = 32;
+        config.context_tokens = 2048;
+        LlamaPolicy::load(config).unwrap()
+    }
+
+    /// transformers' prompt text for the image case with its vision span
+    /// (`<|vision_start|>`, 128 × `<|image_pad|>`, `<|vision_end|>`) replaced
+    /// by llama.cpp's media marker: mtmd writes that span itself.
+    fn image_prompt(r: &Value) -> String {
+        let text = r["cases"]["image"]["prompt_text"].as_str().unwrap();
+        let start = text.find("<|vision_start|>").unwrap();
+        let end = text.find("<|vision_end|>").unwrap() + "<|vision_end|>".len();
+        format!(
+            "{}{}{}",
+            &text[..start],
+            mtmd_default_marker(),
+            &text[end..]
+        )
+    }
+
+    #[test]
+    fn our_chat_text_is_the_qwen_template_of_the_official_messages() {
+        let r = reference();
+        let messages = &r["cases"]["image"]["messages"];
+        let system = messages[0]["content"].as_str().unwrap();
+        let user_text = r["cases"]["image"]["source"].as_str().unwrap();
+        assert!(user_text.contains("navigation_meta_format.json"));
+        let official: Value = serde_json::from_str(include_str!(
+            "../../../tests/data/btl-ui-examples/navigation_meta_format.json"
+        ))
+        .unwrap();
+        let user = official[0]["messages"][1]["content"].as_str().unwrap();
+        assert_eq!(LlamaPolicy::chat_text(system, user), image_prompt(&r));
+    }
+
+    #[test]
+    fn f16_greedy_tokens_equal_transformers_for_text_and_image() {
+        let r = reference();
+        let mut p = policy("tiny-qwen25vl-f16.gguf");
+        let text = p
+            .generate(r["cases"]["text"]["prompt_text"].as_str().unwrap(), None, 0)
+            .unwrap();
+        assert_eq!(text.stats.prompt_tokens, 42);
+        assert_eq!(text.tokens, ids(&r["cases"]["text"]["generated_ids"]));
+
+        let screenshot = image::open(fixture("test-screenshot.png"))
+            .unwrap()
+            .to_rgb8();
+        let image = p.generate(&image_prompt(&r), Some(&screenshot), 0).unwrap();
+        assert_eq!(
+            image.stats.prompt_tokens, 774,
+            "text tokens plus 128 image tokens, as transformers counts"
+        );
+        assert_eq!(image.tokens, ids(&r["cases"]["image"]["generated_ids"]));
+    }
+
+    // q8_0 quantizes the weights transformers ran in f32, so the answers part
+    // once a logit margin is smaller than the quantization error: measured,
+    // the first 8 tokens agree in both cases (margins there ≥ 0.13).
+    #[test]
+    fn q8_0_agrees_on_the_first_tokens() {
+        let r = reference();
+        let mut p = policy("tiny-qwen25vl-q8_0.gguf");
+        let text = p
+            .generate(r["cases"]["text"]["prompt_text"].as_str().unwrap(), None, 0)
+            .unwrap();
+        assert_eq!(
+            text.tokens[..8],
+            ids(&r["cases"]["text"]["generated_ids"])[..8]
+        );
+        let screenshot = image::open(fixture("test-screenshot.png"))
+            .unwrap()
+            .to_rgb8();
+        let image = p.generate(&image_prompt(&r), Some(&screenshot), 0).unwrap();
+        assert_eq!(
+            image.tokens[..8],
+            ids(&r["cases"]["image"]["generated_ids"])[..8]
+        );
+    }
+
+    #[test]
+    fn missing_or_corrupt_files_are_clear_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nope.gguf");
+        let err = LlamaPolicy::load(LlamaConfig::new(
+            &missing,
+            fixture("mmproj-tiny-qwen25vl-f16.gguf"),
+        ))
+        .err()
+        .unwrap();
+        assert!(matches!(err, LoadError::Unreadable { .. }), "{err}");
+        assert!(err.to_string().contains("nope.gguf"));
+
+        let corrupt = dir.path().join("corrupt.gguf");
+        std::fs::write(&corrupt, b"not a model at all").unwrap();
+        let err = LlamaPolicy::load(LlamaConfig::new(
+            fixture("tiny-qwen25vl-f16.gguf"),
+            &corrupt,
+        ))
+        .err()
+        .unwrap();
+        assert!(matches!(err, LoadError::NotGguf { .. }), "{err}");
+
+        // A GGUF header with nothing behind it: llama.cpp itself refuses it.
+        let truncated = dir.path().join("truncated.gguf");
+        let bytes = std::fs::read(fixture("tiny-qwen25vl-f16.gguf")).unwrap();
+        std::fs::write(&truncated, &bytes[..4096]).unwrap();
+        let err = LlamaPolicy::load(LlamaConfig::new(
+            &truncated,
+            fixture("mmproj-tiny-qwen25vl-f16.gguf"),
+        ))
+        .err()
+        .unwrap();
+        assert!(matches!(err, LoadError::Model { .. }), "{err}");
+
+        // The text model given as the projector: not a vision projector.
+        let err = LlamaPolicy::load(LlamaConfig::new(
+            fixture("tiny-qwen25vl-f16.gguf"),
+            fixture("tiny-qwen25vl-q8_0.gguf"),
+        ))
+        .err()
+        .unwrap();
+        assert!(matches!(err, LoadError::Projector { .. }), "{err}");
+    }
+}

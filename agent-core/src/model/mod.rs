@@ -1,0 +1,79 @@
+//! The policy seam: whatever turns an observation into a BTL answer.
+//!
+//! A [`Policy`] returns raw text only. The agent parses it itself, with the
+//! mode its configuration names, so every backend (scripted, llama.cpp, a
+//! remote server) is judged by the same parser and a backend cannot smuggle
+//! in a more forgiving reading of its own output.
+//!
+//! # Layout
+//! - `llama` (feature `llama`): `LlamaPolicy`, Qwen2.5-VL GGUF + mmproj on
+//!   llama.cpp.
+//! - [`scripted`]: [`ScriptedPolicy`], which replays fixed answers (tests,
+//!   demos, replays of recorded trajectories).
+
+#[cfg(feature = "llama")]
+pub mod llama;
+pub mod scripted;
+
+pub use scripted::ScriptedPolicy;
+
+use crate::protocol::{FrameMap, Prompt};
+use crate::sim::phone::UiNode;
+use image::RgbaImage;
+use thiserror::Error;
+
+/// What a policy sees at one step.
+#[derive(Debug, Clone, Copy)]
+pub struct Observation<'a> {
+    /// The screenshot in device pixels; the backend resizes it to
+    /// `frame.model` itself, so it can pick its own resampling filter.
+    pub screenshot: &'a RgbaImage,
+    pub frame: FrameMap,
+    pub prompt: &'a Prompt,
+    /// The UI tree when the device offers one; BTL models do not read it,
+    /// but oracle and hybrid policies may.
+    pub ui_tree: Option<&'a UiNode>,
+    /// Sampling seed; the agent changes it when it asks again after an
+    /// answer it could not use.
+    pub seed: u64,
+}
+
+/// Token counts and time spent producing one answer. Backends without a
+/// tokenizer (scripted replays) leave everything at zero.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct GenerationStats {
+    pub prompt_tokens: u32,
+    pub generated_tokens: u32,
+    /// Vision encoder time.
+    pub encode_ms: f64,
+    pub prefill_ms: f64,
+    pub decode_ms: f64,
+}
+
+/// One answer of a policy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyOutput {
+    pub raw: String,
+    pub stats: GenerationStats,
+}
+
+/// Why a policy produced no answer at all (an unusable answer is not an
+/// error here: it is returned and the agent's parser rejects it).
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum PolicyError {
+    /// A scripted policy has replayed every answer it was given.
+    #[error("the script is exhausted after {given} answers")]
+    Exhausted { given: usize },
+    /// The backend failed (model not loaded, out of memory, server gone).
+    #[error("policy backend failed: {0}")]
+    Backend(String),
+}
+
+/// A model, or anything standing in for one.
+pub trait Policy: Send {
+    /// A short name recorded in trajectories (model file, "scripted").
+    fn name(&self) -> String;
+
+    fn act(&mut self, obs: &Observation) -> Result<PolicyOutput, PolicyError>;
+}

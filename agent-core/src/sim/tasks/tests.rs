@@ -1,0 +1,206 @@
+//! Suite-wide tests: the registry, determinism of sampling, set-ups that
+//! leave work to do, and every template's oracle solving its task on the
+//! in-process phone. Each app's checkers are tested next to them.
+
+use super::*;
+use crate::device::sim::SimDevice;
+use crate::protocol::DevicePoint;
+use crate::sim::phone::{PhoneConfig, SettingsState};
+use crate::sim::virtual_phone::VirtualPhone;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// Seeds per template in the oracle runs.
+const SEEDS: u64 = 5;
+
+/// A phone state with nothing in it: the starting point of hand-built
+/// states in checker tests.
+pub(super) fn blank_state() -> PhoneState {
+    PhoneState {
+        settings: SettingsState {
+            wifi: false,
+            bluetooth: false,
+            airplane_mode: false,
+            location: false,
+            brightness: 128,
+            store: BTreeMap::new(),
+        },
+        contacts: Vec::new(),
+        notes: Vec::new(),
+        alarms: Vec::new(),
+        browser: Default::default(),
+        files: Vec::new(),
+        battery_level: 80,
+    }
+}
+
+fn all_instances() -> impl Iterator<Item = (u64, Box<dyn Task>)> {
+    templates()
+        .iter()
+        .flat_map(|t| (0..SEEDS).map(move |seed| (seed, sample(t.name, seed).unwrap())))
+}
+
+#[test]
+fn the_registry_is_sorted_and_names_its_tasks() {
+    let names: Vec<&str> = templates().iter().map(|t| t.name).collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(names, sorted, "templates sorted by name, no duplicates");
+    for t in templates() {
+        assert_eq!(sample(t.name, 0).unwrap().name(), t.name);
+    }
+    assert!(sample("no_such_task", 0).is_none());
+}
+
+#[test]
+fn the_same_seed_gives_the_same_task() {
+    for t in templates() {
+        for seed in 0..10 {
+            let (a, b) = (sample(t.name, seed).unwrap(), sample(t.name, seed).unwrap());
+            assert_eq!(a.params(), b.params(), "{} seed {seed}", t.name);
+            assert_eq!(a.goal(), b.goal(), "{} seed {seed}", t.name);
+        }
+    }
+}
+
+#[test]
+fn different_seeds_give_different_parameters() {
+    for t in templates() {
+        let params = sample(t.name, 0).unwrap().params();
+        if params.as_object().is_some_and(|o| o.is_empty()) {
+            continue;
+        }
+        let goals: BTreeSet<String> = (0..20).map(|s| sample(t.name, s).unwrap().goal()).collect();
+        assert!(goals.len() > 1, "{} gives one goal for 20 seeds", t.name);
+    }
+}
+
+#[test]
+fn setup_leaves_every_task_unsolved_on_the_home_screen() {
+    for (seed, task) in all_instances() {
+        let mut phone = Phone::new(PhoneConfig {
+            seed,
+            ..Default::default()
+        });
+        task.setup(&mut phone);
+        assert!(
+            !task.is_successful(phone.state()),
+            "{} seed {seed} starts solved",
+            task.name()
+        );
+        assert!(
+            phone.focused_window().starts_with("com.btl.launcher/"),
+            "{} seed {seed} starts on {}",
+            task.name(),
+            phone.focused_window()
+        );
+    }
+}
+
+fn contains(node: &UiNode, at: &DevicePoint) -> bool {
+    let (Ok(x), Ok(y)) = (i32::try_from(at.x), i32::try_from(at.y)) else {
+        return false;
+    };
+    node.contains(x, y)
+}
+
+/// Runs the oracle of `task` on a fresh phone, after `detour` when given;
+/// panics with its steps when it does not solve the task.
+fn solve(task: &dyn Task, seed: u64, detour: Option<fn(&mut Phone)>) -> OracleRun {
+    let phone = Arc::new(VirtualPhone::new(PhoneConfig {
+        seed,
+        ..Default::default()
+    }));
+    phone.with_phone(|p| {
+        task.setup(p);
+        if let Some(detour) = detour {
+            detour(p);
+        }
+    });
+    let mut device = SimDevice::new(phone.clone());
+    let run = run_oracle(task, &mut device).unwrap();
+    let solved = phone.with_phone(|p| task.is_successful(p.state()));
+    let plans: Vec<&str> = run.steps.iter().map(|s| s.plan.as_str()).collect();
+    assert!(
+        run.finished && solved,
+        "{} seed {seed} ({}): finished {}, solved {solved}, steps {plans:#?}",
+        task.name(),
+        task.goal(),
+        run.finished,
+    );
+    run
+}
+
+#[test]
+fn every_oracle_solves_its_task_on_the_phone() {
+    let mut instances = 0;
+    for (seed, task) in all_instances() {
+        let run = solve(task.as_ref(), seed, None);
+        for step in &run.steps {
+            assert!(
+                !step.plan.is_empty(),
+                "{}: a step without a plan",
+                task.name()
+            );
+            match &step.action {
+                DeviceAction::Tap { at } | DeviceAction::LongPress { at } => {
+                    let target = step.target.as_ref().unwrap_or_else(|| {
+                        panic!("{}: {:?} without a target", task.name(), step.action)
+                    });
+                    assert!(
+                        contains(target, at),
+                        "{}: {at:?} outside {:?}",
+                        task.name(),
+                        target.bounds
+                    );
+                }
+                _ => assert!(step.target.is_none(), "{}: {:?}", task.name(), step.action),
+            }
+        }
+        instances += 1;
+    }
+    assert!(
+        instances >= 100 || templates().len() < 20,
+        "{instances} instances"
+    );
+}
+
+fn tap_id(p: &mut Phone, id: &str) {
+    let node = p.ui_tree().find_by_id(id).cloned().unwrap();
+    let (x, y) = node.center();
+    p.tap(x, y);
+}
+
+/// A query half typed in the Browser, keyboard up.
+fn typing_in_the_browser(p: &mut Phone) {
+    p.start_app("com.btl.browser", None).unwrap();
+    tap_id(p, "search_box");
+    p.input_text("hello");
+}
+
+/// Settings left on a page no task needs.
+fn deep_in_settings(p: &mut Phone) {
+    p.start_app("com.btl.settings", None).unwrap();
+    tap_id(p, "storage_row");
+}
+
+/// A new note's draft being typed, keyboard up.
+fn drafting_a_note(p: &mut Phone) {
+    p.start_app("com.btl.notes", None).unwrap();
+    tap_id(p, "fab_new_note");
+    tap_id(p, "title_field");
+    p.input_text("Draft");
+}
+
+#[test]
+fn oracles_find_their_way_from_where_an_agent_left_the_phone() {
+    let detours: [fn(&mut Phone); 3] = [typing_in_the_browser, deep_in_settings, drafting_a_note];
+    for t in templates() {
+        for seed in 0..2 {
+            for detour in detours {
+                solve(sample(t.name, seed).unwrap().as_ref(), seed, Some(detour));
+            }
+        }
+    }
+}
