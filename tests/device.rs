@@ -150,3 +150,32 @@ fn a_dropped_connection_is_a_clear_error_within_the_timeout() {
         "the error names the command: {message}"
     );
 }
+
+#[test]
+fn uiautomator_dump_pulled_with_adb_parses_to_the_phone_tree() {
+    let r = rig(Duration::from_secs(20));
+    let dir = tempfile::tempdir().unwrap();
+    let local = dir.path().join("window_dump.xml");
+    let adb = &r._adb;
+    let serial = r.adbd.serial();
+    let out = adb.adb(["-s", serial.as_str(), "shell", "uiautomator", "dump"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "UI hierchary dumped to: /sdcard/window_dump.xml\n"
+    );
+    let out = adb.adb([
+        "-s",
+        serial.as_str(),
+        "pull",
+        "/sdcard/window_dump.xml",
+        local.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let xml = std::fs::read_to_string(&local).unwrap();
+    let tree = agent_core::sim::phone::parse_uiautomator_xml(&xml).unwrap();
+    assert_eq!(tree, r.phone.with_phone(|p| p.ui_tree()));
+}

@@ -23,8 +23,10 @@ fn sim_serve_prints_a_serial_that_adb_connects_to() {
         .expect("start btl sim serve");
     let stdout = child.stdout.take().expect("piped stdout");
     let serving = Serving(child);
+    // The reader stays alive until the end so the server's stdout stays open.
+    let mut reader = BufReader::new(stdout);
     let mut first = String::new();
-    BufReader::new(stdout).read_line(&mut first).unwrap();
+    reader.read_line(&mut first).unwrap();
     let serial = first
         .trim()
         .strip_prefix("virtual phone listening on ")
@@ -53,6 +55,7 @@ fn sim_serve_prints_a_serial_that_adb_connects_to() {
         "{listed}"
     );
     drop(serving);
+    drop(reader);
 }
 
 #[test]

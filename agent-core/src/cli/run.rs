@@ -14,6 +14,7 @@ use crate::sim::phone::PhoneConfig;
 use crate::sim::tasks;
 use crate::sim::virtual_phone::VirtualPhone;
 use anyhow::{Context, anyhow};
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -138,12 +139,14 @@ pub fn run(args: &Args) -> Outcome {
             &serde_json::json!({"trajectory": out, "outcome": outcome}),
         )?;
     } else {
-        println!(
+        writeln!(
+            std::io::stdout().lock(),
             "stopped after {} steps: {:?}; trajectory in {}",
             outcome.steps,
             outcome.stop,
             out.display()
-        );
+        )
+        .map_err(anyhow::Error::from)?;
     }
     Ok(())
 }

@@ -100,8 +100,12 @@ fn serve(args: &ServeArgs) -> Outcome {
     let phone = Arc::new(VirtualPhone::new(config));
     let adbd =
         Adbd::start(phone, args.port).context("cannot start the virtual phone's ADB server")?;
-    println!("virtual phone listening on {}", adbd.serial());
-    println!("connect with: adb connect {}", adbd.serial());
+    // A reader that stops listening (a closed pipe) must not stop the phone.
+    let _ = writeln!(
+        std::io::stdout().lock(),
+        "virtual phone listening on {serial}\nconnect with: adb connect {serial}",
+        serial = adbd.serial()
+    );
     // Serve until the process is interrupted; the default SIGINT handling ends it.
     loop {
         std::thread::park();
