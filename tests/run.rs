@@ -43,3 +43,203 @@ fn run_rejects_an_unknown_task() {
         stderr(&run)
     );
 }
+
+#[test]
+fn run_with_the_oracle_succeeds_and_writes_a_report() {
+    let dir = Dir::new();
+    let out = dir.path("episode");
+    let mut args = vec![
+        "run",
+        "--task",
+        "contact_add",
+        "--policy",
+        "oracle",
+        "--confirm",
+        "allow",
+        "--json",
+        "--out",
+        path_str(&out),
+    ];
+    args.extend_from_slice(&FAST_SETTLE);
+    let run = dir.btl(&args);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let result: Value = serde_json::from_str(stdout(&run).trim()).unwrap();
+    assert_eq!(result["outcome"]["stop"]["reason"], "succeeded", "{result}");
+    assert_eq!(result["outcome"]["success"], true);
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let steps = steps_json(&out).len();
+    assert_eq!(report.matches("<section class=\"step\"").count(), steps);
+    assert!(report.contains("data:image/png;base64,"));
+}
+
+/// Every executed action came from an answer that parsed and passed the
+/// gate, and its point lay on the model frame.
+fn assert_only_valid_actions_ran(steps: &[Value]) {
+    for step in steps {
+        let Some(executed) = step.get("executed").filter(|e| !e.is_null()) else {
+            continue;
+        };
+        let attempt = step["attempts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["parse"]["status"] == "parsed" && a["parse"]["action"] == executed["model"])
+            .unwrap_or_else(|| panic!("no parsed attempt for {executed}"));
+        assert_eq!(attempt["verdict"]["verdict"], "allow", "{attempt}");
+        if let Some(p) = executed["model"]["point_2d"].as_array() {
+            let (w, h) = (
+                step["frame"]["model"]["width"].as_f64().unwrap(),
+                step["frame"]["model"]["height"].as_f64().unwrap(),
+            );
+            let (x, y) = (p[0].as_f64().unwrap(), p[1].as_f64().unwrap());
+            assert!(
+                (0.0..=w).contains(&x) && (0.0..=h).contains(&y),
+                "{executed}"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_episode_through_real_adb_with_the_oracle_succeeds() {
+    let phone = ServedPhone::start(&["--seed", "11"]);
+    let adb = AdbServer::start();
+    let dir = Dir::new();
+    let out = dir.path("episode");
+    let port = adb.port().to_string();
+    let mut args = vec![
+        "run",
+        "--task",
+        "location_on",
+        "--policy",
+        "oracle",
+        "--device",
+        &phone.serial,
+        "--adb-port",
+        &port,
+        "--json",
+        "--out",
+        path_str(&out),
+    ];
+    args.extend_from_slice(&FAST_SETTLE);
+    let run = dir.btl(&args);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let result: Value = serde_json::from_str(stdout(&run).trim()).unwrap();
+    assert_eq!(result["outcome"]["success"], true, "{result}");
+    let episode = episode_json(&out);
+    assert_eq!(episode["device"], phone.serial);
+    // The checker read the setting back through adb, as on a real phone.
+    let setting = adb.adb([
+        "-s",
+        &phone.serial,
+        "shell",
+        "settings",
+        "get",
+        "secure",
+        "location_mode",
+    ]);
+    assert_ne!(String::from_utf8_lossy(&setting.stdout).trim(), "0");
+    assert_only_valid_actions_ran(&steps_json(&out));
+}
+
+#[cfg(feature = "llama")]
+#[test]
+fn an_episode_through_real_adb_with_the_bundled_model_stops_cleanly() {
+    let phone = ServedPhone::start(&["--seed", "12"]);
+    let adb = AdbServer::start();
+    let dir = Dir::new();
+    let out = dir.path("episode");
+    let port = adb.port().to_string();
+    let mut args = vec![
+        "run",
+        "--task",
+        "wifi_on",
+        "--device",
+        &phone.serial,
+        "--adb-port",
+        &port,
+        "--max-steps",
+        "3",
+        "--max-tokens",
+        "64",
+        "--json",
+        "--out",
+        path_str(&out),
+    ];
+    args.extend_from_slice(&FAST_SETTLE);
+    let run = dir.btl(&args);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let result: Value = serde_json::from_str(stdout(&run).trim()).unwrap();
+    assert!(result["outcome"]["stop"]["reason"].is_string(), "{result}");
+    assert_only_valid_actions_ran(&steps_json(&out));
+}
+
+#[test]
+fn a_killed_run_resumes_on_a_rebuilt_phone_and_succeeds() {
+    let dir = Dir::new();
+    let out = dir.path("episode");
+    // Slow settling keeps the episode running long enough to kill it.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_btl"))
+        .args([
+            "run",
+            "--task",
+            "note_create",
+            "--policy",
+            "oracle",
+            "--seed",
+            "4",
+            "--settle-poll-ms",
+            "300",
+            "--settle-timeout-ms",
+            "900",
+            "--out",
+            path_str(&out),
+        ])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let steps = out.join("steps.jsonl");
+    while std::fs::read_to_string(&steps).map_or(0, |s| s.lines().count()) < 2 {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before it was killed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let before = steps_json(&out).len();
+    assert!(
+        episode_json(&out)["outcome"].is_null(),
+        "killed: no outcome"
+    );
+
+    let mut args = vec![
+        "run",
+        "--resume",
+        path_str(&out),
+        "--policy",
+        "oracle",
+        "--json",
+    ];
+    args.extend_from_slice(&FAST_SETTLE);
+    let run = dir.btl(&args);
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert!(
+        stderr(&run).contains("recorded actions replayed"),
+        "{}",
+        stderr(&run)
+    );
+    let result: Value = serde_json::from_str(stdout(&run).trim()).unwrap();
+    assert_eq!(result["outcome"]["success"], true, "{result}");
+    let episode = episode_json(&out);
+    assert_eq!(episode["resumed_at_steps"], serde_json::json!([before]));
+    // A finished episode is not resumed again.
+    let again = dir.btl(["run", "--resume", path_str(&out), "--policy", "oracle"]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        stderr(&again).contains("nothing to resume"),
+        "{}",
+        stderr(&again)
+    );
+}

@@ -1,8 +1,9 @@
 //! Test harness: a fresh directory per test and a way to run `btl` in it.
 
 use agent_core::device::adb_server::PrivateAdbServer;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
 
 /// The official example samples, copied from the BTL-UI release.
 pub const NAVIGATION_SAMPLES: &str = concat!(
@@ -104,3 +105,61 @@ impl AdbServer {
         self.0.adb(args).expect("run adb")
     }
 }
+
+/// A `btl sim serve` process, killed when dropped.
+pub struct ServedPhone {
+    child: Child,
+    /// Kept open: the server exits when its stdout closes.
+    _stdout: BufReader<ChildStdout>,
+    pub serial: String,
+}
+
+impl ServedPhone {
+    /// Starts `btl sim serve ARGS…` and reads the serial it prints.
+    pub fn start(args: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_btl"))
+            .args(["sim", "serve"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start btl sim serve");
+        let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+        let mut first = String::new();
+        stdout.read_line(&mut first).expect("read the serial");
+        let serial = first
+            .trim()
+            .strip_prefix("virtual phone listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+            .to_string();
+        Self {
+            child,
+            _stdout: stdout,
+            serial,
+        }
+    }
+}
+
+impl Drop for ServedPhone {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Reads a trajectory's JSON files.
+pub fn episode_json(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("episode.json")).expect("episode.json"))
+        .expect("valid episode.json")
+}
+
+pub fn steps_json(dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("steps.jsonl"))
+        .expect("steps.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("valid step line"))
+        .collect()
+}
+
+/// Fast screen settling for the virtual phone, whose screen is stable as
+/// soon as an action returns.
+pub const FAST_SETTLE: [&str; 4] = ["--settle-poll-ms", "20", "--settle-timeout-ms", "200"];

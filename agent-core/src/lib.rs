@@ -11,10 +11,11 @@
 //! - [`sim`]: the virtual phone, reached over the real ADB protocol.
 //! - [`device`]: the [`device::Device`] trait and its backends (adb, the
 //!   in-process virtual phone).
-//! - [`model`]: the [`model::Policy`] seam from observation to raw answer,
-//!   and a scripted policy.
+//! - [`model`]: the [`model::Policy`] seam from observation to raw answer;
+//!   llama.cpp, scripted and oracle policies.
 //! - [`agent`]: the agent loop, its safety gate, screen-stability wait and
 //!   crash-safe trajectories.
+//! - [`report`]: a trajectory as a self-contained HTML page.
 //! - [`cli`]: the `btl` command line; `src/main.rs` only calls [`cli::main`].
 
 pub mod agent;
@@ -23,6 +24,7 @@ pub mod device;
 pub mod metrics;
 pub mod model;
 pub mod protocol;
+pub mod report;
 pub mod reward;
 pub mod sample;
 pub mod sim;

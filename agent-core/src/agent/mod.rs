@@ -14,10 +14,12 @@
 //! - [`safety`]: the gate, a pure function of the answer and the screen.
 //! - [`stability`]: waiting for the screen to settle, and the [`Clock`].
 //! - [`trajectory`]: the episode directory: writer, reader, records.
+//! - [`vote`]: test-time voting among several sampled answers.
 
 pub mod safety;
 pub mod stability;
 pub mod trajectory;
+pub mod vote;
 
 use crate::device::{Device, DeviceAction, DeviceError};
 use crate::model::{Observation, Policy};
@@ -60,6 +62,8 @@ pub struct AgentConfig {
     pub repeat_limit: u32,
     /// Base of the per-attempt sampling seeds.
     pub seed: u64,
+    /// Answers sampled per round for test-time voting; 1 or less, no vote.
+    pub vote: u32,
     pub stability: StabilityConfig,
     pub safety: SafetyConfig,
 }
@@ -76,6 +80,7 @@ impl Default for AgentConfig {
             max_attempts: 3,
             repeat_limit: 3,
             seed: 0,
+            vote: 1,
             stability: StabilityConfig::default(),
             safety: SafetyConfig::default(),
         }
@@ -178,14 +183,24 @@ pub struct Agent {
     recent: Vec<(u64, DeviceAction)>,
     /// The settled screenshot after the last action: the next observation.
     next_screenshot: Option<RgbaImage>,
+    on_step: Option<StepObserver>,
 }
 
-/// What one call to the policy came to.
-enum Attempted {
-    Usable { plan: String, action: Action },
+/// What the parser and the gate made of one answer, before anyone is
+/// asked to confirm it.
+enum Judged {
+    /// A well-formed action of the profile on the frame; the verdict says
+    /// whether it may run, must be confirmed or is denied.
+    Valid {
+        plan: String,
+        action: Action,
+        verdict: Verdict,
+    },
     Unusable(String),
-    Blocked(Rejection),
 }
+
+/// Called with every step once it is recorded.
+pub type StepObserver = Box<dyn FnMut(&StepRecord) + Send>;
 
 impl Agent {
     /// Starts a new episode recorded in `dir`, which must not hold one.
@@ -263,11 +278,21 @@ impl Agent {
             steps,
             recent: Vec::new(),
             next_screenshot: None,
+            on_step: None,
         }
     }
 
-    pub fn with_checker(mut self, checker: impl SuccessCheck + 'static) -> Self {
-        self.checker = Some(Box::new(checker));
+    pub fn with_checker(self, checker: impl SuccessCheck + 'static) -> Self {
+        self.with_boxed_checker(Box::new(checker))
+    }
+
+    pub fn with_boxed_checker(mut self, checker: Box<dyn SuccessCheck>) -> Self {
+        self.checker = Some(checker);
+        self
+    }
+
+    pub fn with_boxed_confirmer(mut self, confirmer: Box<dyn Confirmer>) -> Self {
+        self.confirmer = confirmer;
         self
     }
 
@@ -276,6 +301,20 @@ impl Agent {
     pub fn with_confirmer(mut self, confirmer: impl Confirmer + 'static) -> Self {
         self.confirmer = Box::new(confirmer);
         self
+    }
+
+    /// Progress reporting: `observer` sees each step after it is recorded.
+    pub fn with_step_observer(
+        mut self,
+        observer: impl FnMut(&StepRecord) + Send + 'static,
+    ) -> Self {
+        self.on_step = Some(Box::new(observer));
+        self
+    }
+
+    /// The steps recorded so far (more than zero after a resume).
+    pub fn steps(&self) -> u32 {
+        self.steps
     }
 
     pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
@@ -325,7 +364,7 @@ impl Agent {
         Ok(outcome)
     }
 
-    fn config(&self) -> &AgentConfig {
+    pub fn config(&self) -> &AgentConfig {
         &self.episode.settings
     }
 
@@ -376,12 +415,16 @@ impl Agent {
                 observe_ms: millis(self.clock.now().saturating_sub(started)),
                 ..StepTimings::default()
             },
+            vote: None,
             reward: None,
         };
         let stop = self.decide_and_act(&mut record, &screenshot, ui_tree.as_ref());
         self.writer
             .write_step(&record, &screenshot, ui_tree.as_ref())?;
         self.steps = index;
+        if let Some(observer) = self.on_step.as_mut() {
+            observer(&record);
+        }
         if stop.is_none()
             && let Some(checker) = self.checker.as_mut()
             && checker.is_successful()
@@ -481,7 +524,9 @@ impl Agent {
     }
 
     /// Asks the policy until an answer passes the gate (and the confirmer,
-    /// when it asks), or the attempts run out.
+    /// when it asks), or the attempts run out. With voting, each attempt
+    /// is a round of `vote` answers and the consensus of the valid ones is
+    /// taken.
     fn ask(
         &mut self,
         record: &mut StepRecord,
@@ -489,17 +534,20 @@ impl Agent {
         ui_tree: Option<&UiNode>,
     ) -> Result<(String, Action), (StepOutcome, StopReason)> {
         let attempts = self.config().max_attempts.max(1);
+        let per_round = self.config().vote.max(1);
         let mut last_error = String::new();
-        for attempt in 0..attempts {
-            let seed = attempt_seed(self.config().seed, record.index, attempt);
+        for round in 0..attempts {
+            let seeds: Vec<u64> = (0..per_round)
+                .map(|c| attempt_seed(self.config().seed, record.index, round * per_round + c))
+                .collect();
             let obs = Observation {
                 screenshot,
                 frame: record.frame,
                 prompt: &record.prompt,
                 ui_tree,
-                seed,
+                seed: seeds[0],
             };
-            let answer = self.policy.act(&obs).map_err(|e| {
+            let answers = self.policy.act_many(&obs, &seeds).map_err(|e| {
                 let error = e.to_string();
                 (
                     StepOutcome::PolicyFailed {
@@ -508,19 +556,36 @@ impl Agent {
                     StopReason::PolicyFailed { error },
                 )
             })?;
-            let (attempt_record, attempted) =
-                self.judge(seed, answer.raw, answer.stats, &record.frame, ui_tree);
-            record.attempts.push(attempt_record);
-            match attempted {
-                Attempted::Usable { plan, action, .. } => return Ok((plan, action)),
-                Attempted::Unusable(error) => last_error = error,
-                Attempted::Blocked(rejection) => {
-                    return Err((
-                        StepOutcome::Blocked,
-                        StopReason::SensitiveAction { rejection },
-                    ));
+            let mut valid = Vec::new();
+            for (seed, answer) in seeds.iter().zip(answers) {
+                let (attempt, judged) =
+                    self.judge(*seed, answer.raw, answer.stats, &record.frame, ui_tree);
+                record.attempts.push(attempt);
+                match judged {
+                    Judged::Valid {
+                        plan,
+                        action,
+                        verdict,
+                    } => valid.push((record.attempts.len() - 1, plan, action, verdict)),
+                    Judged::Unusable(error) => last_error = error,
                 }
             }
+            let chosen = if per_round > 1 {
+                let candidates: Vec<(usize, &Action)> =
+                    valid.iter().map(|(i, _, a, _)| (*i, a)).collect();
+                let Some(outcome) = vote::vote(&candidates, &record.frame, ui_tree) else {
+                    continue;
+                };
+                let chosen = outcome.chosen;
+                record.vote = Some(outcome);
+                valid.into_iter().find(|(i, ..)| *i == chosen)
+            } else {
+                valid.into_iter().next()
+            };
+            let Some((index, plan, action, verdict)) = chosen else {
+                continue;
+            };
+            return self.settle_verdict(record, index, plan, action, verdict);
         }
         Err((
             StepOutcome::NoValidOutput,
@@ -531,16 +596,66 @@ impl Agent {
         ))
     }
 
-    /// Parses and gates one answer, asking the confirmer when the gate
-    /// says so.
-    fn judge(
+    /// Runs the chosen answer's verdict to its end, asking the confirmer
+    /// when the gate says so and recording what it answered.
+    fn settle_verdict(
         &mut self,
+        record: &mut StepRecord,
+        index: usize,
+        plan: String,
+        action: Action,
+        verdict: Verdict,
+    ) -> Result<(String, Action), (StepOutcome, StopReason)> {
+        let blocked = |rejection| {
+            (
+                StepOutcome::Blocked,
+                StopReason::SensitiveAction { rejection },
+            )
+        };
+        match verdict {
+            Verdict::Allow { .. } => Ok((plan, action)),
+            Verdict::Reject { rejection } => Err(blocked(rejection)),
+            Verdict::Confirm { sensitive } => {
+                let request = ConfirmRequest {
+                    goal: &self.episode.goal,
+                    plan: &plan,
+                    action: &action,
+                    sensitive: &sensitive,
+                };
+                let confirmed = self.confirmer.confirm(&request);
+                let (verdict, result) = if confirmed {
+                    (
+                        Verdict::Allow {
+                            sensitive: Some(sensitive),
+                        },
+                        Ok((plan, action)),
+                    )
+                } else {
+                    let rejection = Rejection::Declined { sensitive };
+                    (
+                        Verdict::Reject {
+                            rejection: rejection.clone(),
+                        },
+                        Err(blocked(rejection)),
+                    )
+                };
+                if let Some(attempt) = record.attempts.get_mut(index) {
+                    attempt.verdict = Some(verdict);
+                }
+                result
+            }
+        }
+    }
+
+    /// Parses and gates one answer.
+    fn judge(
+        &self,
         seed: u64,
         raw: String,
         stats: crate::model::GenerationStats,
         frame: &FrameMap,
         ui_tree: Option<&UiNode>,
-    ) -> (AttemptRecord, Attempted) {
+    ) -> (AttemptRecord, Judged) {
         let parsed = match parse(&raw, self.config().parse_mode) {
             Ok(parsed) => parsed,
             Err(error) => {
@@ -556,7 +671,7 @@ impl Agent {
                     },
                     verdict: None,
                 };
-                return (record, Attempted::Unusable(message));
+                return (record, Judged::Unusable(message));
             }
         };
         let (plan, action) = match &parsed.output.link {
@@ -564,44 +679,24 @@ impl Agent {
             Link::Point(_) => (None, None),
         };
         let config = self.config();
-        let mut verdict = safety::assess(
+        let verdict = safety::assess(
             &parsed.output,
             frame,
             ui_tree,
             config.profile,
             &config.safety,
         );
-        if let (Verdict::Confirm { sensitive }, Some(plan), Some(action)) =
-            (&verdict, &plan, &action)
-        {
-            let request = ConfirmRequest {
-                goal: &self.episode.goal,
-                plan,
-                action,
-                sensitive,
-            };
-            let sensitive = sensitive.clone();
-            verdict = if self.confirmer.confirm(&request) {
-                Verdict::Allow {
-                    sensitive: Some(sensitive),
-                }
-            } else {
-                Verdict::Reject {
-                    rejection: Rejection::Declined { sensitive },
-                }
-            };
-        }
-        let attempted = match (&verdict, &parsed.output.link) {
+        let judged = match (&verdict, &parsed.output.link) {
             (Verdict::Reject { rejection }, _) if rejection.is_invalid_output() => {
-                Attempted::Unusable(rejection.to_string())
+                Judged::Unusable(rejection.to_string())
             }
-            (Verdict::Reject { rejection }, _) => Attempted::Blocked(rejection.clone()),
-            (_, Link::Action { plan, action }) => Attempted::Usable {
+            (_, Link::Action { plan, action }) => Judged::Valid {
                 plan: plan.clone(),
                 action: action.clone(),
+                verdict: verdict.clone(),
             },
             // The gate rejects a bare point before anything else.
-            (_, Link::Point(_)) => Attempted::Unusable(Rejection::NotAnAction.to_string()),
+            (_, Link::Point(_)) => Judged::Unusable(Rejection::NotAnAction.to_string()),
         };
         let record = AttemptRecord {
             seed,
@@ -614,7 +709,7 @@ impl Agent {
             },
             verdict: Some(verdict),
         };
-        (record, attempted)
+        (record, judged)
     }
 }
 

@@ -930,3 +930,83 @@ fn kill_9_mid_episode_leaves_a_resumable_trajectory() {
     assert!(resumed_prompt.contains(&format!("Step {done}: {}\n\n", plans[done - 1])));
     assert_eq!(t.history().len(), done + 2);
 }
+
+#[test]
+fn voting_executes_the_consensus_and_records_every_candidate() {
+    let phone = new_phone();
+    let settings = phone.with_phone(|p| launcher_icon(p, "Settings"));
+    let contacts = phone.with_phone(|p| launcher_icon(p, "Contacts"));
+    // Round of three: one tap on Contacts, an unparsable answer, two taps on
+    // Settings a few pixels apart (the second is the first shifted by 4 px).
+    let mut nudged = tap(&settings);
+    if let Action::Tap { point_2d } = &mut nudged {
+        point_2d.x += 4.0;
+    }
+    let script = vec![
+        tap_answer("Open Contacts", &contacts),
+        "<think>no tags</think>".to_string(),
+        tap_answer("Open Settings", &settings),
+        answer("Open Settings", nudged, Some(&settings)),
+    ];
+    let cfg = AgentConfig {
+        vote: 4,
+        max_steps: 1,
+        ..config("Open Settings")
+    };
+    let (outcome, t) = run(cfg, &phone, script);
+    assert_eq!(outcome.stop, StopReason::StepBudget { max_steps: 1 });
+    let step = &t.steps[0];
+    assert_eq!(step.attempts.len(), 4, "every candidate is recorded");
+    let vote = step.vote.as_ref().unwrap();
+    assert_eq!(vote.clusters, vec![vec![2, 3], vec![0]]);
+    assert_eq!(step.executed.as_ref().unwrap().plan, "Open Settings");
+    assert!(
+        phone
+            .with_phone(|p| p.focused_window())
+            .contains("settings"),
+        "the Settings tap ran"
+    );
+    // Each candidate drew its own seed.
+    let seeds: std::collections::HashSet<u64> = step.attempts.iter().map(|a| a.seed).collect();
+    assert_eq!(seeds.len(), 4);
+}
+
+#[test]
+fn voting_asks_the_confirmer_once_for_the_winner_only() {
+    let (phone, delete) = contact_page();
+    let asked = Arc::new(std::sync::Mutex::new(0));
+    let count = asked.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let outcome = agent(
+        dir.path(),
+        AgentConfig {
+            vote: 3,
+            max_steps: 1,
+            ..config("Delete")
+        },
+        &phone,
+        vec![delete.clone(), delete.clone(), back_answer()],
+    )
+    .with_confirmer(move |_: &ConfirmRequest| {
+        *count.lock().unwrap() += 1;
+        false
+    })
+    .run()
+    .unwrap();
+    assert_eq!(*asked.lock().unwrap(), 1);
+    assert!(matches!(
+        outcome.stop,
+        StopReason::SensitiveAction {
+            rejection: Rejection::Declined { .. }
+        }
+    ));
+    let t = read_trajectory(dir.path()).unwrap();
+    let vote = t.steps[0].vote.as_ref().unwrap();
+    assert_eq!(vote.clusters, vec![vec![0, 1], vec![2]]);
+    assert!(matches!(
+        t.steps[0].attempts[vote.chosen].verdict,
+        Some(Verdict::Reject {
+            rejection: Rejection::Declined { .. }
+        })
+    ));
+}

@@ -80,6 +80,9 @@ pub struct StepRecord {
     pub executed: Option<Executed>,
     pub outcome: StepOutcome,
     pub timings: StepTimings,
+    /// How the vote went, when the step voted among several answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vote: Option<super::vote::VoteRecord>,
     /// Filled in by offline scoring; the agent does not know it.
     #[serde(default)]
     pub reward: Option<f64>,

@@ -4,8 +4,13 @@
 //! input (a file that cannot be read or parsed, named with its line and the
 //! reason). Errors are printed once, with their cause chain, on stderr.
 
+mod bench;
+mod collect;
 mod devices;
+mod episode;
 mod metrics;
+mod predict;
+mod report;
 mod run;
 mod score;
 mod sim;
@@ -29,8 +34,18 @@ enum Command {
     Score(score::Args),
     /// Offline Type / GR / SR metrics of predictions against official-format samples.
     Metrics(metrics::Args),
-    /// Run the agent for one episode (on the built-in virtual phone).
+    /// Run the agent for one episode (default: on the built-in virtual phone).
     Run(run::Args),
+    /// Success rate of a policy on a task suite, with spread over repeats.
+    Bench(bench::Args),
+    /// Episodes of suite tasks on several devices at once (training data).
+    Collect(collect::Args),
+    /// The model's answer for every sample of an official-format file (JSONL for `btl metrics`).
+    Predict(predict::Args),
+    /// Write a trajectory's self-contained HTML report.
+    Report(report::Args),
+    /// Print the default sensitive-action config (edit it, pass it with --safety-config).
+    SafetyConfig,
     /// The built-in virtual phone.
     #[command(subcommand)]
     Sim(sim::Command),
@@ -69,6 +84,14 @@ pub fn main() -> ExitCode {
         Command::Score(args) => score::run(&args),
         Command::Metrics(args) => metrics::run(&args),
         Command::Run(args) => run::run(&args),
+        Command::Bench(args) => bench::run(&args),
+        Command::Collect(args) => collect::run(&args),
+        Command::Predict(args) => predict::run(&args),
+        Command::Report(args) => report::run(&args),
+        Command::SafetyConfig => {
+            let text = crate::agent::safety::SafetyConfig::default().to_json();
+            writeln!(std::io::stdout().lock(), "{text}").map_err(|e| Failure::Failed(e.into()))
+        }
         Command::Sim(command) => sim::run(&command),
         Command::Devices(args) => devices::run(&args),
     };

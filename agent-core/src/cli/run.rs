@@ -1,21 +1,25 @@
-//! `btl run`: one episode of the agent.
+//! `btl run`: one episode of the agent, with a step progress bar, a
+//! trajectory directory and its HTML report.
 //!
-//! Today it runs on the built-in virtual phone, in-process, with a
-//! llama.cpp model (feature `llama`); without `--model` it uses the tiny
+//! Without `--device` it runs on the built-in virtual phone, in-process;
+//! `--device SERIAL` drives an adb device. Without `--model` it uses the tiny
 //! random test model bundled with the sources, which exercises the whole
-//! pipeline but cannot solve tasks.
+//! pipeline but cannot solve tasks. `--resume DIR` continues an interrupted
+//! episode (see [`super::episode::prepare_resumed`] for how the phone is
+//! brought back to where it stopped).
 
+use super::episode::{
+    AgentArgs, PolicyArgs, PolicyKind, Target, attach_task, confirmer, episode_policy, load_policy,
+    prepare, prepare_resumed, progress_bar, recorded_task, stamped_dir, step_message,
+};
 use super::{Failure, Outcome, json_line};
-use crate::agent::{Agent, AgentConfig};
-use crate::device::sim::SimDevice;
-use crate::model::Policy;
-use crate::protocol::Profile;
-use crate::sim::phone::PhoneConfig;
-use crate::sim::tasks;
-use crate::sim::virtual_phone::VirtualPhone;
+use crate::agent::trajectory::read_trajectory;
+use crate::agent::{Agent, AgentError};
+use crate::report;
+use crate::sim::tasks::{self, Task};
 use anyhow::{Context, anyhow};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 #[derive(Debug, clap::Args)]
@@ -23,71 +27,105 @@ pub struct Args {
     /// The instruction; with `--task`, the task's own goal is used instead.
     goal: Option<String>,
     /// A task of the virtual phone's suite (`btl sim tasks` lists them): it
-    /// sets the phone up and checks success from the phone's state.
+    /// sets the phone up and checks success from its state (over adb: the
+    /// settings tasks only).
     #[arg(long)]
     task: Option<String>,
     /// Seed of the phone, the task parameters and sampling.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Directory of the trajectory (must not exist yet).
+    /// An adb device serial (as `btl devices` lists it); default: the
+    /// built-in virtual phone, in-process.
     #[arg(long)]
+    device: Option<String>,
+    /// Port of the adb server on 127.0.0.1 [default: 5037].
+    #[arg(long, requires = "device")]
+    adb_port: Option<u16>,
+    /// Directory of the trajectory (must not exist yet) [default: runs/episode-TIME].
+    #[arg(long, conflicts_with = "resume")]
     out: Option<PathBuf>,
-    #[arg(long, default_value_t = 15)]
-    max_steps: u32,
-    /// Prompt profile: btl-ui or btl-extended.
-    #[arg(long, default_value = "btl-ui")]
-    profile: Profile,
-    /// Text model GGUF (default: the bundled tiny test model).
-    #[arg(long, requires = "mmproj")]
-    model: Option<PathBuf>,
-    /// Vision projector GGUF.
-    #[arg(long, requires = "model")]
-    mmproj: Option<PathBuf>,
+    /// Continue the interrupted episode recorded in DIR.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["goal", "task"])]
+    resume: Option<PathBuf>,
+    #[command(flatten)]
+    agent: AgentArgs,
+    #[command(flatten)]
+    policy: PolicyArgs,
+    /// Do not write report.html into the trajectory.
+    #[arg(long)]
+    no_report: bool,
     /// Print the outcome as JSON.
     #[arg(long)]
     json: bool,
 }
 
-const BUNDLED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/tiny-qwen25vl");
-
-#[cfg(feature = "llama")]
-fn policy(args: &Args) -> Result<Box<dyn Policy>, Failure> {
-    use crate::model::llama::{LlamaConfig, LlamaPolicy};
-    let (model, mmproj) = match (&args.model, &args.mmproj) {
-        (Some(m), Some(p)) => (m.clone(), p.clone()),
-        _ => {
-            eprintln!(
-                "btl: no --model given: using the bundled tiny random test model, which runs the whole pipeline but cannot solve tasks"
-            );
-            let dir = PathBuf::from(BUNDLED);
-            (
-                dir.join("tiny-qwen25vl-f16.gguf"),
-                dir.join("mmproj-tiny-qwen25vl-f16.gguf"),
-            )
-        }
-    };
-    let mut config = LlamaConfig::new(model, mmproj);
-    config.max_tokens = 256;
-    let policy = LlamaPolicy::load(config).map_err(|e| Failure::BadInput(e.into()))?;
-    Ok(Box::new(policy))
-}
-
-#[cfg(not(feature = "llama"))]
-fn policy(_: &Args) -> Result<Box<dyn Policy>, Failure> {
-    Err(Failure::BadInput(anyhow!(
-        "this btl was built without the llama.cpp backend (model files {BUNDLED}/…); rebuild with `--features llama`"
-    )))
-}
-
 pub fn run(args: &Args) -> Outcome {
-    let phone = Arc::new(VirtualPhone::new(PhoneConfig {
-        seed: args.seed,
-        ..PhoneConfig::default()
-    }));
-    let task = match &args.task {
-        Some(name) => Some(tasks::sample(name, args.seed).ok_or_else(|| {
-            Failure::BadInput(anyhow!("no task named '{name}' (see `btl sim tasks`)"))
-        })?),
+    let target = match &args.device {
+        Some(serial) => Target::adb(serial, args.adb_port),
+        None => Target::Sim { seed: args.seed },
+    };
+    let (agent, dir, task) = match &args.resume {
+        Some(dir) => resume(args, &target, dir)?,
+        None => start(args, &target)?,
+    };
+    let max_steps = agent.config().max_steps;
+    let bar = progress_bar(max_steps, agent.steps(), "btl run");
+    let shown = bar.clone();
+    let agent = agent.with_step_observer(move |step| {
+        shown.set_position(u64::from(step.index));
+        shown.set_message(step_message(step));
+    });
+    let confirm = confirmer(agent.config(), &bar);
+    let outcome = agent
+        .with_boxed_confirmer(confirm)
+        .run()
+        .context("the episode could not be recorded")?;
+    bar.finish_and_clear();
+    let report = if args.no_report {
+        None
+    } else {
+        Some(report::write(&dir).context("cannot write the report")?)
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if args.json {
+        json_line(
+            &mut out,
+            &serde_json::json!({
+                "trajectory": dir,
+                "report": report,
+                "task": task.as_ref().map(|t| t.name()),
+                "outcome": outcome,
+            }),
+        )?;
+    } else {
+        let success = match outcome.success {
+            Some(true) => "; task succeeded",
+            Some(false) => "; task not done",
+            None => "",
+        };
+        writeln!(
+            out,
+            "stopped after {} steps: {}{success}\ntrajectory: {}",
+            outcome.steps,
+            outcome.stop,
+            dir.display()
+        )
+        .map_err(anyhow::Error::from)?;
+        if let Some(report) = report {
+            writeln!(out, "report: {}", report.display()).map_err(anyhow::Error::from)?;
+        }
+    }
+    Ok(())
+}
+
+type Started = (Agent, PathBuf, Option<Arc<dyn Task>>);
+
+fn start(args: &Args, target: &Target) -> Result<Started, Failure> {
+    let task: Option<Arc<dyn Task>> = match &args.task {
+        Some(name) => Some(Arc::from(tasks::sample(name, args.seed).ok_or_else(
+            || Failure::BadInput(anyhow!("no task named '{name}' (see `btl sim tasks`)")),
+        )?)),
         None => None,
     };
     let goal = match (&task, &args.goal) {
@@ -99,54 +137,77 @@ pub fn run(args: &Args) -> Outcome {
             )));
         }
     };
-    if let Some(t) = &task {
-        phone.with_phone(|p| t.setup(p));
-    }
-    eprintln!("btl: running on the built-in virtual phone (in-process); goal: {goal}");
-    let policy = policy(args)?;
-    let out = args.out.clone().unwrap_or_else(|| {
-        let stamp = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis());
-        PathBuf::from("runs").join(format!("episode-{stamp}"))
-    });
-    let config = AgentConfig {
-        goal,
-        profile: args.profile,
-        max_steps: args.max_steps,
-        seed: args.seed,
-        ..AgentConfig::default()
+    eprintln!("btl: running on {}; goal: {goal}", target.describe());
+    let prepared = prepare(target, task.as_ref())
+        .with_context(|| format!("cannot prepare {}", target.describe()))?;
+    let config = args
+        .agent
+        .config(goal, args.seed, task.as_ref().map(|t| t.max_steps()))?;
+    let shared = match args.policy.policy {
+        PolicyKind::Model => Some(load_policy(&args.policy, args.agent.vote)?),
+        PolicyKind::Oracle => None,
     };
-    let mut agent = Agent::new(
-        &out,
-        config,
-        Box::new(SimDevice::new(phone.clone())),
-        policy,
-    )
-    .with_context(|| format!("cannot start an episode in {}", out.display()))?;
-    if let Some(t) = task {
-        agent = agent
-            .with_task(serde_json::json!({"name": t.name(), "params": t.params()}))
-            .context("cannot record the task")?;
-        let checker_phone = phone.clone();
-        agent =
-            agent.with_checker(move || checker_phone.with_phone(|p| t.is_successful(p.state())));
+    let policy = episode_policy(
+        args.policy.policy,
+        shared.as_ref(),
+        task.as_ref(),
+        args.seed,
+        args.agent.profile,
+    )?;
+    let dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| stamped_dir(Path::new("runs"), "episode"));
+    let agent = Agent::new(&dir, config, prepared.device, policy)
+        .with_context(|| format!("cannot start an episode in {}", dir.display()))?;
+    let agent = attach_task(agent, task.as_ref(), prepared.checker)?;
+    Ok((agent, dir, task))
+}
+
+fn resume(args: &Args, target: &Target, dir: &Path) -> Result<Started, Failure> {
+    let recorded = read_trajectory(dir)
+        .with_context(|| format!("cannot read the episode in {}", dir.display()))
+        .map_err(Failure::BadInput)?;
+    if let Some(outcome) = &recorded.episode.outcome {
+        return Err(Failure::BadInput(
+            AgentError::AlreadyEnded {
+                dir: dir.display().to_string(),
+                stop: outcome.stop.clone(),
+            }
+            .into(),
+        ));
     }
-    let outcome = agent.run().context("the episode failed")?;
-    if args.json {
-        json_line(
-            &mut std::io::stdout().lock(),
-            &serde_json::json!({"trajectory": out, "outcome": outcome}),
-        )?;
-    } else {
-        writeln!(
-            std::io::stdout().lock(),
-            "stopped after {} steps: {:?}; trajectory in {}",
-            outcome.steps,
-            outcome.stop,
-            out.display()
-        )
-        .map_err(anyhow::Error::from)?;
-    }
-    Ok(())
+    let task = recorded_task(&recorded).map_err(Failure::BadInput)?;
+    let prepared = prepare_resumed(target, task.as_ref(), &recorded)
+        .with_context(|| format!("cannot reopen {}", target.describe()))?;
+    eprintln!(
+        "btl: resuming {} after {} recorded steps on {}{}",
+        dir.display(),
+        recorded.steps.len(),
+        target.describe(),
+        if matches!(target, Target::Sim { .. }) {
+            " (rebuilt from the recorded seed and task, recorded actions replayed)"
+        } else {
+            ""
+        }
+    );
+    let settings = &recorded.episode.settings;
+    let shared = match args.policy.policy {
+        PolicyKind::Model => Some(load_policy(&args.policy, settings.vote)?),
+        PolicyKind::Oracle => None,
+    };
+    let policy = episode_policy(
+        args.policy.policy,
+        shared.as_ref(),
+        task.as_ref(),
+        settings.seed,
+        settings.profile,
+    )?;
+    let agent = Agent::resume(dir, prepared.device, policy)
+        .with_context(|| format!("cannot resume {}", dir.display()))?;
+    let agent = match prepared.checker {
+        Some(checker) => agent.with_boxed_checker(checker),
+        None => agent,
+    };
+    Ok((agent, dir.to_path_buf(), task))
 }

@@ -354,6 +354,27 @@ impl Device for AdbDevice {
             }
         }
     }
+
+    fn setting(&mut self, namespace: &str, key: &str) -> Result<Option<String>, DeviceError> {
+        let out = self.run(&format!(
+            "settings get {} {}",
+            shell_quote(namespace),
+            shell_quote(key)
+        ))?;
+        let value = String::from_utf8_lossy(&out).trim().to_string();
+        // Android prints the word `null` for a key that was never set.
+        Ok((value != "null").then_some(value))
+    }
+
+    fn put_setting(&mut self, namespace: &str, key: &str, value: &str) -> Result<(), DeviceError> {
+        self.run(&format!(
+            "settings put {} {} {}",
+            shell_quote(namespace),
+            shell_quote(key),
+            shell_quote(value)
+        ))
+        .map(|_| ())
+    }
 }
 
 #[cfg(test)]

@@ -137,6 +137,25 @@ pub trait Device: Send {
     fn ui_tree(&mut self) -> Result<Option<UiNode>, DeviceError>;
 
     fn perform(&mut self, action: &DeviceAction) -> Result<(), DeviceError>;
+
+    /// A system setting (`settings get NAMESPACE KEY`), `None` when unset.
+    /// Task checkers read device state through it, as android_world does,
+    /// so they work on any Android device, not only the virtual phone.
+    fn setting(&mut self, namespace: &str, key: &str) -> Result<Option<String>, DeviceError> {
+        Err(DeviceError::Unsupported {
+            action: format!("settings get {namespace} {key}"),
+            reason: format!("{} has no system settings", self.name()),
+        })
+    }
+
+    /// Changes a system setting (`settings put NAMESPACE KEY VALUE`); how a
+    /// task puts a real device in its starting state.
+    fn put_setting(&mut self, namespace: &str, key: &str, value: &str) -> Result<(), DeviceError> {
+        Err(DeviceError::Unsupported {
+            action: format!("settings put {namespace} {key} {value}"),
+            reason: format!("{} has no system settings", self.name()),
+        })
+    }
 }
 
 #[cfg(test)]

@@ -64,4 +64,14 @@ impl Device for SimDevice {
         });
         Ok(())
     }
+
+    fn setting(&mut self, namespace: &str, key: &str) -> Result<Option<String>, DeviceError> {
+        Ok(self.phone.with_phone(|p| p.settings_get(namespace, key)))
+    }
+
+    fn put_setting(&mut self, namespace: &str, key: &str, value: &str) -> Result<(), DeviceError> {
+        self.phone
+            .with_phone(|p| p.settings_put(namespace, key, value));
+        Ok(())
+    }
 }

@@ -10,11 +10,15 @@
 //!   llama.cpp.
 //! - [`scripted`]: [`ScriptedPolicy`], which replays fixed answers (tests,
 //!   demos, replays of recorded trajectories).
+//! - [`oracle`]: [`OraclePolicy`], a virtual-phone task's oracle answering
+//!   in BTL (reference runs, demonstrations).
 
 #[cfg(feature = "llama")]
 pub mod llama;
+pub mod oracle;
 pub mod scripted;
 
+pub use oracle::OraclePolicy;
 pub use scripted::ScriptedPolicy;
 
 use crate::protocol::{FrameMap, Prompt};
@@ -76,4 +80,18 @@ pub trait Policy: Send {
     fn name(&self) -> String;
 
     fn act(&mut self, obs: &Observation) -> Result<PolicyOutput, PolicyError>;
+
+    /// One answer per seed for the same observation (test-time voting,
+    /// GRPO rollouts). Backends that can share work between the answers,
+    /// such as encoding the screenshot once, override this.
+    fn act_many(
+        &mut self,
+        obs: &Observation,
+        seeds: &[u64],
+    ) -> Result<Vec<PolicyOutput>, PolicyError> {
+        seeds
+            .iter()
+            .map(|&seed| self.act(&Observation { seed, ..*obs }))
+            .collect()
+    }
 }

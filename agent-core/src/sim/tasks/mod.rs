@@ -78,6 +78,40 @@ pub trait Task: Send + Sync {
     /// The next step towards the goal from what is on screen; `None` once
     /// the oracle sees nothing left to do.
     fn oracle(&self, screen: &UiNode) -> Option<OracleStep>;
+
+    /// How to set the task up and check it on any Android device through
+    /// its system settings; `None` for tasks whose state is app data that
+    /// only the virtual phone exposes.
+    fn setting_check(&self) -> Option<SettingCheck> {
+        None
+    }
+}
+
+/// A task state that lives in one system setting, so it can be prepared and
+/// checked over adb on a real device as well as on the virtual phone.
+pub struct SettingCheck {
+    pub namespace: &'static str,
+    pub key: &'static str,
+    /// The value that puts the device in the task's starting state.
+    pub start: String,
+    /// Whether a value read back means success.
+    pub holds: SettingPredicate,
+}
+
+/// Judges a setting's value (`None` when unset).
+pub type SettingPredicate = Box<dyn Fn(Option<&str>) -> bool + Send + Sync>;
+
+impl SettingCheck {
+    /// Writes the starting value and goes to the home screen.
+    pub fn prepare(&self, device: &mut dyn Device) -> Result<(), DeviceError> {
+        device.put_setting(self.namespace, self.key, &self.start)?;
+        device.perform(&DeviceAction::Home)
+    }
+
+    pub fn is_successful(&self, device: &mut dyn Device) -> Result<bool, DeviceError> {
+        let value = device.setting(self.namespace, self.key)?;
+        Ok((self.holds)(value.as_deref()))
+    }
 }
 
 /// A task template: its name and how to draw an instance.

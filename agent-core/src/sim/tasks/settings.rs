@@ -2,7 +2,7 @@
 //! switches, and the display brightness.
 
 use super::oracle::{self, List};
-use super::{OracleStep, Task};
+use super::{OracleStep, SettingCheck, Task};
 use crate::sim::phone::{Key, Phone, PhoneState, SettingsState, UiNode};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
@@ -75,6 +75,16 @@ impl Switch {
             Switch::Bluetooth => s.bluetooth,
             Switch::Airplane => s.airplane_mode,
             Switch::Location => s.location,
+        }
+    }
+
+    /// The Android system setting behind the switch.
+    fn setting(self) -> (&'static str, &'static str) {
+        match self {
+            Switch::Wifi => ("global", "wifi_on"),
+            Switch::Bluetooth => ("global", "bluetooth_on"),
+            Switch::Airplane => ("global", "airplane_mode_on"),
+            Switch::Location => ("secure", "location_mode"),
         }
     }
 
@@ -191,6 +201,28 @@ impl Task for Toggle {
         self.switch.get(&state.settings) == self.on
     }
 
+    fn setting_check(&self) -> Option<SettingCheck> {
+        let (namespace, key) = self.switch.setting();
+        let want = self.on;
+        Some(SettingCheck {
+            namespace,
+            key,
+            // Location is a mode (0 off, 3 high accuracy); the rest are 0/1.
+            start: match (self.switch, want) {
+                (Switch::Location, false) => "3",
+                (_, false) => "1",
+                (_, true) => "0",
+            }
+            .to_string(),
+            holds: Box::new(move |value| {
+                let on = value
+                    .and_then(|v| v.trim().parse::<i64>().ok())
+                    .is_some_and(|v| v != 0);
+                value.is_some() && on == want
+            }),
+        })
+    }
+
     fn oracle(&self, screen: &UiNode) -> Option<OracleStep> {
         if !oracle::in_app(screen, PKG) {
             return Some(oracle::launch(screen, LABEL));
@@ -236,6 +268,11 @@ fn brightness_value(percent: u32) -> u32 {
     (percent * 255 + 50) / 100
 }
 
+/// Far from the target, so one stray tap cannot solve the task.
+fn start_percent(target: u32) -> u32 {
+    if target >= 50 { 20 } else { 80 }
+}
+
 /// "Set the display brightness to 40%."
 pub(super) struct Brightness {
     percent: u32,
@@ -267,9 +304,7 @@ impl Task for Brightness {
     }
 
     fn setup(&self, phone: &mut Phone) {
-        // Far from the target, so one stray tap cannot solve it.
-        let start = if self.percent >= 50 { 20 } else { 80 };
-        let value = u8::try_from(brightness_value(start)).unwrap_or(u8::MAX);
+        let value = u8::try_from(brightness_value(start_percent(self.percent))).unwrap_or(u8::MAX);
         phone.state_mut().settings.brightness = value;
         phone.force_stop(PKG);
         phone.key(Key::Home);
@@ -277,6 +312,20 @@ impl Task for Brightness {
 
     fn is_successful(&self, state: &PhoneState) -> bool {
         brightness_percent(state.settings.brightness) == self.percent
+    }
+
+    fn setting_check(&self) -> Option<SettingCheck> {
+        let percent = self.percent;
+        Some(SettingCheck {
+            namespace: "system",
+            key: "screen_brightness",
+            start: brightness_value(start_percent(percent)).to_string(),
+            holds: Box::new(move |value| {
+                value
+                    .and_then(|v| v.trim().parse::<u8>().ok())
+                    .is_some_and(|v| brightness_percent(v) == percent)
+            }),
+        })
     }
 
     fn oracle(&self, screen: &UiNode) -> Option<OracleStep> {

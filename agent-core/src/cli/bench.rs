@@ -1,0 +1,384 @@
+//! `btl bench --suite sim`: success rate of a policy on the virtual phone's
+//! task suite, per task and overall, as mean ± spread over repeats, with
+//! steps per episode and where each step's time went.
+//!
+//! Repeat `r`, episode `e` of every task runs with seed
+//! `seed + r × episodes + e`, so repeats draw different task parameters and
+//! phones and their spread says how much one number can be trusted. With
+//! `--device` the suite runs over adb on that device, restricted to the
+//! tasks whose set-up and checker work through system settings.
+
+use super::episode::{
+    AgentArgs, EpisodeFailure, PolicyArgs, PolicyKind, SharedPolicy, Target, load_policy,
+    run_task_episode, stamped_dir,
+};
+use super::{Failure, Outcome, json_line};
+use crate::agent::StopReason;
+use crate::agent::trajectory::read_trajectory;
+use crate::sim::tasks::{self, Task};
+use anyhow::anyhow;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Suite {
+    /// The virtual phone's task suite (`btl sim tasks`).
+    Sim,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[arg(long, value_enum, default_value_t = Suite::Sim)]
+    suite: Suite,
+    /// Tasks to run, comma-separated [default: all the target supports].
+    #[arg(long, value_delimiter = ',')]
+    tasks: Vec<String>,
+    /// Episodes per task in each repeat.
+    #[arg(long, default_value_t = 1)]
+    episodes: u32,
+    /// Independent repeats; the spread is over these.
+    #[arg(long, default_value_t = 1)]
+    repeats: u32,
+    /// First seed.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Run over adb on this device instead of the in-process virtual phone.
+    #[arg(long)]
+    device: Option<String>,
+    #[arg(long, requires = "device")]
+    adb_port: Option<u16>,
+    /// Where the trajectories go [default: runs/bench-TIME].
+    #[arg(long)]
+    out: Option<PathBuf>,
+    #[command(flatten)]
+    agent: AgentArgs,
+    #[command(flatten)]
+    policy: PolicyArgs,
+    /// Print the results as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What one episode contributed.
+#[derive(Debug, Clone, Default)]
+struct EpisodeStats {
+    success: bool,
+    steps: u32,
+    latency: Latency,
+    error: Option<String>,
+}
+
+/// Milliseconds summed over steps (and the step count, to average).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Latency {
+    pub steps: u64,
+    pub observe_ms: f64,
+    pub policy_ms: f64,
+    pub encode_ms: f64,
+    pub prefill_ms: f64,
+    pub decode_ms: f64,
+    pub perform_ms: f64,
+    pub settle_ms: f64,
+}
+
+impl Latency {
+    fn add(&mut self, o: &Latency) {
+        self.steps += o.steps;
+        self.observe_ms += o.observe_ms;
+        self.policy_ms += o.policy_ms;
+        self.encode_ms += o.encode_ms;
+        self.prefill_ms += o.prefill_ms;
+        self.decode_ms += o.decode_ms;
+        self.perform_ms += o.perform_ms;
+        self.settle_ms += o.settle_ms;
+    }
+
+    /// Per-step means.
+    fn mean(&self) -> Latency {
+        let n = self.steps.max(1) as f64;
+        Latency {
+            steps: self.steps,
+            observe_ms: self.observe_ms / n,
+            policy_ms: self.policy_ms / n,
+            encode_ms: self.encode_ms / n,
+            prefill_ms: self.prefill_ms / n,
+            decode_ms: self.decode_ms / n,
+            perform_ms: self.perform_ms / n,
+            settle_ms: self.settle_ms / n,
+        }
+    }
+}
+
+/// Mean and sample standard deviation (0 for a single value).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Spread {
+    pub mean: f64,
+    pub sd: f64,
+}
+
+pub fn spread(values: &[f64]) -> Spread {
+    let n = values.len() as f64;
+    if values.is_empty() {
+        return Spread { mean: 0.0, sd: 0.0 };
+    }
+    let mean = values.iter().sum::<f64>() / n;
+    let sd = if values.len() > 1 {
+        (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    } else {
+        0.0
+    };
+    Spread { mean, sd }
+}
+
+#[derive(Debug, Serialize)]
+struct TaskResult {
+    task: String,
+    /// Success rate in each repeat.
+    success_by_repeat: Vec<f64>,
+    success: Spread,
+    steps_per_episode: f64,
+    errors: usize,
+}
+
+pub fn run(args: &Args) -> Outcome {
+    let target = match &args.device {
+        Some(serial) => Target::adb(serial, args.adb_port),
+        None => Target::Sim { seed: args.seed },
+    };
+    let names = task_names(&args.tasks, &target)?;
+    let shared: Option<SharedPolicy> = match args.policy.policy {
+        PolicyKind::Model => Some(load_policy(&args.policy, args.agent.vote)?),
+        PolicyKind::Oracle => None,
+    };
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| stamped_dir(Path::new("runs"), "bench"));
+    eprintln!(
+        "btl: bench {} tasks × {} episodes × {} repeats on {}; trajectories in {}",
+        names.len(),
+        args.episodes,
+        args.repeats,
+        target.describe(),
+        out.display()
+    );
+    let total = names.len() as u64 * u64::from(args.episodes) * u64::from(args.repeats);
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("btl bench [{bar:24}] {pos}/{len} episodes {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    let mut results = Vec::new();
+    let mut latency = Latency::default();
+    let mut overall_by_repeat = vec![(0usize, 0usize); args.repeats as usize];
+    let mut all_steps = Vec::new();
+    for name in &names {
+        let mut by_repeat = Vec::new();
+        let (mut steps, mut errors) = (Vec::new(), 0);
+        for repeat in 0..args.repeats {
+            let mut successes = 0;
+            for episode in 0..args.episodes {
+                let seed =
+                    args.seed + u64::from(repeat) * u64::from(args.episodes) + u64::from(episode);
+                bar.set_message(format!("{name} seed {seed}"));
+                let dir = out.join(format!("{name}-r{repeat}-e{episode}"));
+                let stats = one_episode(args, &target, name, seed, &dir, shared.as_ref())?;
+                if let Some(error) = &stats.error {
+                    bar.suspend(|| eprintln!("btl: {name} seed {seed}: {error}"));
+                    errors += 1;
+                }
+                successes += usize::from(stats.success);
+                steps.push(f64::from(stats.steps));
+                latency.add(&stats.latency);
+                bar.inc(1);
+            }
+            let slot = &mut overall_by_repeat[repeat as usize];
+            slot.0 += successes;
+            slot.1 += args.episodes as usize;
+            by_repeat.push(successes as f64 / f64::from(args.episodes.max(1)));
+        }
+        all_steps.extend_from_slice(&steps);
+        results.push(TaskResult {
+            task: name.clone(),
+            success: spread(&by_repeat),
+            success_by_repeat: by_repeat,
+            steps_per_episode: spread(&steps).mean,
+            errors,
+        });
+    }
+    bar.finish_and_clear();
+    let overall: Vec<f64> = overall_by_repeat
+        .iter()
+        .map(|(s, n)| *s as f64 / (*n).max(1) as f64)
+        .collect();
+    let overall_spread = spread(&overall);
+    let mean_latency = latency.mean();
+    let stdout = std::io::stdout();
+    let mut w = stdout.lock();
+    if args.json {
+        json_line(
+            &mut w,
+            &serde_json::json!({
+                "suite": "sim",
+                "target": target.describe(),
+                "episodes": args.episodes,
+                "repeats": args.repeats,
+                "tasks": results,
+                "overall": {"success_by_repeat": overall, "success": overall_spread,
+                            "steps_per_episode": spread(&all_steps).mean},
+                "latency_per_step_ms": mean_latency,
+                "trajectories": out,
+            }),
+        )?;
+        return Ok(());
+    }
+    let mut text = format!(
+        "{:<22} {:>20} {:>14}\n",
+        "task", "success (mean ± sd)", "steps/episode"
+    );
+    for r in &results {
+        text.push_str(&format!(
+            "{:<22} {:>12.1}% ± {:<5.1} {:>14.1}{}\n",
+            r.task,
+            100.0 * r.success.mean,
+            100.0 * r.success.sd,
+            r.steps_per_episode,
+            if r.errors > 0 {
+                format!("  ({} errors)", r.errors)
+            } else {
+                String::new()
+            }
+        ));
+    }
+    text.push_str(&format!(
+        "{:<22} {:>12.1}% ± {:<5.1} {:>14.1}\n\nper step (mean of {} steps, ms): observe {:.1}, policy {:.1} (image encode {:.1}, prefill {:.1}, decode {:.1}), perform {:.1}, settle {:.1}\n",
+        "overall",
+        100.0 * overall_spread.mean,
+        100.0 * overall_spread.sd,
+        spread(&all_steps).mean,
+        mean_latency.steps,
+        mean_latency.observe_ms,
+        mean_latency.policy_ms,
+        mean_latency.encode_ms,
+        mean_latency.prefill_ms,
+        mean_latency.decode_ms,
+        mean_latency.perform_ms,
+        mean_latency.settle_ms,
+    ));
+    w.write_all(text.as_bytes()).map_err(anyhow::Error::from)?;
+    Ok(())
+}
+
+/// The tasks to run: the named ones (each must exist and suit the target),
+/// or every one the target supports.
+fn task_names(wanted: &[String], target: &Target) -> Result<Vec<String>, Failure> {
+    let supported =
+        |name: &str| tasks::sample(name, 0).is_some_and(|t| target.supports(&Arc::from(t)));
+    if wanted.is_empty() {
+        return Ok(tasks::templates()
+            .iter()
+            .map(|t| t.name)
+            .filter(|n| supported(n))
+            .map(String::from)
+            .collect());
+    }
+    for name in wanted {
+        if tasks::sample(name, 0).is_none() {
+            return Err(Failure::BadInput(anyhow!(
+                "no task named '{name}' (see `btl sim tasks`)"
+            )));
+        }
+        if !supported(name) {
+            return Err(Failure::BadInput(anyhow!(
+                "task '{name}' cannot be set up and checked on {}: over adb only the settings tasks can",
+                target.describe()
+            )));
+        }
+    }
+    Ok(wanted.to_vec())
+}
+
+fn one_episode(
+    args: &Args,
+    target: &Target,
+    name: &str,
+    seed: u64,
+    dir: &Path,
+    shared: Option<&SharedPolicy>,
+) -> Result<EpisodeStats, Failure> {
+    let task: Arc<dyn Task> = Arc::from(
+        tasks::sample(name, seed)
+            .ok_or_else(|| Failure::BadInput(anyhow!("no task named '{name}'")))?,
+    );
+    let target = match target {
+        Target::Sim { .. } => Target::Sim { seed },
+        adb => adb.clone(),
+    };
+    let outcome = match run_task_episode(
+        &target,
+        &task,
+        seed,
+        dir,
+        &args.agent,
+        args.policy.policy,
+        shared,
+    ) {
+        Ok(outcome) => outcome,
+        Err(EpisodeFailure::Device(e)) => {
+            return Err(Failure::Failed(anyhow!("{}: {e}", target.describe())));
+        }
+        Err(EpisodeFailure::Other(e)) => return Err(Failure::Failed(e)),
+    };
+    let trajectory = read_trajectory(dir).map_err(|e| Failure::Failed(e.into()))?;
+    let mut latency = Latency::default();
+    for step in &trajectory.steps {
+        let t = &step.timings;
+        latency.steps += 1;
+        latency.observe_ms += t.observe_ms as f64;
+        latency.policy_ms += t.policy_ms as f64;
+        latency.perform_ms += t.perform_ms as f64;
+        latency.settle_ms += t.settle.map_or(0.0, |s| s.waited_ms as f64);
+        for a in &step.attempts {
+            latency.encode_ms += a.stats.encode_ms;
+            latency.prefill_ms += a.stats.prefill_ms;
+            latency.decode_ms += a.stats.decode_ms;
+        }
+    }
+    let error = match &outcome.stop {
+        StopReason::PolicyFailed { error } | StopReason::DeviceFailed { error } => {
+            Some(error.clone())
+        }
+        _ => None,
+    };
+    Ok(EpisodeStats {
+        success: outcome.success == Some(true),
+        steps: outcome.steps,
+        latency,
+        error,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spread_is_the_mean_and_sample_standard_deviation() {
+        // mean 0.5; deviations ±0.5, ±0.5 -> variance (4 × 0.25) / 3 = 1/3.
+        let s = spread(&[0.0, 1.0, 0.0, 1.0]);
+        assert_eq!(s.mean, 0.5);
+        assert!((s.sd - (1.0f64 / 3.0).sqrt()).abs() < 1e-15);
+        assert_eq!(
+            spread(&[0.75]),
+            Spread {
+                mean: 0.75,
+                sd: 0.0
+            }
+        );
+        assert_eq!(spread(&[]), Spread { mean: 0.0, sd: 0.0 });
+    }
+}

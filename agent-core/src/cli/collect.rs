@@ -1,0 +1,329 @@
+//! `btl collect`: episodes of suite tasks on several devices at once, for
+//! training data.
+//!
+//! Every (task, seed) pair is a job in one shared queue; each device (adb
+//! serials and `--sim N` in-process virtual phones) runs one episode at a
+//! time on a blocking thread of a tokio runtime and takes the next job it
+//! can run (adb devices: the settings tasks only). A device that cannot be
+//! opened or fails mid-episode is reported and retired; its job goes back
+//! to the queue for the others, so one bad phone never stops the
+//! collection. Jobs land in `OUT/TASK-sSEED/`; `OUT/collect.jsonl` gets one
+//! line per finished episode. Run again with the same arguments to finish
+//! an interrupted collection: finished episodes are kept, interrupted ones
+//! resumed.
+
+use super::episode::{
+    AgentArgs, EpisodeFailure, PolicyArgs, PolicyKind, SharedPolicy, Target, load_policy,
+    run_task_episode,
+};
+use super::{Failure, Outcome};
+use crate::agent::StopReason;
+use crate::agent::trajectory::Outcome as EpisodeOutcome;
+use crate::sim::tasks::{self, Task};
+use anyhow::{Context, anyhow};
+use std::collections::VecDeque;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// adb device serials, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    devices: Vec<String>,
+    /// In-process virtual phones to add.
+    #[arg(long, default_value_t = 0)]
+    sim: u32,
+    /// Port of the adb server on 127.0.0.1 [default: 5037].
+    #[arg(long)]
+    adb_port: Option<u16>,
+    /// Tasks, comma-separated, or `all`.
+    #[arg(long, value_delimiter = ',', required = true)]
+    tasks: Vec<String>,
+    /// Episodes per task (seeds `seed`, `seed + 1`, …).
+    #[arg(long, default_value_t = 1)]
+    episodes: u32,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Output directory (created; reused to finish an interrupted run).
+    #[arg(long)]
+    out: PathBuf,
+    #[command(flatten)]
+    agent: AgentArgs,
+    #[command(flatten)]
+    policy: PolicyArgs,
+}
+
+pub const INDEX_FILE: &str = "collect.jsonl";
+
+#[derive(Clone)]
+struct Job {
+    task: Arc<dyn Task>,
+    seed: u64,
+}
+
+/// What a device worker reports.
+enum Report {
+    Done {
+        device: String,
+        job: Job,
+        outcome: EpisodeOutcome,
+    },
+    /// The job could not run for a reason of its own (not the device's).
+    JobFailed {
+        device: String,
+        job: Job,
+        error: String,
+    },
+    DeviceRetired {
+        device: String,
+        error: String,
+    },
+}
+
+pub fn run(args: &Args) -> Outcome {
+    let targets = targets(args)?;
+    let all = jobs(args)?;
+    let total = all.len();
+    // Finished episodes of an earlier run stay as they are, and in the index.
+    let jobs: Vec<Job> = all
+        .into_iter()
+        .filter(|job| !finished(&episode_dir(&args.out, job)))
+        .collect();
+    if jobs.len() < total {
+        eprintln!(
+            "btl: {} of {total} episodes already finished in {}",
+            total - jobs.len(),
+            args.out.display()
+        );
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let shared: Option<SharedPolicy> = match args.policy.policy {
+        PolicyKind::Model => Some(load_policy(&args.policy, args.agent.vote)?),
+        PolicyKind::Oracle => None,
+    };
+    eprintln!(
+        "btl: collecting {} episodes on {} devices into {}",
+        jobs.len(),
+        targets.len(),
+        args.out.display()
+    );
+    let queue = Arc::new(Mutex::new(jobs.into_iter().collect::<VecDeque<_>>()));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .max_blocking_threads(targets.len().max(1))
+        .build()
+        .context("cannot start the tokio runtime")?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for (number, target) in targets.into_iter().enumerate() {
+        let name = match &target {
+            Target::Sim { .. } => format!("virtual phone {}", number + 1),
+            adb => adb.describe(),
+        };
+        let (queue, tx, shared, out) =
+            (queue.clone(), tx.clone(), shared.clone(), args.out.clone());
+        let agent = args.agent.clone();
+        let kind = args.policy.policy;
+        runtime.spawn_blocking(move || {
+            worker(
+                &name,
+                &target,
+                &queue,
+                &tx,
+                &agent,
+                kind,
+                shared.as_ref(),
+                &out,
+            )
+        });
+    }
+    drop(tx);
+    let index = args.out.join(INDEX_FILE);
+    let (mut done, mut succeeded, mut failed_jobs, mut retired) = (0, 0, 0, 0);
+    runtime.block_on(async {
+        while let Some(report) = rx.recv().await {
+            match report {
+                Report::Done {
+                    device,
+                    job,
+                    outcome,
+                } => {
+                    done += 1;
+                    succeeded += usize::from(outcome.success == Some(true));
+                    eprintln!(
+                        "btl: {} seed {} on {device}: {} after {} steps",
+                        job.task.name(),
+                        job.seed,
+                        outcome.stop,
+                        outcome.steps
+                    );
+                    let line = serde_json::json!({
+                        "task": job.task.name(),
+                        "seed": job.seed,
+                        "dir": episode_dir(Path::new(""), &job),
+                        "device": device,
+                        "outcome": outcome,
+                    });
+                    append_line(&index, &line)?;
+                }
+                Report::JobFailed { device, job, error } => {
+                    failed_jobs += 1;
+                    eprintln!(
+                        "btl: {} seed {} on {device} failed: {error}",
+                        job.task.name(),
+                        job.seed
+                    );
+                }
+                Report::DeviceRetired { device, error } => {
+                    retired += 1;
+                    eprintln!("btl: device {device} failed and is skipped: {error}");
+                }
+            }
+        }
+        anyhow::Ok(())
+    })?;
+    let left = queue.lock().map_or(0, |q| q.len());
+    println!(
+        "collected {done} episodes ({succeeded} successful) in {}; {failed_jobs} failed, {retired} devices skipped, {left} not run",
+        args.out.display()
+    );
+    if left > 0 || failed_jobs > 0 {
+        return Err(Failure::Failed(anyhow!(
+            "{left} episodes could not run on any device and {failed_jobs} failed; run the same command again to retry them"
+        )));
+    }
+    Ok(())
+}
+
+fn targets(args: &Args) -> Result<Vec<Target>, Failure> {
+    let mut targets: Vec<Target> = args
+        .devices
+        .iter()
+        .filter(|s| !s.is_empty())
+        .map(|serial| Target::adb(serial, args.adb_port))
+        .collect();
+    // The seed is set per episode; this one only marks the kind.
+    targets.extend((0..args.sim).map(|_| Target::Sim { seed: 0 }));
+    if targets.is_empty() {
+        return Err(Failure::BadInput(anyhow!(
+            "no devices: give --devices SERIAL,… and/or --sim N"
+        )));
+    }
+    Ok(targets)
+}
+
+fn jobs(args: &Args) -> Result<Vec<Job>, Failure> {
+    let names: Vec<String> = if args.tasks.iter().any(|t| t == "all") {
+        tasks::templates()
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect()
+    } else {
+        args.tasks.clone()
+    };
+    let mut jobs = Vec::new();
+    for name in &names {
+        for e in 0..args.episodes {
+            let seed = args.seed + u64::from(e);
+            let task = tasks::sample(name, seed).ok_or_else(|| {
+                Failure::BadInput(anyhow!("no task named '{name}' (see `btl sim tasks`)"))
+            })?;
+            jobs.push(Job {
+                task: Arc::from(task),
+                seed,
+            });
+        }
+    }
+    Ok(jobs)
+}
+
+fn finished(dir: &Path) -> bool {
+    crate::agent::trajectory::read_trajectory(dir).is_ok_and(|t| t.episode.outcome.is_some())
+}
+
+fn episode_dir(out: &Path, job: &Job) -> PathBuf {
+    out.join(format!("{}-s{}", job.task.name(), job.seed))
+}
+
+/// One device's loop: take the next job it can run until none is left or
+/// the device fails.
+#[allow(clippy::too_many_arguments)]
+fn worker(
+    device: &str,
+    target: &Target,
+    queue: &Mutex<VecDeque<Job>>,
+    tx: &tokio::sync::mpsc::UnboundedSender<Report>,
+    agent: &AgentArgs,
+    kind: PolicyKind,
+    shared: Option<&SharedPolicy>,
+    out: &Path,
+) {
+    loop {
+        let job = {
+            let Ok(mut q) = queue.lock() else { return };
+            match q.iter().position(|j| target.supports(&j.task)) {
+                Some(i) => q.remove(i),
+                None => None,
+            }
+        };
+        let Some(job) = job else { return };
+        let target = match target {
+            Target::Sim { .. } => Target::Sim { seed: job.seed },
+            adb => adb.clone(),
+        };
+        let dir = episode_dir(out, &job);
+        let result = run_task_episode(&target, &job.task, job.seed, &dir, agent, kind, shared);
+        let device = device.to_string();
+        match result {
+            Ok(outcome) => {
+                let device_failed = match &outcome.stop {
+                    StopReason::DeviceFailed { error } => Some(error.clone()),
+                    _ => None,
+                };
+                let _ = tx.send(Report::Done {
+                    device: device.clone(),
+                    job,
+                    outcome,
+                });
+                if let Some(error) = device_failed {
+                    let _ = tx.send(Report::DeviceRetired { device, error });
+                    return;
+                }
+            }
+            Err(EpisodeFailure::Device(error)) => {
+                if let Ok(mut q) = queue.lock() {
+                    q.push_front(job);
+                }
+                let _ = tx.send(Report::DeviceRetired {
+                    device,
+                    error: error.to_string(),
+                });
+                return;
+            }
+            Err(EpisodeFailure::Other(error)) => {
+                let _ = tx.send(Report::JobFailed {
+                    device,
+                    job,
+                    error: format!("{error:#}"),
+                });
+            }
+        }
+    }
+}
+
+/// Appends one JSON line and syncs it, so an interrupted collection keeps
+/// its index up to the last finished episode.
+fn append_line(path: &Path, value: &serde_json::Value) -> anyhow::Result<()> {
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    let mut line = serde_json::to_vec(value)?;
+    line.push(b'\n');
+    file.write_all(&line)
+        .and_then(|()| file.sync_data())
+        .with_context(|| format!("cannot append to {}", path.display()))
+}

@@ -1,0 +1,527 @@
+//! What `btl run`, `btl bench` and `btl collect` share: the policy and agent
+//! flags, the device an episode runs on (the in-process virtual phone or an
+//! adb device), the task's set-up and checker on that device, and the
+//! terminal side of the safety gate (progress bar, confirmation prompt).
+
+use super::Failure;
+use crate::agent::safety::{Confirm, ConfirmRequest, Confirmer, DenyAll, SafetyConfig};
+use crate::agent::stability::StabilityConfig;
+use crate::agent::trajectory::{StepRecord, Trajectory, read_trajectory};
+use crate::agent::{Agent, AgentConfig, SuccessCheck};
+use crate::device::adb::{AdbDevice, DEFAULT_SERVER_PORT, DEFAULT_TIMEOUT};
+use crate::device::sim::SimDevice;
+use crate::device::{Device, DeviceError};
+use crate::model::{Observation, OraclePolicy, Policy, PolicyError, PolicyOutput};
+use crate::protocol::{Profile, TRAINING_MAX_PIXELS};
+use crate::sim::phone::PhoneConfig;
+use crate::sim::tasks::{self, SettingCheck, Task};
+use crate::sim::virtual_phone::VirtualPhone;
+use anyhow::{Context, anyhow};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::{BufRead, IsTerminal, Write};
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Where the bundled tiny test model lives: the default until a trained
+/// default model exists.
+pub const BUNDLED_MODEL_DIR: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/tiny-qwen25vl");
+
+/// Who answers at each step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PolicyKind {
+    /// A Qwen2.5-VL / BTL-UI model on llama.cpp.
+    Model,
+    /// The task's scripted solver, answering in BTL (needs a suite task and
+    /// a device with a UI tree): the reference run.
+    Oracle,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct PolicyArgs {
+    #[arg(long, value_enum, default_value_t = PolicyKind::Model)]
+    pub policy: PolicyKind,
+    /// Text model GGUF (default: the bundled tiny test model).
+    #[arg(long, requires = "mmproj")]
+    pub model: Option<PathBuf>,
+    /// Vision projector GGUF.
+    #[arg(long, requires = "model")]
+    pub mmproj: Option<PathBuf>,
+    /// Longest answer in tokens.
+    #[arg(long, default_value_t = 256)]
+    pub max_tokens: u32,
+    /// Sampling temperature, 0 for greedy decoding [default: 0, or 0.9 with
+    /// --vote above 1, the temperature BTL-UI samples with in training].
+    #[arg(long)]
+    pub temperature: Option<f32>,
+    /// CPU threads of llama.cpp.
+    #[arg(long, default_value_t = 2)]
+    pub threads: i32,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct AgentArgs {
+    /// Prompt profile: btl-ui or btl-extended (adds Wait and Finish).
+    #[arg(long, default_value = "btl-ui")]
+    pub profile: Profile,
+    /// Step budget [default: the task's budget, or 15].
+    #[arg(long)]
+    pub max_steps: Option<u32>,
+    /// Answers sampled per step; the consensus action is executed
+    /// (region-consistency voting). 1 turns voting off.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=32))]
+    pub vote: u32,
+    /// Sensitive actions (pay, delete, send, …): ask on the terminal (denied
+    /// when not interactive), deny, or allow [default: the safety config's,
+    /// which is ask].
+    #[arg(long, value_parser = parse_confirm)]
+    pub confirm: Option<Confirm>,
+    /// Sensitive-action patterns as JSON (`btl safety-config` prints the
+    /// default to start from).
+    #[arg(long)]
+    pub safety_config: Option<PathBuf>,
+    /// max_pixels of the model frame (smart_resize).
+    #[arg(long, default_value_t = TRAINING_MAX_PIXELS)]
+    pub max_pixels: u64,
+    /// After an action, screenshots are taken this often until two match…
+    #[arg(long, default_value_t = StabilityConfig::default().poll_interval_ms)]
+    pub settle_poll_ms: u64,
+    /// …or this much time has passed.
+    #[arg(long, default_value_t = StabilityConfig::default().timeout_ms)]
+    pub settle_timeout_ms: u64,
+}
+
+fn parse_confirm(s: &str) -> Result<Confirm, String> {
+    match s {
+        "ask" => Ok(Confirm::Ask),
+        "deny" => Ok(Confirm::Deny),
+        "allow" => Ok(Confirm::Allow),
+        other => Err(format!("'{other}' is not one of ask, deny, allow")),
+    }
+}
+
+impl AgentArgs {
+    /// The agent configuration for one episode.
+    pub fn config(
+        &self,
+        goal: String,
+        seed: u64,
+        budget: Option<u32>,
+    ) -> Result<AgentConfig, Failure> {
+        let mut safety = match &self.safety_config {
+            Some(path) => SafetyConfig::load(path)
+                .map_err(|e| Failure::BadInput(anyhow!("{}: {e}", path.display())))?,
+            None => SafetyConfig::default(),
+        };
+        if let Some(confirm) = self.confirm {
+            safety.on_sensitive = confirm;
+        }
+        Ok(AgentConfig {
+            goal,
+            profile: self.profile,
+            max_pixels: self.max_pixels,
+            max_steps: self.max_steps.or(budget).unwrap_or(15),
+            vote: self.vote,
+            seed,
+            safety,
+            stability: StabilityConfig {
+                poll_interval_ms: self.settle_poll_ms,
+                timeout_ms: self.settle_timeout_ms,
+            },
+            ..AgentConfig::default()
+        })
+    }
+}
+
+/// The phone an episode runs on.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A fresh in-process virtual phone per episode, from this seed.
+    Sim { seed: u64 },
+    Adb {
+        serial: String,
+        server: SocketAddrV4,
+    },
+}
+
+impl Target {
+    pub fn adb(serial: &str, port: Option<u16>) -> Self {
+        Target::Adb {
+            serial: serial.to_string(),
+            server: SocketAddrV4::new(Ipv4Addr::LOCALHOST, port.unwrap_or(DEFAULT_SERVER_PORT)),
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Target::Sim { .. } => "the built-in virtual phone (in-process)".into(),
+            Target::Adb { serial, .. } => format!("adb device {serial}"),
+        }
+    }
+
+    /// Whether `task` can be set up and checked here.
+    pub fn supports(&self, task: &Arc<dyn Task>) -> bool {
+        matches!(self, Target::Sim { .. }) || task.setting_check().is_some()
+    }
+}
+
+/// A device ready for an episode, with the task (if any) set up on it and
+/// its checker.
+pub struct Prepared {
+    pub device: Box<dyn Device>,
+    pub checker: Option<Box<dyn SuccessCheck>>,
+}
+
+/// Opens the target and puts `task` in its starting state.
+pub fn prepare(target: &Target, task: Option<&Arc<dyn Task>>) -> Result<Prepared, DeviceError> {
+    match target {
+        Target::Sim { seed } => {
+            let phone = Arc::new(VirtualPhone::new(PhoneConfig {
+                seed: *seed,
+                ..PhoneConfig::default()
+            }));
+            let checker: Option<Box<dyn SuccessCheck>> = task.map(|task| {
+                phone.with_phone(|p| task.setup(p));
+                let (phone, task) = (phone.clone(), task.clone());
+                Box::new(move || phone.with_phone(|p| task.is_successful(p.state())))
+                    as Box<dyn SuccessCheck>
+            });
+            Ok(Prepared {
+                device: Box::new(SimDevice::new(phone)),
+                checker,
+            })
+        }
+        Target::Adb { serial, server } => {
+            let mut device = AdbDevice::open(serial, *server, DEFAULT_TIMEOUT)?;
+            let checker: Option<Box<dyn SuccessCheck>> = match task {
+                Some(task) => {
+                    let check = adb_check(task.as_ref())?;
+                    check.prepare(&mut device)?;
+                    // The agent owns the episode's connection; the checker
+                    // reads the setting over its own.
+                    let mut probe = AdbDevice::open(serial, *server, DEFAULT_TIMEOUT)?;
+                    Some(Box::new(move || {
+                        check.is_successful(&mut probe).unwrap_or(false)
+                    }))
+                }
+                None => None,
+            };
+            Ok(Prepared {
+                device: Box::new(device),
+                checker,
+            })
+        }
+    }
+}
+
+/// Loads the policy once; the returned handle can be given to any number
+/// of episodes, one at a time.
+pub fn load_policy(args: &PolicyArgs, vote: u32) -> Result<SharedPolicy, Failure> {
+    match args.policy {
+        PolicyKind::Oracle => Err(Failure::BadInput(anyhow!(
+            "the oracle policy is per task; use oracle_policy"
+        ))),
+        PolicyKind::Model => load_model(args, vote).map(|p| SharedPolicy(Arc::new(Mutex::new(p)))),
+    }
+}
+
+#[cfg(feature = "llama")]
+fn load_model(args: &PolicyArgs, vote: u32) -> Result<Box<dyn Policy>, Failure> {
+    use crate::model::llama::{LlamaConfig, LlamaPolicy};
+    let (model, mmproj) = match (&args.model, &args.mmproj) {
+        (Some(m), Some(p)) => (m.clone(), p.clone()),
+        _ => {
+            eprintln!(
+                "btl: no --model given: using the bundled tiny random test model (no trained default model exists yet); it runs the whole pipeline but cannot solve tasks"
+            );
+            let dir = PathBuf::from(BUNDLED_MODEL_DIR);
+            (
+                dir.join("tiny-qwen25vl-f16.gguf"),
+                dir.join("mmproj-tiny-qwen25vl-f16.gguf"),
+            )
+        }
+    };
+    let mut config = LlamaConfig::new(model, mmproj);
+    config.max_tokens = args.max_tokens;
+    config.threads = args.threads;
+    config.temperature = args.temperature.unwrap_or(if vote > 1 { 0.9 } else { 0.0 });
+    let policy = LlamaPolicy::load(config).map_err(|e| Failure::BadInput(e.into()))?;
+    Ok(Box::new(policy))
+}
+
+#[cfg(not(feature = "llama"))]
+fn load_model(_: &PolicyArgs, _: u32) -> Result<Box<dyn Policy>, Failure> {
+    Err(Failure::BadInput(anyhow!(
+        "this btl was built without the llama.cpp backend; rebuild with `--features llama`, or use --policy oracle"
+    )))
+}
+
+/// One loaded policy lent to episode after episode (a model is loaded
+/// once, not per episode); episodes running at the same time take turns.
+#[derive(Clone)]
+pub struct SharedPolicy(Arc<Mutex<Box<dyn Policy>>>);
+
+impl Policy for SharedPolicy {
+    fn name(&self) -> String {
+        self.0.lock().map_or_else(|_| "policy".into(), |p| p.name())
+    }
+
+    fn act(&mut self, obs: &Observation) -> Result<PolicyOutput, PolicyError> {
+        self.0
+            .lock()
+            .map_err(|_| PolicyError::Backend("the policy failed in another episode".into()))?
+            .act(obs)
+    }
+
+    fn act_many(
+        &mut self,
+        obs: &Observation,
+        seeds: &[u64],
+    ) -> Result<Vec<PolicyOutput>, PolicyError> {
+        self.0
+            .lock()
+            .map_err(|_| PolicyError::Backend("the policy failed in another episode".into()))?
+            .act_many(obs, seeds)
+    }
+}
+
+/// The policy for one episode of `task`.
+pub fn episode_policy(
+    kind: PolicyKind,
+    shared: Option<&SharedPolicy>,
+    task: Option<&Arc<dyn Task>>,
+    seed: u64,
+    profile: Profile,
+) -> Result<Box<dyn Policy>, Failure> {
+    match (kind, shared, task) {
+        (PolicyKind::Oracle, _, Some(task)) => {
+            let task = tasks::sample(task.name(), seed)
+                .ok_or_else(|| Failure::BadInput(anyhow!("no task named '{}'", task.name())))?;
+            Ok(Box::new(OraclePolicy::new(task, profile)))
+        }
+        (PolicyKind::Oracle, _, None) => Err(Failure::BadInput(anyhow!(
+            "--policy oracle needs a task (--task NAME): the oracle knows how to solve suite tasks only"
+        ))),
+        (PolicyKind::Model, Some(shared), _) => Ok(Box::new(shared.clone())),
+        (PolicyKind::Model, None, _) => Err(Failure::Failed(anyhow!("the model was not loaded"))),
+    }
+}
+
+/// A per-step progress bar on stderr (hidden when stderr is not a
+/// terminal).
+pub fn progress_bar(max_steps: u32, done: u32, prefix: &str) -> ProgressBar {
+    let bar = ProgressBar::new(u64::from(max_steps));
+    bar.set_style(
+        ProgressStyle::with_template("{prefix} [{bar:24}] step {pos}/{len} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar.set_prefix(prefix.to_string());
+    bar.set_position(u64::from(done));
+    bar
+}
+
+/// The bar's message for a recorded step.
+pub fn step_message(step: &StepRecord) -> String {
+    match &step.executed {
+        Some(e) => format!("{}: {}", e.model.function(), e.plan),
+        None => format!("{:?}", step.outcome),
+    }
+}
+
+/// Asks the person at the terminal; keeps the progress bar out of the way.
+pub struct TerminalConfirmer {
+    bar: ProgressBar,
+}
+
+impl Confirmer for TerminalConfirmer {
+    fn confirm(&mut self, request: &ConfirmRequest) -> bool {
+        self.bar.suspend(|| {
+            let s = request.sensitive;
+            eprint!(
+                "btl: sensitive action: {} ({}) — '{}' matched \"{}\". Allow? [y/N] ",
+                request.action.function(),
+                request.plan,
+                s.pattern,
+                s.text
+            );
+            let _ = std::io::stderr().flush();
+            let mut line = String::new();
+            let read = std::io::stdin().lock().read_line(&mut line);
+            matches!(read, Ok(n) if n > 0) && matches!(line.trim(), "y" | "Y" | "yes" | "Yes")
+        })
+    }
+}
+
+/// The confirmer for `ask`: the terminal when there is one, else a refusal
+/// (said once, up front).
+pub fn confirmer(config: &AgentConfig, bar: &ProgressBar) -> Box<dyn Confirmer> {
+    if config.safety.on_sensitive == Confirm::Ask {
+        if std::io::stdin().is_terminal() {
+            return Box::new(TerminalConfirmer { bar: bar.clone() });
+        }
+        eprintln!(
+            "btl: stdin is not a terminal: sensitive actions will be declined (--confirm allow|deny to decide up front)"
+        );
+    }
+    Box::new(DenyAll)
+}
+
+/// Records the task in the episode and attaches its checker.
+pub fn attach_task(
+    agent: Agent,
+    task: Option<&Arc<dyn Task>>,
+    checker: Option<Box<dyn SuccessCheck>>,
+) -> anyhow::Result<Agent> {
+    let mut agent = agent;
+    if let Some(task) = task {
+        agent = agent
+            .with_task(serde_json::json!({"name": task.name(), "params": task.params()}))
+            .context("cannot record the task")?;
+    }
+    if let Some(checker) = checker {
+        agent = agent.with_boxed_checker(checker);
+    }
+    Ok(agent)
+}
+
+/// A fresh directory name under `parent`, stamped with the time.
+pub fn stamped_dir(parent: &Path, stem: &str) -> PathBuf {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    parent.join(format!("{stem}-{stamp}"))
+}
+
+/// Opens the target for the interrupted episode `recorded`. An adb device
+/// kept its state, and setting the task up again would undo the steps
+/// taken; the in-process phone did not outlive its process, so it is
+/// rebuilt from the recorded seed and task and the recorded actions are
+/// replayed on it (it is deterministic: this gives back the screen the
+/// episode stopped on).
+pub fn prepare_resumed(
+    target: &Target,
+    task: Option<&Arc<dyn Task>>,
+    recorded: &Trajectory,
+) -> Result<Prepared, DeviceError> {
+    match target {
+        Target::Sim { .. } => {
+            let target = Target::Sim {
+                seed: recorded.episode.settings.seed,
+            };
+            let mut prepared = prepare(&target, task)?;
+            let actions = recorded
+                .steps
+                .iter()
+                .filter_map(|s| s.executed.as_ref()?.device.as_ref());
+            for action in actions {
+                prepared.device.perform(action)?;
+            }
+            Ok(prepared)
+        }
+        Target::Adb { serial, server } => {
+            let device = AdbDevice::open(serial, *server, DEFAULT_TIMEOUT)?;
+            let checker: Option<Box<dyn SuccessCheck>> = match task {
+                Some(task) => {
+                    let check = adb_check(task.as_ref())?;
+                    let mut probe = AdbDevice::open(serial, *server, DEFAULT_TIMEOUT)?;
+                    Some(Box::new(move || {
+                        check.is_successful(&mut probe).unwrap_or(false)
+                    }))
+                }
+                None => None,
+            };
+            Ok(Prepared {
+                device: Box::new(device),
+                checker,
+            })
+        }
+    }
+}
+
+fn adb_check(task: &dyn Task) -> Result<SettingCheck, DeviceError> {
+    task.setting_check().ok_or_else(|| DeviceError::Unsupported {
+        action: format!("task {}", task.name()),
+        reason: "its state is app data that only the virtual phone exposes; over adb only the settings tasks can be set up and checked".into(),
+    })
+}
+
+/// The suite task recorded in an episode, drawn again from its seed; an
+/// error when this build draws other parameters.
+pub fn recorded_task(recorded: &Trajectory) -> anyhow::Result<Option<Arc<dyn Task>>> {
+    let Some(record) = &recorded.episode.task else {
+        return Ok(None);
+    };
+    let seed = recorded.episode.settings.seed;
+    let name = record["name"].as_str().unwrap_or_default();
+    let task = tasks::sample(name, seed).ok_or_else(|| {
+        anyhow!(
+            "{}: the recorded task '{name}' is not in this btl's suite",
+            recorded.dir.display()
+        )
+    })?;
+    if task.params() != record["params"] {
+        return Err(anyhow!(
+            "{}: task '{name}' with seed {seed} has other parameters in this btl than recorded",
+            recorded.dir.display()
+        ));
+    }
+    Ok(Some(Arc::from(task)))
+}
+
+/// Why a task episode could not run to an outcome.
+#[derive(Debug)]
+pub enum EpisodeFailure {
+    /// The device could not be opened or set up: try another device.
+    Device(DeviceError),
+    Other(anyhow::Error),
+}
+
+/// One episode of a suite task, started fresh or, when `dir` holds an
+/// interrupted one, resumed; a finished one is read back, not rerun.
+/// Nobody is at a terminal to confirm sensitive actions: unless `--confirm`
+/// says otherwise they are allowed on the virtual phone, where several
+/// tasks are deletions and nothing real is at stake, and declined on adb
+/// devices.
+pub fn run_task_episode(
+    target: &Target,
+    task: &Arc<dyn Task>,
+    seed: u64,
+    dir: &Path,
+    agent_args: &AgentArgs,
+    kind: PolicyKind,
+    shared: Option<&SharedPolicy>,
+) -> Result<crate::agent::trajectory::Outcome, EpisodeFailure> {
+    let other = |e: anyhow::Error| EpisodeFailure::Other(e);
+    let failure = |f: Failure| match f {
+        Failure::BadInput(e) | Failure::Failed(e) => EpisodeFailure::Other(e),
+    };
+    let policy =
+        episode_policy(kind, shared, Some(task), seed, agent_args.profile).map_err(failure)?;
+    let agent = if dir.join(crate::agent::trajectory::EPISODE_FILE).exists() {
+        let recorded = read_trajectory(dir).map_err(|e| other(e.into()))?;
+        if let Some(outcome) = recorded.episode.outcome {
+            return Ok(outcome);
+        }
+        let prepared =
+            prepare_resumed(target, Some(task), &recorded).map_err(EpisodeFailure::Device)?;
+        let agent = Agent::resume(dir, prepared.device, policy).map_err(|e| other(e.into()))?;
+        match prepared.checker {
+            Some(checker) => agent.with_boxed_checker(checker),
+            None => agent,
+        }
+    } else {
+        let prepared = prepare(target, Some(task)).map_err(EpisodeFailure::Device)?;
+        let mut config = agent_args
+            .config(task.goal(), seed, Some(task.max_steps()))
+            .map_err(failure)?;
+        if agent_args.confirm.is_none() && matches!(target, Target::Sim { .. }) {
+            config.safety.on_sensitive = Confirm::Allow;
+        }
+        let agent =
+            Agent::new(dir, config, prepared.device, policy).map_err(|e| other(e.into()))?;
+        attach_task(agent, Some(task), prepared.checker).map_err(other)?
+    };
+    agent.run().map_err(|e| other(e.into()))
+}

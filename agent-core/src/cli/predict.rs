@@ -1,0 +1,116 @@
+//! `btl predict`: the policy's answer for every sample of an official-format
+//! file, as the JSONL `btl metrics` and `btl score` read, so a model can be
+//! evaluated offline.
+//!
+//! Each sample's own prompt (its system and user messages) and image are
+//! used, and its coordinates frame is `smart_resize` of the image at the
+//! sample's `max_pixels`, exactly what the answers are scored in. Image
+//! paths are relative to the samples file.
+
+use super::episode::{PolicyArgs, PolicyKind, load_policy};
+use super::{Failure, Outcome, in_file, json_line, read_input};
+use crate::model::{Observation, Policy};
+use crate::protocol::{FrameMap, Prompt, Size};
+use crate::sample::{Sample, SampleRef, parse_samples};
+use anyhow::{Context, anyhow};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Official-format samples (a JSON list).
+    #[arg(long)]
+    samples: PathBuf,
+    #[command(flatten)]
+    policy: PolicyArgs,
+    /// Sampling seed.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+pub fn run(args: &Args) -> Outcome {
+    if args.policy.policy != PolicyKind::Model {
+        return Err(Failure::BadInput(anyhow!(
+            "btl predict runs a model; the oracle needs a live phone (btl bench)"
+        )));
+    }
+    let text = read_input(&args.samples)?;
+    let samples = in_file(&args.samples, parse_samples(&text))?;
+    let base = args.samples.parent().unwrap_or(Path::new("."));
+    let mut policy = load_policy(&args.policy, 1)?;
+    let bar = ProgressBar::new(samples.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("btl predict [{bar:24}] {pos}/{len} samples")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for (index, sample) in samples.iter().enumerate() {
+        let obs = observation(sample, base)
+            .with_context(|| format!("{}: sample {index}", args.samples.display()))
+            .map_err(Failure::BadInput)?;
+        let raw = policy
+            .act(&Observation {
+                screenshot: &obs.screenshot,
+                frame: obs.frame,
+                prompt: &obs.prompt,
+                ui_tree: None,
+                seed: args.seed,
+            })
+            .with_context(|| format!("{}: sample {index}", args.samples.display()))?
+            .raw;
+        let reference = match &sample.id {
+            Some(id) => SampleRef::Id(id.clone()),
+            None => SampleRef::Index(index),
+        };
+        json_line(
+            &mut out,
+            &serde_json::json!({"sample": reference, "completion": raw}),
+        )?;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+/// What the policy is shown for one sample.
+struct SampleObservation {
+    screenshot: image::RgbaImage,
+    frame: FrameMap,
+    prompt: Prompt,
+}
+
+fn observation(sample: &Sample, base: &Path) -> anyhow::Result<SampleObservation> {
+    let message = |role: &str| {
+        sample
+            .messages
+            .iter()
+            .find(|m| m.role == role)
+            .map(|m| m.content.clone())
+    };
+    let prompt = Prompt {
+        system: message("system").unwrap_or_default(),
+        user: message("user").ok_or_else(|| anyhow!("no user message"))?,
+    };
+    let image_path = base.join(sample.images.first().ok_or_else(|| anyhow!("no image"))?);
+    let screenshot = image::open(&image_path)
+        .with_context(|| format!("cannot read image {}", image_path.display()))?
+        .to_rgba8();
+    let size = Size::new(screenshot.width(), screenshot.height());
+    if let Some(&[w, h]) = sample.image_sizes.first()
+        && (w, h) != (size.width, size.height)
+    {
+        return Err(anyhow!(
+            "image {} is {}×{} but the sample says {w}×{h}: its coordinates would not match",
+            image_path.display(),
+            size.width,
+            size.height
+        ));
+    }
+    Ok(SampleObservation {
+        screenshot,
+        frame: FrameMap::new(size, sample.max_pixels)?,
+        prompt,
+    })
+}

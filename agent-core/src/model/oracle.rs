@@ -1,0 +1,214 @@
+//! [`OraclePolicy`]: a suite task's oracle answering in BTL, as a model would.
+//!
+//! The oracle reads the UI tree and knows the next device action; this
+//! policy writes that action as canonical BTL text in the model frame (the
+//! target element as the blink region, the oracle's plan as the thought and
+//! the Plan), so it goes through the same parser, safety gate and
+//! coordinate mapping as a model's answer. That makes it the reference run
+//! of `btl bench` and a way to collect demonstration trajectories.
+
+use super::{GenerationStats, Observation, Policy, PolicyError, PolicyOutput};
+use crate::device::DeviceAction;
+use crate::protocol::{
+    Action, BBox, BtlOutput, DevicePoint, Direction, FrameMap, Link, Point, Profile, Roi, render,
+};
+use crate::sim::phone::UiNode;
+use crate::sim::tasks::{OracleStep, Task};
+
+pub struct OraclePolicy {
+    task: Box<dyn Task>,
+    profile: Profile,
+}
+
+impl OraclePolicy {
+    /// The oracle of `task`; with the `btl-extended` profile it answers
+    /// Finish once it sees nothing left to do.
+    pub fn new(task: Box<dyn Task>, profile: Profile) -> Self {
+        Self { task, profile }
+    }
+}
+
+impl Policy for OraclePolicy {
+    fn name(&self) -> String {
+        format!("oracle of {}", self.task.name())
+    }
+
+    fn act(&mut self, obs: &Observation) -> Result<PolicyOutput, PolicyError> {
+        let screen = obs.ui_tree.ok_or_else(|| {
+            PolicyError::Backend("the oracle reads the UI tree, and the device offers none".into())
+        })?;
+        let output = match self.task.oracle(screen) {
+            Some(step) => answer(&step, &obs.frame),
+            None if self.profile.allows(&Action::Finish { answer: None }) => BtlOutput {
+                blink: Vec::new(),
+                think: "The task is done.".into(),
+                link: Link::Action {
+                    plan: "Finish the task.".into(),
+                    action: Action::Finish { answer: None },
+                },
+            },
+            None => {
+                return Err(PolicyError::Backend(format!(
+                    "the oracle of {} sees nothing left to do, and the profile has no Finish",
+                    self.task.name()
+                )));
+            }
+        };
+        let raw = render(&output).map_err(|e| PolicyError::Backend(e.to_string()))?;
+        Ok(PolicyOutput {
+            raw,
+            stats: GenerationStats::default(),
+        })
+    }
+}
+
+/// The oracle's step as a BTL answer in the model frame.
+pub fn answer(step: &OracleStep, frame: &FrameMap) -> BtlOutput {
+    let model_point = |p: &DevicePoint| {
+        let m = frame.to_model(*p);
+        Point::new(m.x.round(), m.y.round())
+    };
+    let action = match &step.action {
+        DeviceAction::Tap { at } => Action::Tap {
+            point_2d: model_point(at),
+        },
+        DeviceAction::LongPress { at } => Action::LongPress {
+            point_2d: model_point(at),
+        },
+        DeviceAction::Swipe { from, to, .. } => Action::Swipe {
+            direction: swipe_direction(*from, *to),
+        },
+        DeviceAction::Type { text } => Action::Type { text: text.clone() },
+        DeviceAction::Back => Action::Back,
+        DeviceAction::Home => Action::Home,
+        DeviceAction::Wait { .. } => Action::Wait,
+    };
+    BtlOutput {
+        blink: step.target.iter().map(|node| roi(node, frame)).collect(),
+        think: step.plan.clone(),
+        link: Link::Action {
+            plan: step.plan.clone(),
+            action,
+        },
+    }
+}
+
+/// The way the finger moves, by the larger of the two displacements.
+fn swipe_direction(from: DevicePoint, to: DevicePoint) -> Direction {
+    let dx = i64::from(to.x) - i64::from(from.x);
+    let dy = i64::from(to.y) - i64::from(from.y);
+    match (dx.abs() > dy.abs(), dx, dy) {
+        (true, dx, _) if dx < 0 => Direction::Left,
+        (true, _, _) => Direction::Right,
+        (false, _, dy) if dy < 0 => Direction::Up,
+        (false, _, _) => Direction::Down,
+    }
+}
+
+fn roi(node: &UiNode, frame: &FrameMap) -> Roi {
+    let corner = |x: i32, y: i32| {
+        let clamp = |v: i32, max: u32| u32::try_from(v.max(0)).unwrap_or(0).min(max);
+        frame.to_model(DevicePoint {
+            x: clamp(x, frame.device.width),
+            y: clamp(y, frame.device.height),
+        })
+    };
+    let [x1, y1, x2, y2] = node.bounds;
+    let (a, b) = (corner(x1, y1), corner(x2, y2));
+    Roi {
+        bbox: BBox::new(a.x.round(), a.y.round(), b.x.round(), b.y.round()),
+        label: label(node),
+    }
+}
+
+/// What a person would call the element: its text, its description, or
+/// the name part of its resource id.
+fn label(node: &UiNode) -> String {
+    [&node.text, &node.content_desc]
+        .into_iter()
+        .find(|s| !s.trim().is_empty())
+        .cloned()
+        .unwrap_or_else(|| {
+            let name = node.resource_id.rsplit('/').next().unwrap_or_default();
+            if name.is_empty() {
+                node.class
+                    .rsplit('.')
+                    .next()
+                    .unwrap_or_default()
+                    .to_string()
+            } else {
+                name.replace('_', " ")
+            }
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{ParseMode, Size, parse};
+
+    fn frame() -> FrameMap {
+        // 1080x2400 at the training max_pixels -> model 1092x2408.
+        FrameMap::new(Size::new(1080, 2400), crate::protocol::TRAINING_MAX_PIXELS).unwrap()
+    }
+
+    fn node(text: &str, bounds: [i32; 4]) -> UiNode {
+        UiNode {
+            text: text.into(),
+            bounds,
+            ..UiNode::default()
+        }
+    }
+
+    #[test]
+    fn a_tap_becomes_a_strictly_parsable_answer_that_maps_back_into_its_target() {
+        let target = node("Wi-Fi", [40, 400, 1040, 560]);
+        let step = OracleStep {
+            action: DeviceAction::Tap {
+                at: DevicePoint { x: 540, y: 480 },
+            },
+            target: Some(target),
+            plan: "Open Wi-Fi.".into(),
+        };
+        let raw = render(&answer(&step, &frame())).unwrap();
+        let parsed = parse(&raw, ParseMode::Strict).unwrap().output;
+        let Link::Action {
+            action: Action::Tap { point_2d },
+            plan,
+        } = &parsed.link
+        else {
+            panic!("not a tap: {raw}");
+        };
+        assert_eq!(plan, "Open Wi-Fi.");
+        // 540 * 1092/1080 = 546; 480 * 2408/2400 = 481.6 -> 482.
+        assert_eq!((point_2d.x, point_2d.y), (546.0, 482.0));
+        // 482 * 2400/2408 = 480.4 -> 480: back where the oracle tapped.
+        assert_eq!(frame().to_device(*point_2d), DevicePoint { x: 540, y: 480 });
+        // x: 40 -> 40.44 -> 40, 1040 -> 1051.6 -> 1052; y: 400 -> 401.3 ->
+        // 401, 560 -> 561.9 -> 562.
+        assert_eq!(parsed.blink[0].bbox, BBox::new(40.0, 401.0, 1052.0, 562.0));
+        assert_eq!(parsed.blink[0].label, "Wi-Fi");
+    }
+
+    #[test]
+    fn swipes_keep_the_finger_direction() {
+        let p = |x, y| DevicePoint { x, y };
+        assert_eq!(swipe_direction(p(540, 1800), p(540, 600)), Direction::Up);
+        assert_eq!(swipe_direction(p(540, 600), p(540, 1800)), Direction::Down);
+        assert_eq!(swipe_direction(p(900, 1200), p(100, 1250)), Direction::Left);
+        assert_eq!(
+            swipe_direction(p(100, 1200), p(900, 1150)),
+            Direction::Right
+        );
+    }
+
+    #[test]
+    fn labels_fall_back_from_text_to_description_to_id() {
+        let mut n = node("", [0, 0, 1, 1]);
+        n.content_desc = "Search".into();
+        assert_eq!(label(&n), "Search");
+        n.content_desc.clear();
+        n.resource_id = "com.android.settings:id/wifi_switch".into();
+        assert_eq!(label(&n), "wifi switch");
+    }
+}

@@ -1,0 +1,120 @@
+//! `btl bench --suite sim`: the oracle must solve every task (its answers go
+//! through the same parser, gate and coordinate mapping as a model's), and
+//! the bundled model must run the suite without errors.
+
+use crate::util::*;
+use serde_json::Value;
+
+fn bench(dir: &Dir, extra: &[&str]) -> Value {
+    let out = dir.path("bench");
+    let mut args = vec!["bench", "--suite", "sim", "--json", "--out", path_str(&out)];
+    args.extend_from_slice(&FAST_SETTLE);
+    args.extend_from_slice(extra);
+    let run = dir.btl(&args);
+    assert!(run.status.success(), "{}", stderr(&run));
+    serde_json::from_str(stdout(&run).trim()).expect("one JSON object")
+}
+
+#[test]
+fn the_oracle_solves_the_whole_suite_over_two_repeats() {
+    let dir = Dir::new();
+    let result = bench(
+        &dir,
+        &["--policy", "oracle", "--episodes", "1", "--repeats", "2"],
+    );
+    let tasks = result["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 25, "every template");
+    for task in tasks {
+        assert_eq!(
+            task["success_by_repeat"],
+            serde_json::json!([1.0, 1.0]),
+            "{task}"
+        );
+        assert_eq!(task["errors"], 0, "{task}");
+    }
+    assert_eq!(result["overall"]["success"]["mean"], 1.0);
+    assert_eq!(result["overall"]["success"]["sd"], 0.0);
+    // 25 tasks × 2 repeats, and every episode took at least one step.
+    let steps = result["latency_per_step_ms"]["steps"].as_u64().unwrap();
+    assert!(steps >= 50, "{steps}");
+    // Repeats use different seeds, hence different phones and parameters.
+    let a = episode_json(&dir.path("bench/contact_add-r0-e0"));
+    let b = episode_json(&dir.path("bench/contact_add-r1-e0"));
+    assert_ne!(a["task"]["params"], b["task"]["params"]);
+}
+
+#[cfg(feature = "llama")]
+#[test]
+fn the_bundled_model_runs_the_suite_without_errors() {
+    let dir = Dir::new();
+    let result = bench(
+        &dir,
+        &[
+            "--tasks",
+            "wifi_on,note_create",
+            "--max-steps",
+            "2",
+            "--max-tokens",
+            "48",
+        ],
+    );
+    for task in result["tasks"].as_array().unwrap() {
+        assert_eq!(task["errors"], 0, "{task}");
+    }
+    // The random model cannot solve anything, and it did use the model
+    // (mtmd encodes the image inside the prefill, so that is where the
+    // encoder's time shows).
+    assert_eq!(result["overall"]["success"]["mean"], 0.0);
+    assert!(
+        result["latency_per_step_ms"]["prefill_ms"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+}
+
+#[test]
+fn bench_over_adb_runs_only_the_tasks_settings_can_check() {
+    let phone = ServedPhone::start(&["--seed", "5"]);
+    let adb = AdbServer::start();
+    let dir = Dir::new();
+    let port = adb.port().to_string();
+    let result = bench(
+        &dir,
+        &[
+            "--policy",
+            "oracle",
+            "--device",
+            &phone.serial,
+            "--adb-port",
+            &port,
+            "--tasks",
+            "wifi_off,brightness_set,location_on",
+        ],
+    );
+    for task in result["tasks"].as_array().unwrap() {
+        assert_eq!(
+            task["success_by_repeat"],
+            serde_json::json!([1.0]),
+            "{task}"
+        );
+    }
+    // An app-data task is refused up front, naming the reason.
+    let out = dir.btl([
+        "bench",
+        "--policy",
+        "oracle",
+        "--device",
+        &phone.serial,
+        "--adb-port",
+        &port,
+        "--tasks",
+        "note_create",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("only the settings tasks"),
+        "{}",
+        stderr(&out)
+    );
+}

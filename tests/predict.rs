@@ -1,0 +1,78 @@
+//! `btl predict`: the bundled model answers every sample of an
+//! official-format file, and `btl metrics` scores the result.
+
+use crate::util::*;
+use serde_json::Value;
+
+/// The official navigation sample, pointed at the tiny model's test
+/// screenshot (224×448) copied beside the samples file.
+fn samples(dir: &Dir) -> std::path::PathBuf {
+    let png = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/data/tiny-qwen25vl/test-screenshot.png"
+    );
+    std::fs::create_dir(dir.path("images")).unwrap();
+    std::fs::copy(png, dir.path("images/screen.png")).unwrap();
+    let mut list: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(NAVIGATION_SAMPLES).unwrap()).unwrap();
+    for sample in &mut list {
+        sample["images"] = serde_json::json!(["images/screen.png"]);
+        sample["image_sizes"] = serde_json::json!([[224, 448]]);
+    }
+    let two = vec![list[0].clone(), list[0].clone()];
+    dir.write("samples.json", &serde_json::to_string(&two).unwrap())
+}
+
+#[cfg(feature = "llama")]
+#[test]
+fn predictions_for_every_sample_are_scored_by_btl_metrics() {
+    let dir = Dir::new();
+    let samples = samples(&dir);
+    let run = dir.btl([
+        "predict",
+        "--samples",
+        path_str(&samples),
+        "--max-tokens",
+        "48",
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let lines: Vec<Value> = stdout(&run)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["sample"], 0);
+    assert_eq!(lines[1]["sample"], 1);
+    // Greedy decoding: the same sample gives the same answer.
+    assert_eq!(lines[0]["completion"], lines[1]["completion"]);
+    let predictions = dir.write("predictions.jsonl", &stdout(&run));
+    let metrics = dir.btl([
+        "metrics",
+        "--samples",
+        path_str(&samples),
+        "--predictions",
+        path_str(&predictions),
+        "--json",
+    ]);
+    assert!(metrics.status.success(), "{}", stderr(&metrics));
+    let report: Value = serde_json::from_str(stdout(&metrics).trim()).unwrap();
+    assert_eq!(report["steps"], 2, "{report}");
+}
+
+#[test]
+fn a_missing_image_is_bad_input_naming_the_sample() {
+    let dir = Dir::new();
+    let samples = samples(&dir);
+    std::fs::remove_file(dir.path("images/screen.png")).unwrap();
+    let run = dir.btl(["predict", "--samples", path_str(&samples)]);
+    if cfg!(feature = "llama") {
+        assert_eq!(run.status.code(), Some(2));
+        assert!(
+            stderr(&run).contains("sample 0: cannot read image"),
+            "{}",
+            stderr(&run)
+        );
+    } else {
+        assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    }
+}
