@@ -1,0 +1,444 @@
+//! Host test support (feature `host-sim`, never in the APK): the virtual
+//! phone behind `com.btl.agent.host.SimPhone`, so the JVM test's Java
+//! device is backed by the same phone `btl run` uses, and [`OraclePolicy`],
+//! which answers in BTL text what the task's oracle would do on the screen
+//! it is shown.
+//!
+//! The test's episode therefore crosses the JNI boundary both ways at every
+//! step: agent-core calls the Java device, whose methods call back into this
+//! module's phone.
+
+use crate::session::BridgeError;
+use agent_core::device::sim::SimDevice;
+use agent_core::device::{Device, DeviceAction};
+use agent_core::model::{GenerationStats, Observation, Policy, PolicyError, PolicyOutput};
+use agent_core::protocol::{
+    Action, BBox, BtlOutput, DevicePoint, Direction, FrameMap, Link, Roi, render,
+};
+use agent_core::sim::phone::{PhoneConfig, UiNode, to_uiautomator_xml};
+use agent_core::sim::tasks::{self, Task};
+use agent_core::sim::virtual_phone::VirtualPhone;
+use jni::objects::{JByteArray, JClass, JString};
+use jni::sys::{jboolean, jint, jlong};
+use jni::EnvUnowned;
+use std::sync::Arc;
+
+/// Answers with the task oracle's next step, or Finish once it sees
+/// nothing left to do (so episodes need the `btl-extended` profile).
+pub struct OraclePolicy {
+    task: Box<dyn Task>,
+}
+
+impl OraclePolicy {
+    /// The oracle of the task `btl sim tasks` lists as `name`, drawn with
+    /// `seed` as `btl run --task` draws it; `None` for an unknown name.
+    pub fn new(name: &str, seed: u64) -> Option<Self> {
+        tasks::sample(name, seed).map(|task| Self { task })
+    }
+}
+
+impl Policy for OraclePolicy {
+    fn name(&self) -> String {
+        format!("oracle:{}", self.task.name())
+    }
+
+    fn act(&mut self, obs: &Observation) -> Result<PolicyOutput, PolicyError> {
+        let screen = obs.ui_tree.ok_or_else(|| {
+            PolicyError::Backend("the oracle needs the UI tree and the device sent none".into())
+        })?;
+        let output = oracle_answer(self.task.as_ref(), screen, &obs.frame);
+        let raw = render(&output).map_err(|e| PolicyError::Backend(e.to_string()))?;
+        Ok(PolicyOutput {
+            raw,
+            stats: GenerationStats::default(),
+        })
+    }
+}
+
+/// The oracle's next step on `screen` as a BTL answer in model coordinates.
+fn oracle_answer(task: &dyn Task, screen: &UiNode, frame: &FrameMap) -> BtlOutput {
+    let Some(step) = task.oracle(screen) else {
+        return BtlOutput {
+            blink: Vec::new(),
+            think: "Nothing is left to do.".into(),
+            link: Link::Action {
+                plan: "The task is done.".into(),
+                action: Action::Finish { answer: None },
+            },
+        };
+    };
+    let blink = step
+        .target
+        .iter()
+        .map(|node| Roi {
+            bbox: model_box(node.bounds, frame),
+            label: node_label(node),
+        })
+        .collect();
+    BtlOutput {
+        blink,
+        think: String::new(),
+        link: Link::Action {
+            action: model_action(&step.action, frame),
+            plan: step.plan,
+        },
+    }
+}
+
+/// A device action in the model frame; a swipe keeps only its direction,
+/// which is all the BTL action space can say.
+fn model_action(action: &DeviceAction, frame: &FrameMap) -> Action {
+    match action {
+        DeviceAction::Tap { at } => Action::Tap {
+            point_2d: frame.to_model(*at),
+        },
+        DeviceAction::LongPress { at } => Action::LongPress {
+            point_2d: frame.to_model(*at),
+        },
+        DeviceAction::Swipe { from, to, .. } => {
+            let dx = i64::from(to.x) - i64::from(from.x);
+            let dy = i64::from(to.y) - i64::from(from.y);
+            let direction = match (dx.abs() > dy.abs(), dx < 0, dy < 0) {
+                (true, true, _) => Direction::Left,
+                (true, false, _) => Direction::Right,
+                (false, _, true) => Direction::Up,
+                (false, _, false) => Direction::Down,
+            };
+            Action::Swipe { direction }
+        }
+        DeviceAction::Type { text } => Action::Type { text: text.clone() },
+        DeviceAction::Back => Action::Back,
+        DeviceAction::Home => Action::Home,
+        DeviceAction::Wait { .. } => Action::Wait,
+    }
+}
+
+fn model_box(bounds: [i32; 4], frame: &FrameMap) -> BBox {
+    let point = |x: i32, y: i32| {
+        frame.to_model(DevicePoint {
+            x: u32::try_from(x).unwrap_or(0),
+            y: u32::try_from(y).unwrap_or(0),
+        })
+    };
+    let (a, b) = (point(bounds[0], bounds[1]), point(bounds[2], bounds[3]));
+    BBox::new(a.x, a.y, b.x, b.y)
+}
+
+fn node_label(node: &UiNode) -> String {
+    [&node.text, &node.content_desc, &node.resource_id]
+        .into_iter()
+        .find(|s| !s.is_empty())
+        .cloned()
+        .unwrap_or_else(|| node.class.clone())
+}
+
+/// A virtual phone and the task set up on it.
+struct SimPhone {
+    device: SimDevice,
+    task: Option<Box<dyn Task>>,
+}
+
+/// # Safety
+/// `handle` comes from `nativeOpen` and has not been closed (the Java
+/// `SimPhone` guarantees it).
+unsafe fn phone<'a>(handle: jlong) -> Result<&'a mut SimPhone, BridgeError> {
+    if handle == 0 {
+        return Err(BridgeError::Usage("the phone handle is null".into()));
+    }
+    // SAFETY: per the contract above; the test harness calls a phone from
+    // one thread at a time.
+    Ok(unsafe { &mut *(handle as *mut SimPhone) })
+}
+
+fn perform(handle: jlong, action: DeviceAction) -> Result<(), BridgeError> {
+    // SAFETY: the handle is live (see `phone`).
+    let phone = unsafe { phone(handle) }?;
+    phone
+        .device
+        .perform(&action)
+        .map_err(|e| BridgeError::Usage(e.to_string()))
+}
+
+fn point(x: jint, y: jint) -> Result<DevicePoint, BridgeError> {
+    match (u32::try_from(x), u32::try_from(y)) {
+        (Ok(x), Ok(y)) => Ok(DevicePoint { x, y }),
+        _ => Err(BridgeError::Usage(format!("({x}, {y}) is off the screen"))),
+    }
+}
+
+fn millis(ms: jint) -> Result<u32, BridgeError> {
+    u32::try_from(ms).map_err(|_| BridgeError::Usage(format!("{ms} ms is negative")))
+}
+
+use crate::ThrowAgentException as Throw;
+
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_com_btl_agent_host_SimPhone_nativeOpen<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    task: JString<'local>,
+    seed: jlong,
+) -> jlong {
+    env.with_env(|env| -> Result<jlong, BridgeError> {
+        let name = task.try_to_string(env)?;
+        let seed = seed.cast_unsigned();
+        let phone = Arc::new(VirtualPhone::new(PhoneConfig {
+            seed,
+            ..PhoneConfig::default()
+        }));
+        let task = if name.is_empty() {
+            None
+        } else {
+            let task = tasks::sample(&name, seed)
+                .ok_or_else(|| BridgeError::Usage(format!("no task named '{name}'")))?;
+            phone.with_phone(|p| task.setup(p));
+            Some(task)
+        };
+        let phone = SimPhone {
+            device: SimDevice::new(phone),
+            task,
+        };
+        Ok(Box::into_raw(Box::new(phone)) as jlong)
+    })
+    .resolve::<Throw>()
+}
+
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_com_btl_agent_host_SimPhone_nativeClose<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+) {
+    env.with_env(|_| -> Result<(), BridgeError> {
+        if handle != 0 {
+            // SAFETY: from `Box::into_raw` in nativeOpen, closed once.
+            drop(unsafe { Box::from_raw(handle as *mut SimPhone) });
+        }
+        Ok(())
+    })
+    .resolve::<Throw>()
+}
+
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_com_btl_agent_host_SimPhone_nativeSize<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+    vertical: jboolean,
+) -> jint {
+    env.with_env(|_| -> Result<jint, BridgeError> {
+        // SAFETY: the handle is live (see `phone`).
+        let size = unsafe { phone(handle) }?
+            .device
+            .screen_size()
+            .map_err(|e| BridgeError::Usage(e.to_string()))?;
+        let side = if vertical { size.height } else { size.width };
+        Ok(jint::try_from(side).unwrap_or(jint::MAX))
+    })
+    .resolve::<Throw>()
+}
+
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_com_btl_agent_host_SimPhone_nativeScreenshot<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+) -> JByteArray<'local> {
+    env.with_env(|env| -> Result<JByteArray<'local>, BridgeError> {
+        // SAFETY: the handle is live (see `phone`).
+        let image = unsafe { phone(handle) }?
+            .device
+            .screenshot()
+            .map_err(|e| BridgeError::Usage(e.to_string()))?;
+        Ok(env.byte_array_from_slice(image.as_raw())?)
+    })
+    .resolve::<Throw>()
+}
+
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_com_btl_agent_host_SimPhone_nativeUiXml<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+) -> JString<'local> {
+    env.with_env(|env| -> Result<JString<'local>, BridgeError> {
+        // SAFETY: the handle is live (see `phone`).
+        let tree = unsafe { phone(handle) }?
+            .device
+            .ui_tree()
+            .map_err(|e| BridgeError::Usage(e.to_string()))?
+            .ok_or_else(|| BridgeError::Usage("the virtual phone has no UI tree".into()))?;
+        Ok(JString::from_str(env, to_uiautomator_xml(&tree))?)
+    })
+    .resolve::<Throw>()
+}
+
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_com_btl_agent_host_SimPhone_nativeTap<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+    x: jint,
+    y: jint,
+    hold_ms: jint,
+) {
+    env.with_env(|_| -> Result<(), BridgeError> {
+        let at = point(x, y)?;
+        // The virtual phone has one long-press length; any hold above a
+        // tap's is a long press, as on Android.
+        let action = if millis(hold_ms)? >= 500 {
+            DeviceAction::LongPress { at }
+        } else {
+            DeviceAction::Tap { at }
+        };
+        perform(handle, action)
+    })
+    .resolve::<Throw>()
+}
+
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_com_btl_agent_host_SimPhone_nativeSwipe<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+    points: jni::objects::JIntArray<'local>,
+    duration_ms: jint,
+) {
+    env.with_env(|env| -> Result<(), BridgeError> {
+        let mut xy = [0; 4];
+        points.get_region(env, 0, &mut xy)?;
+        let action = DeviceAction::Swipe {
+            from: point(xy[0], xy[1])?,
+            to: point(xy[2], xy[3])?,
+            duration_ms: millis(duration_ms)?,
+        };
+        perform(handle, action)
+    })
+    .resolve::<Throw>()
+}
+
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_com_btl_agent_host_SimPhone_nativeType<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+    text: JString<'local>,
+) {
+    env.with_env(|env| -> Result<(), BridgeError> {
+        let text = text.try_to_string(env)?;
+        perform(handle, DeviceAction::Type { text })
+    })
+    .resolve::<Throw>()
+}
+
+/// `key` is 0 for Back, 1 for Home, 2 for waiting `ms` milliseconds.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_com_btl_agent_host_SimPhone_nativeKey<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+    key: jint,
+    ms: jint,
+) {
+    env.with_env(|_| -> Result<(), BridgeError> {
+        let action = match key {
+            0 => DeviceAction::Back,
+            1 => DeviceAction::Home,
+            2 => DeviceAction::Wait { ms: millis(ms)? },
+            other => return Err(BridgeError::Usage(format!("unknown key {other}"))),
+        };
+        perform(handle, action)
+    })
+    .resolve::<Throw>()
+}
+
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_com_btl_agent_host_SimPhone_nativeTaskSucceeded<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+) -> jboolean {
+    env.with_env(|_| -> Result<jboolean, BridgeError> {
+        // SAFETY: the handle is live (see `phone`).
+        let phone = unsafe { phone(handle) }?;
+        let task = phone
+            .task
+            .as_ref()
+            .ok_or_else(|| BridgeError::Usage("this phone was opened without a task".into()))?;
+        Ok(phone
+            .device
+            .phone()
+            .with_phone(|p| task.is_successful(p.state())))
+    })
+    .resolve::<Throw>()
+}
+
+/// Panics on purpose, with `message`: the test's proof that a panic
+/// reaches Java as an exception instead of aborting the JVM.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_com_btl_agent_host_SimPhone_nativePanic<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    message: JString<'local>,
+) {
+    env.with_env(|env| -> Result<(), BridgeError> {
+        let message = message.try_to_string(env)?;
+        panic!("{message}");
+    })
+    .resolve::<Throw>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_core::protocol::{ParseMode, Size, TRAINING_MAX_PIXELS, parse};
+
+    fn frame() -> FrameMap {
+        FrameMap::new(Size::new(1080, 2400), TRAINING_MAX_PIXELS).unwrap()
+    }
+
+    #[test]
+    fn swipes_keep_their_dominant_direction() {
+        let swipe = |x1, y1, x2, y2| DeviceAction::Swipe {
+            from: DevicePoint { x: x1, y: y1 },
+            to: DevicePoint { x: x2, y: y2 },
+            duration_ms: 300,
+        };
+        let direction = |a| match model_action(&a, &frame()) {
+            Action::Swipe { direction } => direction,
+            other => panic!("not a swipe: {other:?}"),
+        };
+        assert_eq!(direction(swipe(540, 1800, 560, 600)), Direction::Up);
+        assert_eq!(direction(swipe(540, 600, 500, 1800)), Direction::Down);
+        assert_eq!(direction(swipe(900, 1200, 100, 1100)), Direction::Left);
+        assert_eq!(direction(swipe(100, 1200, 900, 1300)), Direction::Right);
+    }
+
+    // Device (540, 1200) on 1080x2400 -> model 1092x2408:
+    // (540 * 1092/1080, 1200 * 2408/2400) = (546, 1204).
+    #[test]
+    fn oracle_answers_parse_back_to_the_oracles_step() {
+        let task = tasks::sample("wifi_on", 0).unwrap();
+        let phone = VirtualPhone::new(PhoneConfig::default());
+        phone.with_phone(|p| task.setup(p));
+        let screen = phone.with_phone(|p| p.ui_tree());
+        let step = task.oracle(&screen).expect("wifi_on has a first step");
+        let text = render(&oracle_answer(task.as_ref(), &screen, &frame())).unwrap();
+        let parsed = parse(&text, ParseMode::Strict).unwrap().output;
+        let Link::Action { plan, action } = parsed.link else {
+            panic!("not an action: {text}");
+        };
+        assert_eq!(plan, step.plan);
+        assert_eq!(
+            DeviceAction::from_model(&action, &frame()),
+            Some(step.action)
+        );
+        let tap = model_action(
+            &DeviceAction::Tap {
+                at: DevicePoint { x: 540, y: 1200 },
+            },
+            &frame(),
+        );
+        assert_eq!(tap.point().map(|p| (p.x, p.y)), Some((546.0, 1204.0)));
+    }
+}
