@@ -221,6 +221,7 @@ public final class EpisodeHarness {
             try (NativeAgent agent = NativeAgent.create(config("x", scripted, "ask"), dir("misuse-4"), device,
                     new Listener())) {
                 String outcome = agent.run();
+                System.out.println("RESULT misuse-4 " + outcome);
                 check(s, outcome.contains("\"reason\":\"policy_failed\""), "an empty script stops the episode");
                 try {
                     agent.run();
