@@ -1,11 +1,19 @@
 # Installs the Debian packages btl's builds and tests need when they are
-# missing: adb (system tests), cmake and libclang-dev (llama.cpp).
+# missing: adb (system tests), cmake and libclang-dev (llama.cpp), a JDK and
+# junit4 (the Android app's Java checks and JNI test), clang and llvm (the
+# C part of the aarch64-linux-android check).
 # Sourced by scripts/test and scripts/run-agent; needs root for apt-get.
 install_system_deps() {
     local missing=""
     command -v adb >/dev/null 2>&1 || missing="$missing adb"
     command -v cmake >/dev/null 2>&1 || missing="$missing cmake"
     dpkg -s libclang-dev >/dev/null 2>&1 || missing="$missing libclang-dev"
+    if [ "${1:-}" = "--android" ]; then
+        command -v javac >/dev/null 2>&1 || missing="$missing default-jdk-headless"
+        [ -f /usr/share/java/junit4.jar ] || missing="$missing junit4"
+        command -v clang >/dev/null 2>&1 || missing="$missing clang"
+        command -v llvm-ar >/dev/null 2>&1 || missing="$missing llvm"
+    fi
     if [ -n "$missing" ]; then
         apt-get update
         # shellcheck disable=SC2086

@@ -139,7 +139,12 @@ impl Device for JavaDevice {
     fn name(&self) -> String {
         let name = self.call("name", |env, device| {
             let name = env
-                .call_method(device, jni_str!("name"), jni_sig!("()Ljava/lang/String;"), &[])?
+                .call_method(
+                    device,
+                    jni_str!("name"),
+                    jni_sig!("()Ljava/lang/String;"),
+                    &[],
+                )?
                 .l()?;
             let name = env.cast_local::<JString>(name)?;
             name.try_to_string(env)
@@ -186,7 +191,9 @@ impl Device for JavaDevice {
             let height = env
                 .get_field(&frame, jni_str!("height"), jni_sig!("I"))?
                 .i()?;
-            let pixels = env.get_field(&frame, jni_str!("rgba"), jni_sig!("[B"))?.l()?;
+            let pixels = env
+                .get_field(&frame, jni_str!("rgba"), jni_sig!("[B"))?
+                .l()?;
             let pixels = env.cast_local::<JByteArray>(pixels)?;
             Ok((width, height, env.convert_byte_array(&pixels)?))
         })?;
@@ -276,12 +283,9 @@ impl Device for JavaDevice {
                 DeviceAction::Home => {
                     env.call_method(device, jni_str!("home"), jni_sig!("()V"), &[])
                 }
-                DeviceAction::Wait { ms } => env.call_method(
-                    device,
-                    jni_str!("waitMs"),
-                    jni_sig!("(I)V"),
-                    &[int(*ms)],
-                ),
+                DeviceAction::Wait { ms } => {
+                    env.call_method(device, jni_str!("waitMs"), jni_sig!("(I)V"), &[int(*ms)])
+                }
             }?
             .v()
         })?;

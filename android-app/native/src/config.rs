@@ -152,30 +152,38 @@ mod tests {
     fn refusals_name_the_setting() {
         let error = |json: &str| SessionConfig::from_json(json).unwrap_err().to_string();
         let scripted = r#""policy": {"kind": "scripted", "answers": []}"#;
-        assert!(error(&format!(r#"{{"agent": {{"goal": " "}}, {scripted}}}"#)).contains("agent.goal"));
         assert!(
-            error(&format!(r#"{{"agent": {{"goal": "x", "max_steps": 0}}, {scripted}}}"#))
-                .contains("agent.max_steps")
+            error(&format!(r#"{{"agent": {{"goal": " "}}, {scripted}}}"#)).contains("agent.goal")
         );
         assert!(
-            error(&format!(r#"{{"agent": {{"goal": "x"}}, {scripted}, "vote": 0}}"#))
-                .contains("vote must be at least 1")
+            error(&format!(
+                r#"{{"agent": {{"goal": "x", "max_steps": 0}}, {scripted}}}"#
+            ))
+            .contains("agent.max_steps")
         );
         assert!(
-            error(&format!(r#"{{"agent": {{"goal": "x"}}, {scripted}, "vote": 5}}"#))
-                .contains("vote = 5")
+            error(&format!(
+                r#"{{"agent": {{"goal": "x"}}, {scripted}, "vote": 0}}"#
+            ))
+            .contains("vote must be at least 1")
+        );
+        assert!(
+            error(&format!(
+                r#"{{"agent": {{"goal": "x"}}, {scripted}, "vote": 5}}"#
+            ))
+            .contains("vote = 5")
         );
         assert!(
             error(r#"{"agent": {"goal": "x"}, "policy": {"kind": "llama", "model": "m", "mmproj": "p", "threads": 0}}"#)
                 .contains("policy.threads")
         );
         assert!(
-            error(&format!(r#"{{"agent": {{"goal": "x", "max_pixel": 5}}, {scripted}}}"#))
-                .contains("max_pixel")
+            error(&format!(
+                r#"{{"agent": {{"goal": "x", "max_pixel": 5}}, {scripted}}}"#
+            ))
+            .contains("max_pixel")
         );
-        assert!(
-            error(r#"{"agent": {"goal": "x"}, "policy": {"kind": "gpt"}}"#).contains("gpt")
-        );
+        assert!(error(r#"{"agent": {"goal": "x"}, "policy": {"kind": "gpt"}}"#).contains("gpt"));
         assert!(
             error(r#"{"agent": {"goal": "x"}, "policy": {"kind": "llama", "model": "m", "mmproj": "p", "backend": "metal"}}"#)
                 .contains("metal")

@@ -138,8 +138,7 @@ fn load_llama(
     _: crate::config::Backend,
 ) -> Result<Box<dyn Policy>, BridgeError> {
     Err(BridgeError::Policy(
-        "this libbtl_android was built without the llama feature (see scripts/build-apk.sh)"
-            .into(),
+        "this libbtl_android was built without the llama feature (see scripts/build-apk.sh)".into(),
     ))
 }
 

@@ -18,9 +18,9 @@ use agent_core::protocol::{
 use agent_core::sim::phone::{PhoneConfig, UiNode, to_uiautomator_xml};
 use agent_core::sim::tasks::{self, Task};
 use agent_core::sim::virtual_phone::VirtualPhone;
+use jni::EnvUnowned;
 use jni::objects::{JByteArray, JClass, JString};
 use jni::sys::{jboolean, jint, jlong};
-use jni::EnvUnowned;
 use std::sync::Arc;
 
 /// Answers with the task oracle's next step, or Finish once it sees
@@ -181,7 +181,8 @@ pub extern "system" fn Java_com_btl_agent_host_SimPhone_nativeOpen<'local>(
 ) -> jlong {
     env.with_env(|env| -> Result<jlong, BridgeError> {
         let name = task.try_to_string(env)?;
-        let seed = seed.cast_unsigned();
+        // Java has no unsigned long: the seed is the same 64 bits.
+        let seed = u64::from_ne_bytes(seed.to_ne_bytes());
         let phone = Arc::new(VirtualPhone::new(PhoneConfig {
             seed,
             ..PhoneConfig::default()

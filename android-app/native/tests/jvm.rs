@@ -133,7 +133,10 @@ fn episodes_run_across_the_jni_boundary_without_jni_warnings() {
         assert!(trajectory.truncated_tail.is_none(), "{scenario}");
         for step in &trajectory.steps {
             assert!(dir.join(&step.screenshot).is_file(), "{scenario}");
-            let xml = step.ui_tree.as_ref().expect("the Java device sends a UI tree");
+            let xml = step
+                .ui_tree
+                .as_ref()
+                .expect("the Java device sends a UI tree");
             assert!(dir.join(xml).is_file(), "{scenario}");
         }
     }
