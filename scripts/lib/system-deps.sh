@@ -1,17 +1,33 @@
 # Installs the Debian packages btl's builds and tests need when they are
-# missing: adb (system tests), cmake and libclang-dev (llama.cpp), plus any
-# package named as an argument whose command of the same name is missing
-# (scripts/test adds chromium, which renders the HTML report in a test).
+# missing: always adb (system tests), cmake and libclang-dev (llama.cpp);
+# optional groups named as arguments:
+#   android   a JDK and junit4 (the Android app's Java checks and JNI test),
+#             clang and llvm (the C part of the aarch64-linux-android check);
+#   chromium  Debian's chromium (renders the HTML report in a test).
 # Sourced by scripts/test and scripts/run-agent; needs root for apt-get.
 install_system_deps() {
     local missing=""
-    local extra
-    for extra in "$@"; do
-        command -v "$extra" >/dev/null 2>&1 || missing="$missing $extra"
-    done
     command -v adb >/dev/null 2>&1 || missing="$missing adb"
     command -v cmake >/dev/null 2>&1 || missing="$missing cmake"
     dpkg -s libclang-dev >/dev/null 2>&1 || missing="$missing libclang-dev"
+    local group
+    for group in "$@"; do
+        case "$group" in
+            android)
+                command -v javac >/dev/null 2>&1 || missing="$missing default-jdk-headless"
+                [ -f /usr/share/java/junit4.jar ] || missing="$missing junit4"
+                command -v clang >/dev/null 2>&1 || missing="$missing clang"
+                command -v llvm-ar >/dev/null 2>&1 || missing="$missing llvm"
+                ;;
+            chromium)
+                command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+                ;;
+            *)
+                echo "install_system_deps: unknown group '$group'" >&2
+                return 1
+                ;;
+        esac
+    done
     if [ -n "$missing" ]; then
         apt-get update
         # shellcheck disable=SC2086

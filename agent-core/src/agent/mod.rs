@@ -34,6 +34,8 @@ use stability::{Clock, StabilityConfig, SystemClock, millis, wait_until_stable};
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 use thiserror::Error;
 use trajectory::{
@@ -113,6 +115,8 @@ pub enum StopReason {
     PolicyFailed { error: String },
     /// The device failed, or its screen has a size the model cannot take.
     DeviceFailed { error: String },
+    /// Someone stopped the episode (the app's Stop button).
+    Cancelled,
 }
 
 impl std::fmt::Display for StopReason {
@@ -137,6 +141,7 @@ impl std::fmt::Display for StopReason {
             }
             Self::PolicyFailed { error } => write!(f, "the policy failed: {error}"),
             Self::DeviceFailed { error } => write!(f, "the device failed: {error}"),
+            Self::Cancelled => f.write_str("stopped by the user"),
         }
     }
 }
@@ -184,6 +189,7 @@ pub struct Agent {
     /// The settled screenshot after the last action: the next observation.
     next_screenshot: Option<RgbaImage>,
     on_step: Option<StepObserver>,
+    cancel: Option<Arc<AtomicBool>>,
 }
 
 /// What the parser and the gate made of one answer, before anyone is
@@ -279,6 +285,7 @@ impl Agent {
             recent: Vec::new(),
             next_screenshot: None,
             on_step: None,
+            cancel: None,
         }
     }
 
@@ -312,6 +319,20 @@ impl Agent {
         self
     }
 
+    /// Stops the episode once `flag` is set: before the next step, and
+    /// instead of the failure a device or policy reports when it was
+    /// interrupted by the same stop.
+    pub fn with_cancel(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.cancel = Some(flag);
+        self
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::SeqCst))
+    }
+
     /// The steps recorded so far (more than zero after a resume).
     pub fn steps(&self) -> u32 {
         self.steps
@@ -341,13 +362,23 @@ impl Agent {
     /// Runs the episode to its end and records the outcome.
     pub fn run(mut self) -> Result<Outcome, AgentError> {
         let stop = loop {
+            if self.cancelled() {
+                break StopReason::Cancelled;
+            }
             if self.steps >= self.config().max_steps {
                 break StopReason::StepBudget {
                     max_steps: self.config().max_steps,
                 };
             }
             if let Some(stop) = self.step()? {
-                break stop;
+                break match stop {
+                    StopReason::PolicyFailed { .. } | StopReason::DeviceFailed { .. }
+                        if self.cancelled() =>
+                    {
+                        StopReason::Cancelled
+                    }
+                    stop => stop,
+                };
             }
         };
         let success = match stop {

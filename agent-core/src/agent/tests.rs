@@ -1010,3 +1010,29 @@ fn voting_asks_the_confirmer_once_for_the_winner_only() {
         })
     ));
 }
+
+#[test]
+fn a_cancel_flag_stops_the_episode_before_the_next_step() {
+    let phone = new_phone();
+    let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let dir = tempfile::tempdir().unwrap();
+    let raised = flag.clone();
+    let outcome = agent(
+        dir.path(),
+        config("Open and close Settings"),
+        &phone,
+        settings_and_back(3),
+    )
+    .with_cancel(flag)
+    .with_step_observer(move |step| {
+        if step.index == 2 {
+            raised.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    })
+    .run()
+    .unwrap();
+    assert_eq!(outcome.stop, StopReason::Cancelled);
+    assert_eq!(outcome.steps, 2);
+    let episode = read_trajectory(dir.path()).unwrap().episode;
+    assert_eq!(episode.outcome.unwrap().stop, StopReason::Cancelled);
+}

@@ -1,0 +1,6 @@
+// TYPE-CHECK-ONLY STUB, not the Android API: see android-app/compile-stubs/README.md.
+package android.view;
+
+public interface WindowManager {
+    WindowMetrics getMaximumWindowMetrics();
+}

@@ -1,0 +1,6 @@
+// TYPE-CHECK-ONLY STUB, not the Android API: see android-app/compile-stubs/README.md.
+package android.view.accessibility;
+
+public final class AccessibilityWindowInfo {
+    public AccessibilityNodeInfo getRoot() { throw new RuntimeException("stub"); }
+}

@@ -1,0 +1,166 @@
+//! One episode as the app holds it: created from a JSON request and the
+//! Java device and listener, run once on a worker thread, stoppable from
+//! any thread, then freed.
+
+use crate::bridge::{JavaConfirmer, JavaDevice, JavaSide, StoppablePolicy};
+use crate::config::{PolicyConfig, SessionConfig};
+use agent_core::agent::{Agent, AgentConfig, AgentError};
+use agent_core::model::{Policy, ScriptedPolicy};
+use agent_core::protocol::Profile;
+use jni::Env;
+use jni::objects::JObject;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use thiserror::Error;
+
+/// Why a native call failed; it reaches Java as an `AgentException`.
+#[derive(Debug, Error)]
+pub enum BridgeError {
+    #[error("JNI call failed: {0}")]
+    Jni(#[from] jni::errors::Error),
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error("cannot load the policy: {0}")]
+    Policy(String),
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    /// The Java side broke the calling contract (null argument, second run).
+    #[error("{0}")]
+    Usage(String),
+}
+
+/// An episode and the Java objects it talks to.
+pub struct Session {
+    side: Arc<JavaSide>,
+    /// Taken by the one run; `None` afterwards.
+    agent: Mutex<Option<Agent>>,
+    dir: PathBuf,
+}
+
+impl Session {
+    /// Loads the policy and starts the trajectory in `dir` (which must not
+    /// hold an episode yet); reads the screen size through the device.
+    pub fn create(
+        env: &mut Env,
+        config_json: &str,
+        dir: &Path,
+        device: &JObject,
+        listener: &JObject,
+    ) -> Result<Self, BridgeError> {
+        if device.is_null() || listener.is_null() {
+            return Err(BridgeError::Usage(
+                "NativeAgent.create needs a device and a listener, got null".into(),
+            ));
+        }
+        let config = SessionConfig::from_json(config_json)?;
+        let side = Arc::new(JavaSide::new(env, device, listener)?);
+        let policy = StoppablePolicy::new(
+            load_policy(&config.policy, config.agent.profile)?,
+            side.clone(),
+        );
+        let agent_config = AgentConfig {
+            vote: config.vote,
+            ..config.agent
+        };
+        let agent = Agent::new(
+            dir,
+            agent_config,
+            Box::new(JavaDevice::new(side.clone())),
+            Box::new(policy),
+        )?
+        .with_confirmer(JavaConfirmer::new(side.clone()))
+        .with_cancel(side.stop_flag());
+        Ok(Self {
+            side,
+            agent: Mutex::new(Some(agent)),
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    /// Runs the episode to its end; returns `{"trajectory": DIR, "outcome":
+    /// {...}}` with the outcome as `episode.json` records it.
+    pub fn run(&self) -> Result<String, BridgeError> {
+        let agent = self
+            .agent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .ok_or_else(|| BridgeError::Usage("this episode has already run".into()))?;
+        let outcome = agent.run()?;
+        Ok(serde_json::json!({"trajectory": self.dir, "outcome": outcome}).to_string())
+    }
+
+    pub fn stop(&self) {
+        self.side.stop();
+    }
+}
+
+/// The policy a request names, if this build has it.
+fn load_policy(config: &PolicyConfig, profile: Profile) -> Result<Box<dyn Policy>, BridgeError> {
+    match config {
+        PolicyConfig::Scripted { answers } => Ok(Box::new(ScriptedPolicy::new(answers.clone()))),
+        PolicyConfig::Llama {
+            model,
+            mmproj,
+            threads,
+            backend,
+        } => load_llama(model, mmproj, *threads, *backend),
+        PolicyConfig::Oracle { task, seed } => load_oracle(task, *seed, profile),
+    }
+}
+
+#[cfg(feature = "llama")]
+fn load_llama(
+    model: &Path,
+    mmproj: &Path,
+    threads: u32,
+    backend: crate::config::Backend,
+) -> Result<Box<dyn Policy>, BridgeError> {
+    use crate::config::Backend;
+    use agent_core::model::llama::{LlamaConfig, LlamaPolicy};
+    // A Vulkan build of llama.cpp offloads every layer it can, and
+    // agent-core's LlamaConfig has no layer count to keep them on the CPU.
+    match (backend, cfg!(feature = "vulkan")) {
+        (Backend::Vulkan, false) => {
+            return Err(BridgeError::Policy(
+                "backend vulkan: this libbtl_android was built without the vulkan feature".into(),
+            ));
+        }
+        (Backend::Cpu, true) => {
+            return Err(BridgeError::Policy(
+                "backend cpu: this libbtl_android is a Vulkan build, which offloads to the GPU; choose vulkan".into(),
+            ));
+        }
+        _ => {}
+    }
+    let mut config = LlamaConfig::new(model, mmproj);
+    config.threads = i32::try_from(threads).unwrap_or(i32::MAX);
+    let policy = LlamaPolicy::load(config).map_err(|e| BridgeError::Policy(e.to_string()))?;
+    Ok(Box::new(policy))
+}
+
+#[cfg(not(feature = "llama"))]
+fn load_llama(
+    _: &Path,
+    _: &Path,
+    _: u32,
+    _: crate::config::Backend,
+) -> Result<Box<dyn Policy>, BridgeError> {
+    Err(BridgeError::Policy(
+        "this libbtl_android was built without the llama feature (see scripts/build-apk.sh)".into(),
+    ))
+}
+
+#[cfg(feature = "host-sim")]
+fn load_oracle(task: &str, seed: u64, profile: Profile) -> Result<Box<dyn Policy>, BridgeError> {
+    agent_core::sim::tasks::sample(task, seed)
+        .map(|t| Box::new(agent_core::model::OraclePolicy::new(t, profile)) as Box<dyn Policy>)
+        .ok_or_else(|| BridgeError::Policy(format!("no task named '{task}'")))
+}
+
+#[cfg(not(feature = "host-sim"))]
+fn load_oracle(_: &str, _: u64, _: Profile) -> Result<Box<dyn Policy>, BridgeError> {
+    Err(BridgeError::Policy(
+        "the oracle policy exists only in host test builds (feature host-sim)".into(),
+    ))
+}
