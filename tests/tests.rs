@@ -18,3 +18,5 @@ mod sim_cli;
 mod tasks;
 // `btl run`: the agent on the virtual phone with the bundled model.
 mod run;
+// Image preprocessing bit for bit against Pillow's BICUBIC resize and transformers' Qwen2-VL processor.
+mod preprocess;

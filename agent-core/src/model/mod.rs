@@ -10,9 +10,12 @@
 //!   llama.cpp.
 //! - [`scripted`]: [`ScriptedPolicy`], which replays fixed answers (tests,
 //!   demos, replays of recorded trajectories).
+//! - [`preprocess`]: Qwen2.5-VL's image preprocessing as in training
+//!   (Pillow's BICUBIC resize, transformers' `pixel_values`), bit for bit.
 
 #[cfg(feature = "llama")]
 pub mod llama;
+pub mod preprocess;
 pub mod scripted;
 
 pub use scripted::ScriptedPolicy;
