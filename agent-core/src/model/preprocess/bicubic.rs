@@ -376,7 +376,7 @@ mod tests {
 
     fn noisy(w: u32, h: u32, seed: u64) -> RgbImage {
         image(w, h, |x, y| {
-            let v = (u64::from(x) * 73_856_093 ^ u64::from(y) * 19_349_663 ^ seed)
+            let v = ((u64::from(x) * 73_856_093) ^ (u64::from(y) * 19_349_663) ^ seed)
                 .wrapping_mul(0x9E37_79B9_7F4A_7C15);
             let b = v.to_le_bytes();
             [b[5], b[6], b[7]]
