@@ -4,7 +4,7 @@
 //! times read as a ratio; and the whole `pixel_values` computation.
 //!
 //! Two frames: BTL-UI's training `max_pixels` (1092×2408, a slight
-//! upscale) and transformers' default 1,003,520 (644×1484, a downscale for
+//! upscale) and transformers' default 1,003,520 (672×1484, a downscale for
 //! which Pillow 13 runs the vertical pass first). Before timing, it prints
 //! how far CatmullRom lands from Pillow on this screenshot.
 //!
