@@ -26,3 +26,5 @@ mod collect;
 mod predict;
 // `btl report`: the HTML replay rendered by headless Chromium.
 mod report;
+// Image preprocessing bit for bit against Pillow's BICUBIC resize and transformers' Qwen2-VL processor.
+mod preprocess;

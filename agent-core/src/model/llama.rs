@@ -2,20 +2,22 @@
 //! llama.cpp through `llama-cpp-2` and its `mtmd` multimodal helper.
 //!
 //! The screenshot is resized to the model frame (`smart_resize` for the
-//! configured `max_pixels`) before llama.cpp sees it, and the image-token
-//! budget is set to exactly that frame, so the pixels the model answers in
-//! are the ones the agent maps back to the screen — llama.cpp's own
-//! preprocessing never picks a different size.
+//! configured `max_pixels`) with Pillow's BICUBIC, bit for bit as in the
+//! model's training ([`resize_bicubic_pil`]), before llama.cpp sees it, and
+//! the image-token budget is set to exactly that frame, so the pixels the
+//! model answers in are the ones the agent maps back to the screen —
+//! llama.cpp's own preprocessing never picks a different size.
 //!
 //! The prompt is Qwen's chat format written out here rather than through
 //! llama.cpp's template matcher: system turn, user turn with the image where
 //! the BTL prompt has `<image>`, then the open assistant turn. That is the
 //! string transformers' Qwen2-VL chat template renders for these messages.
 
+use super::preprocess::{PillowVersion, resize_bicubic_pil};
 use super::{GenerationStats, Observation, Policy, PolicyError, PolicyOutput};
 use crate::protocol::prompt::IMAGE_PLACEHOLDER;
 use image::RgbImage;
-use image::imageops::FilterType;
+use image::buffer::ConvertBuffer;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
@@ -315,13 +317,16 @@ impl Policy for LlamaPolicy {
 
     fn act(&mut self, obs: &Observation) -> Result<PolicyOutput, PolicyError> {
         let frame = obs.frame.model;
-        let resized = image::imageops::resize(
-            obs.screenshot,
+        // Screenshots are opaque: dropping alpha is what transformers'
+        // RGB conversion does to them. BTL-UI was trained before Pillow 13.
+        let screenshot: RgbImage = obs.screenshot.convert();
+        let rgb = resize_bicubic_pil(
+            &screenshot,
             frame.width,
             frame.height,
-            FilterType::CatmullRom,
-        );
-        let rgb = image::DynamicImage::ImageRgba8(resized).to_rgb8();
+            PillowVersion::Pillow12,
+        )
+        .map_err(|e| PolicyError::Backend(format!("cannot resize the screenshot: {e}")))?;
         let prompt = Self::chat_text(&obs.prompt.system, &obs.prompt.user);
         let generation = self
             .generate(&prompt, Some(&rgb), obs.seed)

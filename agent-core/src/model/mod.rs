@@ -12,10 +12,13 @@
 //!   demos, replays of recorded trajectories).
 //! - [`oracle`]: [`OraclePolicy`], a virtual-phone task's oracle answering
 //!   in BTL (reference runs, demonstrations).
+//! - [`preprocess`]: Qwen2.5-VL's image preprocessing as in training
+//!   (Pillow's BICUBIC resize, transformers' `pixel_values`), bit for bit.
 
 #[cfg(feature = "llama")]
 pub mod llama;
 pub mod oracle;
+pub mod preprocess;
 pub mod scripted;
 
 pub use oracle::OraclePolicy;
