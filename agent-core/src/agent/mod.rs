@@ -573,6 +573,7 @@ impl Agent {
                 .collect();
             let obs = Observation {
                 screenshot,
+                profile: self.config().profile,
                 frame: record.frame,
                 prompt: &record.prompt,
                 ui_tree,

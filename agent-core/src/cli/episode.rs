@@ -23,11 +23,6 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-/// Where the bundled tiny test model lives: the default until a trained
-/// default model exists.
-pub const BUNDLED_MODEL_DIR: &str =
-    concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/tiny-qwen25vl");
-
 /// Who answers at each step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PolicyKind {
@@ -58,6 +53,11 @@ pub struct PolicyArgs {
     /// CPU threads of llama.cpp.
     #[arg(long, default_value_t = 2)]
     pub threads: i32,
+    /// Sample freely instead of constraining decoding to the canonical BTL
+    /// answer (the grammar bounds coordinates by the model frame and admits
+    /// only the profile's actions).
+    #[arg(long)]
+    pub no_grammar: bool,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -229,6 +229,10 @@ pub fn load_policy(args: &PolicyArgs, vote: u32) -> Result<SharedPolicy, Failure
 #[cfg(feature = "llama")]
 fn load_model(args: &PolicyArgs, vote: u32) -> Result<Box<dyn Policy>, Failure> {
     use crate::model::llama::{LlamaConfig, LlamaPolicy};
+    /// Where the bundled tiny test model lives: the default until a trained
+    /// default model exists.
+    const BUNDLED_MODEL_DIR: &str =
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/tiny-qwen25vl");
     let (model, mmproj) = match (&args.model, &args.mmproj) {
         (Some(m), Some(p)) => (m.clone(), p.clone()),
         _ => {
@@ -245,6 +249,7 @@ fn load_model(args: &PolicyArgs, vote: u32) -> Result<Box<dyn Policy>, Failure> 
     let mut config = LlamaConfig::new(model, mmproj);
     config.max_tokens = args.max_tokens;
     config.threads = args.threads;
+    config.grammar = !args.no_grammar;
     config.temperature = args.temperature.unwrap_or(if vote > 1 { 0.9 } else { 0.0 });
     let policy = LlamaPolicy::load(config).map_err(|e| Failure::BadInput(e.into()))?;
     Ok(Box::new(policy))
@@ -292,13 +297,12 @@ pub fn episode_policy(
     shared: Option<&SharedPolicy>,
     task: Option<&Arc<dyn Task>>,
     seed: u64,
-    profile: Profile,
 ) -> Result<Box<dyn Policy>, Failure> {
     match (kind, shared, task) {
         (PolicyKind::Oracle, _, Some(task)) => {
             let task = tasks::sample(task.name(), seed)
                 .ok_or_else(|| Failure::BadInput(anyhow!("no task named '{}'", task.name())))?;
-            Ok(Box::new(OraclePolicy::new(task, profile)))
+            Ok(Box::new(OraclePolicy::new(task)))
         }
         (PolicyKind::Oracle, _, None) => Err(Failure::BadInput(anyhow!(
             "--policy oracle needs a task (--task NAME): the oracle knows how to solve suite tasks only"
@@ -497,8 +501,7 @@ pub fn run_task_episode(
     let failure = |f: Failure| match f {
         Failure::BadInput(e) | Failure::Failed(e) => EpisodeFailure::Other(e),
     };
-    let policy =
-        episode_policy(kind, shared, Some(task), seed, agent_args.profile).map_err(failure)?;
+    let policy = episode_policy(kind, shared, Some(task), seed).map_err(failure)?;
     let agent = if dir.join(crate::agent::trajectory::EPISODE_FILE).exists() {
         let recorded = read_trajectory(dir).map_err(|e| other(e.into()))?;
         if let Some(outcome) = recorded.episode.outcome {

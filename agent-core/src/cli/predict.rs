@@ -10,7 +10,7 @@
 use super::episode::{PolicyArgs, PolicyKind, load_policy};
 use super::{Failure, Outcome, in_file, json_line, read_input};
 use crate::model::{Observation, Policy};
-use crate::protocol::{FrameMap, Prompt, Size};
+use crate::protocol::{FrameMap, Profile, Prompt, Size};
 use crate::sample::{Sample, SampleRef, parse_samples};
 use anyhow::{Context, anyhow};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -53,6 +53,8 @@ pub fn run(args: &Args) -> Outcome {
         let raw = policy
             .act(&Observation {
                 screenshot: &obs.screenshot,
+                // The official samples' prompts are the btl-ui profile's.
+                profile: Profile::BtlUi,
                 frame: obs.frame,
                 prompt: &obs.prompt,
                 ui_tree: None,

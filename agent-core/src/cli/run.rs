@@ -152,7 +152,6 @@ fn start(args: &Args, target: &Target) -> Result<Started, Failure> {
         shared.as_ref(),
         task.as_ref(),
         args.seed,
-        args.agent.profile,
     )?;
     let dir = args
         .out
@@ -201,7 +200,6 @@ fn resume(args: &Args, target: &Target, dir: &Path) -> Result<Started, Failure> 
         shared.as_ref(),
         task.as_ref(),
         settings.seed,
-        settings.profile,
     )?;
     let agent = Agent::resume(dir, prepared.device, policy)
         .with_context(|| format!("cannot resume {}", dir.display()))?;

@@ -13,6 +13,7 @@
 //! the BTL prompt has `<image>`, then the open assistant turn. That is the
 //! string transformers' Qwen2-VL chat template renders for these messages.
 
+use super::grammar::{GrammarLimits, btl_grammar};
 use super::preprocess::{PillowVersion, resize_bicubic_pil};
 use super::{GenerationStats, Observation, Policy, PolicyError, PolicyOutput};
 use crate::protocol::prompt::IMAGE_PLACEHOLDER;
@@ -54,6 +55,14 @@ pub struct LlamaConfig {
     pub temperature: f32,
     pub top_p: f32,
     pub top_k: i32,
+    /// Constrain decoding to the canonical BTL answer (see
+    /// [`super::grammar`]); on by default.
+    #[serde(default = "yes")]
+    pub grammar: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl LlamaConfig {
@@ -68,6 +77,7 @@ impl LlamaConfig {
             temperature: 0.0,
             top_p: 0.9,
             top_k: 50,
+            grammar: true,
         }
     }
 }
@@ -182,19 +192,28 @@ impl LlamaPolicy {
         )
     }
 
-    fn sampler(&self, seed: u64) -> LlamaSampler {
+    fn sampler(&self, seed: u64, grammar: Option<&str>) -> Result<LlamaSampler, String> {
         let c = &self.config;
-        if c.temperature <= 0.0 {
-            return LlamaSampler::greedy();
+        let mut chain = Vec::new();
+        if let Some(grammar) = grammar {
+            chain.push(
+                LlamaSampler::grammar(&self.model, grammar, "root")
+                    .map_err(|e| format!("llama.cpp rejected the BTL grammar: {e}"))?,
+            );
         }
-        LlamaSampler::chain_simple([
-            LlamaSampler::top_k(c.top_k),
-            LlamaSampler::top_p(c.top_p, 1),
-            LlamaSampler::temp(c.temperature),
-            // llama.cpp seeds are 32-bit; fold the high half in so seeds
-            // differing only there still differ.
-            LlamaSampler::dist((seed ^ (seed >> 32)) as u32),
-        ])
+        if c.temperature <= 0.0 {
+            chain.push(LlamaSampler::greedy());
+        } else {
+            chain.extend([
+                LlamaSampler::top_k(c.top_k),
+                LlamaSampler::top_p(c.top_p, 1),
+                LlamaSampler::temp(c.temperature),
+                // llama.cpp seeds are 32-bit; fold the high half in so seeds
+                // differing only there still differ.
+                LlamaSampler::dist((seed ^ (seed >> 32)) as u32),
+            ]);
+        }
+        Ok(LlamaSampler::chain_simple(chain))
     }
 
     /// Generates from a full prompt string (chat format already applied, the
@@ -206,6 +225,24 @@ impl LlamaPolicy {
         image: Option<&RgbImage>,
         seed: u64,
     ) -> Result<Generation, String> {
+        self.generate_many(prompt, image, &[seed], None)?
+            .pop()
+            .ok_or_else(|| "no generation".to_string())
+    }
+
+    /// One generation per seed, all from one evaluation of the prompt and
+    /// image: between candidates the KV cache is cut back to the prompt and
+    /// the prompt's last token is decoded again for fresh logits, so the
+    /// image is encoded once however many candidates are drawn. The first
+    /// candidate's `prefill_ms` holds the prompt evaluation (image encoding
+    /// included: mtmd encodes inside it); the others', that one token.
+    pub fn generate_many(
+        &mut self,
+        prompt: &str,
+        image: Option<&RgbImage>,
+        seeds: &[u64],
+        grammar: Option<&str>,
+    ) -> Result<Vec<Generation>, String> {
         let started = Instant::now();
         let bitmaps = match image {
             Some(img) => vec![
@@ -224,6 +261,10 @@ impl LlamaPolicy {
             .tokenize(text, &bitmaps.iter().collect::<Vec<_>>())
             .map_err(|e| e.to_string())?;
         let prompt_tokens = u32::try_from(chunks.total_tokens()).unwrap_or(u32::MAX);
+        let last_prompt_token = (0..chunks.len())
+            .rev()
+            .find_map(|i| chunks.get(i)?.text_tokens()?.last().copied())
+            .ok_or_else(|| "the prompt has no text token".to_string())?;
         let image_tokens = image.map_or(0, |i| {
             (i.width() / MERGED_PATCH) * (i.height() / MERGED_PATCH)
         });
@@ -244,7 +285,7 @@ impl LlamaPolicy {
             .new_context(self.backend, params)
             .map_err(|e| format!("cannot create a context of {n_ctx} tokens: {e}"))?;
         let prepared = started.elapsed();
-        let mut n_past = chunks
+        let prompt_end = chunks
             .eval_chunks(
                 &mut self.mtmd,
                 &mut ctx,
@@ -254,39 +295,78 @@ impl LlamaPolicy {
                 true,
             )
             .map_err(|e| format!("prompt evaluation failed: {e}"))?;
-        let prefilled = started.elapsed();
-
-        let mut sampler = self.sampler(seed);
+        let mut prefill_ms = (started.elapsed() - prepared).as_secs_f64() * 1e3;
         let mut batch = LlamaBatch::new(1, 1);
-        let mut tokens = Vec::new();
-        let vocab = self.model.vocab();
-        while tokens.len() < self.config.max_tokens as usize {
-            let token = sampler.sample(&ctx, -1);
-            if vocab.is_eog(token) {
-                break;
+        let mut generations = Vec::with_capacity(seeds.len());
+        for (i, &seed) in seeds.iter().enumerate() {
+            if i > 0 {
+                let again = Instant::now();
+                let last = u32::try_from(prompt_end - 1).map_err(|e| e.to_string())?;
+                ctx.clear_kv_cache_seq(Some(0), Some(last), None)
+                    .map_err(|e| format!("cannot rewind the KV cache: {e}"))?;
+                batch.clear();
+                batch
+                    .add(last_prompt_token, prompt_end - 1, &[0], true)
+                    .map_err(|e| e.to_string())?;
+                ctx.decode(&mut batch)
+                    .map_err(|e| format!("decoding failed: {e}"))?;
+                prefill_ms = again.elapsed().as_secs_f64() * 1e3;
             }
-            tokens.push(token.0);
-            batch.clear();
-            batch
-                .add(token, n_past, &[0], true)
-                .map_err(|e| e.to_string())?;
-            ctx.decode(&mut batch)
-                .map_err(|e| format!("decoding failed: {e}"))?;
-            n_past += 1;
+            let decoding = Instant::now();
+            let mut sampler = self.sampler(seed, grammar)?;
+            let mut n_past = prompt_end;
+            let mut tokens = Vec::new();
+            let vocab = self.model.vocab();
+            while tokens.len() < self.config.max_tokens as usize {
+                let token = sampler.sample(&ctx, -1);
+                if vocab.is_eog(token) {
+                    break;
+                }
+                tokens.push(token.0);
+                batch.clear();
+                batch
+                    .add(token, n_past, &[0], true)
+                    .map_err(|e| e.to_string())?;
+                ctx.decode(&mut batch)
+                    .map_err(|e| format!("decoding failed: {e}"))?;
+                n_past += 1;
+            }
+            generations.push(Generation {
+                stats: GenerationStats {
+                    prompt_tokens,
+                    generated_tokens: u32::try_from(tokens.len()).unwrap_or(u32::MAX),
+                    // mtmd encodes the image inside prompt evaluation, so
+                    // its time is part of the prefill figure.
+                    encode_ms: 0.0,
+                    prefill_ms,
+                    decode_ms: decoding.elapsed().as_secs_f64() * 1e3,
+                },
+                tokens,
+            });
         }
-        let done = started.elapsed();
-        Ok(Generation {
-            stats: GenerationStats {
-                prompt_tokens,
-                generated_tokens: u32::try_from(tokens.len()).unwrap_or(u32::MAX),
-                // mtmd encodes the image inside prompt evaluation, so its
-                // time is part of the prefill figure.
-                encode_ms: 0.0,
-                prefill_ms: (prefilled - prepared).as_secs_f64() * 1e3,
-                decode_ms: (done - prefilled).as_secs_f64() * 1e3,
-            },
-            tokens,
-        })
+        Ok(generations)
+    }
+
+    /// What `act` and `act_many` feed the model: the screenshot at the
+    /// model frame, the prompt in chat format and the BTL grammar.
+    fn inputs(&self, obs: &Observation) -> Result<(RgbImage, String, Option<String>), PolicyError> {
+        let frame = obs.frame.model;
+        // Screenshots are opaque: dropping alpha is what transformers'
+        // RGB conversion does to them. BTL-UI was trained before Pillow 13.
+        let screenshot: RgbImage = obs.screenshot.convert();
+        let rgb = resize_bicubic_pil(
+            &screenshot,
+            frame.width,
+            frame.height,
+            PillowVersion::Pillow12,
+        )
+        .map_err(|e| PolicyError::Backend(format!("cannot resize the screenshot: {e}")))?;
+        let prompt = Self::chat_text(&obs.prompt.system, &obs.prompt.user);
+        let grammar = self
+            .config
+            .grammar
+            .then(|| btl_grammar(frame, obs.profile, &GrammarLimits::default()));
+        Ok((rgb, prompt, grammar))
     }
 
     /// The text of generated token ids.
@@ -316,25 +396,27 @@ impl Policy for LlamaPolicy {
     }
 
     fn act(&mut self, obs: &Observation) -> Result<PolicyOutput, PolicyError> {
-        let frame = obs.frame.model;
-        // Screenshots are opaque: dropping alpha is what transformers'
-        // RGB conversion does to them. BTL-UI was trained before Pillow 13.
-        let screenshot: RgbImage = obs.screenshot.convert();
-        let rgb = resize_bicubic_pil(
-            &screenshot,
-            frame.width,
-            frame.height,
-            PillowVersion::Pillow12,
-        )
-        .map_err(|e| PolicyError::Backend(format!("cannot resize the screenshot: {e}")))?;
-        let prompt = Self::chat_text(&obs.prompt.system, &obs.prompt.user);
-        let generation = self
-            .generate(&prompt, Some(&rgb), obs.seed)
+        self.act_many(obs, &[obs.seed])?
+            .pop()
+            .ok_or_else(|| PolicyError::Backend("no answer".into()))
+    }
+
+    fn act_many(
+        &mut self,
+        obs: &Observation,
+        seeds: &[u64],
+    ) -> Result<Vec<PolicyOutput>, PolicyError> {
+        let (rgb, prompt, grammar) = self.inputs(obs)?;
+        let generations = self
+            .generate_many(&prompt, Some(&rgb), seeds, grammar.as_deref())
             .map_err(PolicyError::Backend)?;
-        Ok(PolicyOutput {
-            raw: self.detokenize(&generation.tokens),
-            stats: generation.stats,
-        })
+        Ok(generations
+            .into_iter()
+            .map(|g| PolicyOutput {
+                raw: self.detokenize(&g.tokens),
+                stats: g.stats,
+            })
+            .collect())
     }
 }
 
@@ -492,5 +574,117 @@ mod tests {
         .err()
         .unwrap();
         assert!(matches!(err, LoadError::Projector { .. }), "{err}");
+    }
+
+    /// The BTL prompt on the 224×448 test screenshot, as the agent builds
+    /// it (model frame = the screenshot: 224 and 448 are multiples of 28).
+    fn observe<'a>(
+        screenshot: &'a image::RgbaImage,
+        prompt: &'a crate::protocol::Prompt,
+        profile: crate::protocol::Profile,
+        seed: u64,
+    ) -> Observation<'a> {
+        Observation {
+            screenshot,
+            frame: crate::protocol::FrameMap::new(
+                crate::protocol::Size::new(224, 448),
+                crate::protocol::TRAINING_MAX_PIXELS,
+            )
+            .unwrap(),
+            prompt,
+            profile,
+            ui_tree: None,
+            seed,
+        }
+    }
+
+    fn btl_prompt(profile: crate::protocol::Profile) -> crate::protocol::Prompt {
+        crate::protocol::Prompt::new(
+            &crate::protocol::Task::Navigation {
+                goal: "Turn on Wi-Fi.",
+                step_instruction: None,
+                history: &[],
+            },
+            profile,
+            None,
+        )
+    }
+
+    fn sampling_policy(temperature: f32) -> LlamaPolicy {
+        let mut config = LlamaConfig::new(
+            fixture("tiny-qwen25vl-f16.gguf"),
+            fixture("mmproj-tiny-qwen25vl-f16.gguf"),
+        );
+        // Room for the longest answer the grammar admits.
+        config.max_tokens = 3000;
+        config.context_tokens = 4096;
+        config.temperature = temperature;
+        LlamaPolicy::load(config).unwrap()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 6, ..Default::default() })]
+        /// Under the grammar even a random model writes canonical BTL: every
+        /// answer parses strictly, holds only the profile's actions and stays
+        /// on the model frame.
+        #[test]
+        fn constrained_answers_always_parse_strictly(
+            seed in proptest::prelude::any::<u64>(),
+            temperature in 0.3f32..1.5,
+            extended in proptest::prelude::any::<bool>(),
+        ) {
+            use crate::protocol::{Profile, ParseMode, parse};
+            let profile = if extended { Profile::BtlExtended } else { Profile::BtlUi };
+            let mut p = sampling_policy(temperature);
+            let screenshot = image::open(fixture("test-screenshot.png")).unwrap().to_rgba8();
+            let prompt = btl_prompt(profile);
+            let obs = observe(&screenshot, &prompt, profile, seed);
+            let answer = p.act(&obs).unwrap();
+            let parsed = parse(&answer.raw, ParseMode::Strict);
+            proptest::prop_assert!(parsed.is_ok(), "{:?}\n{}", parsed.err(), answer.raw);
+            let output = parsed.unwrap().output;
+            let verdict = crate::agent::safety::assess(
+                &output,
+                &obs.frame,
+                None,
+                profile,
+                &crate::agent::safety::SafetyConfig::default(),
+            );
+            let off_frame = matches!(
+                &verdict,
+                crate::agent::safety::Verdict::Reject { rejection } if rejection.is_invalid_output()
+            );
+            proptest::prop_assert!(!off_frame, "{verdict:?}\n{}", answer.raw);
+            for roi in &output.blink {
+                let b = roi.bbox;
+                proptest::prop_assert!(b.x1 <= 224.0 && b.x2 <= 224.0 && b.y1 <= 448.0 && b.y2 <= 448.0);
+            }
+        }
+    }
+
+    #[test]
+    fn candidates_share_one_prompt_evaluation() {
+        use crate::protocol::Profile;
+        let screenshot = image::open(fixture("test-screenshot.png"))
+            .unwrap()
+            .to_rgba8();
+        let prompt = btl_prompt(Profile::BtlUi);
+        let obs = observe(&screenshot, &prompt, Profile::BtlUi, 7);
+        // Greedy: every candidate is the single answer, whether it came from
+        // the first evaluation or from a rewound cache.
+        let mut greedy = sampling_policy(0.0);
+        let alone = greedy.act(&obs).unwrap();
+        let three = greedy.act_many(&obs, &[1, 2, 3]).unwrap();
+        assert_eq!(three.len(), 3);
+        for c in &three {
+            assert_eq!(c.raw, alone.raw);
+            assert_eq!(c.stats.prompt_tokens, alone.stats.prompt_tokens);
+        }
+        // Sampled: different seeds give different answers.
+        let mut sampled = sampling_policy(1.0);
+        let answers = sampled.act_many(&obs, &[1, 2, 3, 4]).unwrap();
+        let distinct: std::collections::HashSet<&str> =
+            answers.iter().map(|a| a.raw.as_str()).collect();
+        assert!(distinct.len() > 1, "{answers:?}");
     }
 }

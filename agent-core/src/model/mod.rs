@@ -10,11 +10,14 @@
 //!   llama.cpp.
 //! - [`scripted`]: [`ScriptedPolicy`], which replays fixed answers (tests,
 //!   demos, replays of recorded trajectories).
+//! - [`grammar`]: the GBNF grammar of the canonical BTL answer, for
+//!   grammar-constrained decoding.
 //! - [`oracle`]: [`OraclePolicy`], a virtual-phone task's oracle answering
 //!   in BTL (reference runs, demonstrations).
 //! - [`preprocess`]: Qwen2.5-VL's image preprocessing as in training
 //!   (Pillow's BICUBIC resize, transformers' `pixel_values`), bit for bit.
 
+pub mod grammar;
 #[cfg(feature = "llama")]
 pub mod llama;
 pub mod oracle;
@@ -24,7 +27,7 @@ pub mod scripted;
 pub use oracle::OraclePolicy;
 pub use scripted::ScriptedPolicy;
 
-use crate::protocol::{FrameMap, Prompt};
+use crate::protocol::{FrameMap, Profile, Prompt};
 use crate::sim::phone::UiNode;
 use image::RgbaImage;
 use thiserror::Error;
@@ -37,6 +40,9 @@ pub struct Observation<'a> {
     pub screenshot: &'a RgbaImage,
     pub frame: FrameMap,
     pub prompt: &'a Prompt,
+    /// The prompt's action space: constrained decoding admits only its
+    /// actions.
+    pub profile: Profile,
     /// The UI tree when the device offers one; BTL models do not read it,
     /// but oracle and hybrid policies may.
     pub ui_tree: Option<&'a UiNode>,

@@ -10,21 +10,20 @@
 use super::{GenerationStats, Observation, Policy, PolicyError, PolicyOutput};
 use crate::device::DeviceAction;
 use crate::protocol::{
-    Action, BBox, BtlOutput, DevicePoint, Direction, FrameMap, Link, Point, Profile, Roi, render,
+    Action, BBox, BtlOutput, DevicePoint, Direction, FrameMap, Link, Point, Roi, render,
 };
 use crate::sim::phone::UiNode;
 use crate::sim::tasks::{OracleStep, Task};
 
 pub struct OraclePolicy {
     task: Box<dyn Task>,
-    profile: Profile,
 }
 
 impl OraclePolicy {
     /// The oracle of `task`; with the `btl-extended` profile it answers
     /// Finish once it sees nothing left to do.
-    pub fn new(task: Box<dyn Task>, profile: Profile) -> Self {
-        Self { task, profile }
+    pub fn new(task: Box<dyn Task>) -> Self {
+        Self { task }
     }
 }
 
@@ -39,7 +38,7 @@ impl Policy for OraclePolicy {
         })?;
         let output = match self.task.oracle(screen) {
             Some(step) => answer(&step, &obs.frame),
-            None if self.profile.allows(&Action::Finish { answer: None }) => BtlOutput {
+            None if obs.profile.allows(&Action::Finish { answer: None }) => BtlOutput {
                 blink: Vec::new(),
                 think: "The task is done.".into(),
                 link: Link::Action {

@@ -74,6 +74,7 @@ mod tests {
         let prompt = Prompt::new(&Task::Grounding { instruction: "x" }, Profile::BtlUi, None);
         let frame = FrameMap::new(Size::new(56, 56), TRAINING_MAX_PIXELS).unwrap();
         let obs = |seed| Observation {
+            profile: crate::protocol::Profile::BtlUi,
             screenshot: &image,
             frame,
             prompt: &prompt,

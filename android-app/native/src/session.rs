@@ -6,7 +6,6 @@ use crate::bridge::{JavaConfirmer, JavaDevice, JavaSide, StoppablePolicy};
 use crate::config::{PolicyConfig, SessionConfig};
 use agent_core::agent::{Agent, AgentConfig, AgentError};
 use agent_core::model::{Policy, ScriptedPolicy};
-use agent_core::protocol::Profile;
 use jni::Env;
 use jni::objects::JObject;
 use std::path::{Path, PathBuf};
@@ -54,10 +53,7 @@ impl Session {
         }
         let config = SessionConfig::from_json(config_json)?;
         let side = Arc::new(JavaSide::new(env, device, listener)?);
-        let policy = StoppablePolicy::new(
-            load_policy(&config.policy, config.agent.profile)?,
-            side.clone(),
-        );
+        let policy = StoppablePolicy::new(load_policy(&config.policy)?, side.clone());
         let agent_config = AgentConfig {
             vote: config.vote,
             ..config.agent
@@ -96,7 +92,7 @@ impl Session {
 }
 
 /// The policy a request names, if this build has it.
-fn load_policy(config: &PolicyConfig, profile: Profile) -> Result<Box<dyn Policy>, BridgeError> {
+fn load_policy(config: &PolicyConfig) -> Result<Box<dyn Policy>, BridgeError> {
     match config {
         PolicyConfig::Scripted { answers } => Ok(Box::new(ScriptedPolicy::new(answers.clone()))),
         PolicyConfig::Llama {
@@ -105,7 +101,7 @@ fn load_policy(config: &PolicyConfig, profile: Profile) -> Result<Box<dyn Policy
             threads,
             backend,
         } => load_llama(model, mmproj, *threads, *backend),
-        PolicyConfig::Oracle { task, seed } => load_oracle(task, *seed, profile),
+        PolicyConfig::Oracle { task, seed } => load_oracle(task, *seed),
     }
 }
 
@@ -152,14 +148,14 @@ fn load_llama(
 }
 
 #[cfg(feature = "host-sim")]
-fn load_oracle(task: &str, seed: u64, profile: Profile) -> Result<Box<dyn Policy>, BridgeError> {
+fn load_oracle(task: &str, seed: u64) -> Result<Box<dyn Policy>, BridgeError> {
     agent_core::sim::tasks::sample(task, seed)
-        .map(|t| Box::new(agent_core::model::OraclePolicy::new(t, profile)) as Box<dyn Policy>)
+        .map(|t| Box::new(agent_core::model::OraclePolicy::new(t)) as Box<dyn Policy>)
         .ok_or_else(|| BridgeError::Policy(format!("no task named '{task}'")))
 }
 
 #[cfg(not(feature = "host-sim"))]
-fn load_oracle(_: &str, _: u64, _: Profile) -> Result<Box<dyn Policy>, BridgeError> {
+fn load_oracle(_: &str, _: u64) -> Result<Box<dyn Policy>, BridgeError> {
     Err(BridgeError::Policy(
         "the oracle policy exists only in host test builds (feature host-sim)".into(),
     ))
