@@ -1,0 +1,1 @@
+//! Checkpoint formats and the errors bad checkpoints and inputs give.
