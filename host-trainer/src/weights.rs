@@ -151,11 +151,6 @@ impl Checkpoint {
         })
     }
 
-    /// The canonical names of every stored tensor, sorted.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.entries.keys().map(String::as_str)
-    }
-
     /// The dtype most of the checkpoint is stored in (by element count).
     pub fn stored_kind(&self) -> Result<Kind> {
         let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();

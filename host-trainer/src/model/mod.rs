@@ -95,10 +95,6 @@ impl Qwen25Vl {
         &self.vars
     }
 
-    pub fn vars_mut(&mut self) -> &mut nn::VarStore {
-        &mut self.vars
-    }
-
     pub fn device(&self) -> Device {
         self.vars.device()
     }
