@@ -149,6 +149,11 @@ impl Qwen25Vl {
     /// allowed; otherwise only text tokens, placed after everything cached).
     /// Appends the batch's keys and values to `cache`.
     pub fn forward_cached(&self, batch: &Batch, cache: &mut KvCache) -> Result<Tensor> {
+        self.logits(&self.hidden_cached(batch, cache)?)
+    }
+
+    /// [`Self::forward_cached`] before `lm_head`.
+    fn hidden_cached(&self, batch: &Batch, cache: &mut KvCache) -> Result<Tensor> {
         let (embeds, positions) = if cache.is_empty() {
             let (embeds, positions, deltas) = self.prepare(batch)?;
             cache.deltas = deltas;
@@ -161,8 +166,7 @@ impl Qwen25Vl {
             }
             self.continuation(batch.input_ids, cache)?
         };
-        let hidden = self.model.forward(&embeds, &positions, Some(cache))?;
-        self.logits(&hidden)
+        self.model.forward(&embeds, &positions, Some(cache))
     }
 
     /// Greedy decoding of one sequence with a KV cache: up to `max_new_tokens`
@@ -181,11 +185,13 @@ impl Qwen25Vl {
                 input_ids: &prompt,
                 images,
             };
-            let mut logits = self.forward_cached(&first, &mut cache)?;
+            // Only the last position's logits are needed: a long prompt's full
+            // logits would be tokens × vocabulary (GBs for Qwen's 152k).
+            let mut hidden = self.hidden_cached(&first, &mut cache)?;
             let mut out = Vec::with_capacity(max_new_tokens);
             while out.len() < max_new_tokens {
-                let next = logits
-                    .f_select(1, -1)?
+                let next = self
+                    .logits(&hidden.f_select(1, -1)?)?
                     .f_argmax(-1, false)?
                     .f_int64_value(&[0])?;
                 out.push(next);
@@ -196,7 +202,7 @@ impl Qwen25Vl {
                     input_ids: &[vec![next]],
                     images: None,
                 };
-                logits = self.forward_cached(&step, &mut cache)?;
+                hidden = self.hidden_cached(&step, &mut cache)?;
             }
             Ok(out)
         })
