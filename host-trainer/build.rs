@@ -3,7 +3,9 @@
 //! - Checks that it is torch 2.13.0, the one release tch 0.26 is made for.
 //!   torch-sys checks only libtorch archives (`build-version`) and
 //!   `LIBTORCH_USE_PYTORCH`; a PyPI `site-packages/torch` given as `LIBTORCH`
-//!   has a `version.py` instead, which it never reads.
+//!   has a `version.py` instead, which it never reads. (This runs after
+//!   torch-sys has compiled its C++ shim, which another major release's headers
+//!   usually break first; scripts/lib/libtorch.sh checks before cargo runs.)
 //! - Records libtorch's lib dir as an rpath, so tests and binaries start
 //!   without `LD_LIBRARY_PATH`.
 //! - Keeps `libtorch_cuda.so` as a real dependency of a CUDA libtorch:
