@@ -128,6 +128,57 @@ fn float32_and_bfloat16_checkpoints_load() {
     }
 }
 
+/// Tied embeddings (as in Qwen2.5-VL-3B): no lm_head of its own, the logits
+/// use the token embedding; a stored lm_head beside them is ignored.
+#[test]
+fn tied_embeddings_use_the_token_embedding() {
+    let tensors = stored_tensors();
+    let embed = tensors
+        .iter()
+        .find(|(n, _)| n == "model.embed_tokens.weight")
+        .map(|(_, t)| t.shallow_clone())
+        .unwrap();
+    // Untied, with lm_head set to the embedding: the reference for the tied model.
+    let untied_dir = tempfile::tempdir().unwrap();
+    let untied: Vec<(String, Tensor)> = tensors
+        .iter()
+        .map(|(n, t)| {
+            let t = if n == "lm_head.weight" { &embed } else { t };
+            (n.clone(), t.shallow_clone())
+        })
+        .collect();
+    write_checkpoint(untied_dir.path(), &untied, &config_text());
+
+    let tied_config = config_text().replace(
+        "\"tie_word_embeddings\": false",
+        "\"tie_word_embeddings\": true",
+    );
+    assert_ne!(tied_config, config_text());
+    let without_head: Vec<(String, Tensor)> = tensors
+        .iter()
+        .filter(|(n, _)| n != "lm_head.weight")
+        .map(|(n, t)| (n.clone(), t.shallow_clone()))
+        .collect();
+    let (tied_dir, tied_with_head_dir) =
+        (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_checkpoint(tied_dir.path(), &without_head, &tied_config);
+    write_checkpoint(tied_with_head_dir.path(), &tensors, &tied_config);
+
+    let batch = Batch {
+        input_ids: &[vec![5, 17, 300, 1200]],
+        images: None,
+    };
+    let logits = |dir: &Path| {
+        let model = load_dir(dir).unwrap();
+        tch::no_grad(|| model.forward(&batch)).unwrap()
+    };
+    let expected = logits(untied_dir.path());
+    assert!(logits(tied_dir.path()).equal(&expected));
+    assert!(logits(tied_with_head_dir.path()).equal(&expected));
+    let tied = load_dir(tied_dir.path()).unwrap();
+    assert!(!tied.vars().variables().contains_key("lm_head.weight"));
+}
+
 #[test]
 fn a_bfloat16_model_runs() {
     let model = load(Kind::BFloat16);
