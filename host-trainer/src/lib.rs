@@ -1,5 +1,25 @@
-//! Host-side trainer for BTL models.
+//! Host-side trainer for BTL models: Qwen2.5-VL on libtorch (through tch),
+//! trainable end to end and matched to transformers.
 //!
-//! Not built yet: this crate only reserves its place in the workspace. The
-//! trainable Qwen2.5-VL on libtorch and GRPO with the BTL reward are tracked by
-//! the two host-trainer issues.
+//! Layout:
+//! - [`config`]: `config.json` of a Hugging Face Qwen2.5-VL checkpoint, in the
+//!   transformers 4.x and 5.x styles;
+//! - [`weights`]: safetensors checkpoints (one file or sharded), F32/BF16/F16;
+//! - [`model`]: the vision tower, the Qwen2 decoder with M-RoPE, the combined
+//!   model with `lm_head`, and greedy generation with a KV cache;
+//! - [`error`]: the error type.
+//!
+//! The crate links the libtorch of torch 2.13.0 (tch 0.26). `scripts/test`
+//! installs a CPU copy; on a GPU host, a CUDA build of the same release (see
+//! the README's "Training on a GPU host"). Tests run on the CPU in float32 and
+//! float64; training runs on CUDA in bfloat16.
+
+pub mod config;
+pub mod error;
+pub mod model;
+pub mod weights;
+
+pub use config::Config;
+pub use error::{Error, Result};
+pub use model::{Batch, Grid, Images, KvCache, Qwen25Vl};
+pub use weights::Checkpoint;

@@ -1,0 +1,15 @@
+//! host-trainer's integration tests: one binary, one module per subject.
+//!
+//! The expected numbers come from transformers, written to `data/` by
+//! `scripts/make-trainer-reference/make_reference.py` (each test names the
+//! case it reads); the model under test never produced them.
+
+// Shared loading of the tiny checkpoint and the golden file, comparisons.
+mod util;
+
+// Pixel values → vision tower, positions, logits and greedy ids vs transformers (float32).
+mod parity;
+// GRPO-style loss and gradients vs transformers in float64; every weight gets a gradient.
+mod gradients;
+// Checkpoint formats (4.x config, shards, dtypes) and the errors bad checkpoints and inputs give.
+mod checkpoint;

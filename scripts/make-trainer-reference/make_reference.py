@@ -1,0 +1,357 @@
+#!/usr/bin/env python3
+"""Golden references for host-trainer's Qwen2.5-VL, computed by transformers.
+
+Reads the tiny random Qwen2.5-VL checkpoint that scripts/make-tiny-model builds
+(its HF scratch dir), and writes under host-trainer/tests/data/:
+
+  tiny-qwen25vl-hf/   the checkpoint host-trainer's tests load: config.json (transformers 5
+                      style, as saved), config-4x.json (the same model in the transformers 4.x
+                      flat style) and model.safetensors with the weights rounded to float16
+                      (half the size; every golden below is computed from these rounded weights)
+  reference.safetensors, reference.json
+                      the cases below, each under its own prefix.
+
+Cases (the Rust test that reads each names the function here):
+  case_images       pixel_values + image_grid_thw of two images from the PIL image processor,
+                    and the vision tower's output for each alone and both together (float32)
+  case_positions    get_rope_index positions for the BTL prompt and for a two-image prompt
+  case_logits       logits of the image + BTL navigation prompt (float32): rows at chosen
+                    positions, and every position's logsumexp and argmax; greedy ids from
+                    generate() (KV cache)
+  case_batch        a batch of two sequences with one image each: last-position logits
+  case_grpo         float64: a GRPO-style loss (token log-probs × advantages) over two
+                    completions of the image prompt, its value, the token log-probs, the
+                    gradients of a few parameters and the gradient norm of every parameter
+
+float64 in transformers: its RMSNorm and vision rotary cast "to float32" (meant as an upcast
+for half precision), which in a float64 model is a downcast. The script patches those two to
+compute in float64 for case_grpo, as host-trainer does (`compute_kind`). Everything else runs
+unpatched.
+
+Determinism: seeded, one thread, deterministic algorithms. Run through `run` beside this file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+
+FORMAT = "btl-trainer-reference/1"
+REPO = Path(__file__).resolve().parents[2]
+TINY = REPO / "tests" / "data" / "tiny-qwen25vl"
+
+# Image A: the tiny fixture's 224×448 screenshot, shrunk by max_pixels to 84×168
+# (grid 12×6 → 6×3 merged tokens: two window rows, the second padded).
+# Image B: a 40×30 drawing, grown by min_pixels to 84×56 (grid 4×6, one padded window).
+IMAGE_A_MAX_PIXELS = 28 * 28 * 18
+IMAGE_B_MIN_PIXELS = 56 * 56
+N_GREEDY = 16
+GRPO_COMPLETION = 8
+GRPO_ADVANTAGES = [1.0, -0.5]
+GRPO_SEED = 7
+# Parameters whose whole gradient is stored (small ones from every block family).
+GRADIENT_PARAMS = [
+    "visual.blocks.0.attn.qkv.bias",
+    "visual.blocks.1.norm2.weight",
+    "visual.blocks.2.attn.proj.weight",
+    "visual.blocks.3.mlp.down_proj.bias",
+    "visual.merger.ln_q.weight",
+    "visual.merger.mlp.2.bias",
+    "model.layers.0.self_attn.q_proj.bias",
+    "model.layers.1.self_attn.k_proj.bias",
+    "model.layers.1.self_attn.o_proj.weight",
+    "model.layers.1.input_layernorm.weight",
+    "model.norm.weight",
+]
+
+
+def checkpoint_name(module_name: str) -> str:
+    """transformers 5 module names → the names in checkpoint files."""
+    if module_name.startswith("model.language_model."):
+        return "model." + module_name[len("model.language_model."):]
+    if module_name.startswith("model.visual."):
+        return "visual." + module_name[len("model.visual."):]
+    return module_name
+
+
+def dump_json(obj) -> str:
+    """Sorted, indented JSON with every list of numbers on one line."""
+
+    def enc(x, level):
+        pad, inner = " " * level, " " * (level + 1)
+        if isinstance(x, dict):
+            items = [f"{inner}{json.dumps(k)}: {enc(x[k], level + 1)}" for k in sorted(x)]
+            return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+        if isinstance(x, list) and any(isinstance(e, (dict, list)) for e in x):
+            return "[\n" + ",\n".join(inner + enc(e, level + 1) for e in x) + "\n" + pad + "]"
+        return json.dumps(x)
+
+    return enc(obj, 0) + "\n"
+
+
+def make_image_b():
+    from PIL import Image, ImageDraw
+
+    img = Image.new("RGB", (40, 30), (250, 240, 230))
+    d = ImageDraw.Draw(img)
+    for x in range(40):
+        d.line([(x, 0), (x, 9)], fill=(6 * x, 255 - 6 * x, 128))
+    d.ellipse([4, 12, 20, 28], fill=(200, 30, 60))
+    d.rectangle([24, 14, 37, 26], outline=(20, 20, 120), width=2)
+    return img
+
+
+def flatten_4x(config: dict) -> dict:
+    """The transformers 4.x layout of a 5.x Qwen2.5-VL config.json."""
+    text = dict(config["text_config"])
+    rope = text.pop("rope_parameters")
+    flat = {k: v for k, v in config.items() if k != "text_config"}
+    for key in ("model_type", "layer_types", "dtype"):
+        text.pop(key, None)
+    flat.update(text)
+    flat["rope_theta"] = rope["rope_theta"]
+    flat["rope_scaling"] = {"type": "mrope", "mrope_section": rope["mrope_section"]}
+    vision = dict(flat["vision_config"])
+    vision["in_chans"] = vision.pop("in_channels")
+    vision.pop("rope_parameters", None)
+    flat["vision_config"] = vision
+    flat["torch_dtype"] = "float16"
+    flat["transformers_version"] = "4.50.0"
+    flat.pop("dtype", None)
+    return flat
+
+
+def patch_float64(module) -> None:
+    """RMSNorm and the vision rotary in max(dtype, float32) instead of float32."""
+    import torch
+
+    def wide(dtype):
+        return torch.float64 if dtype == torch.float64 else torch.float32
+
+    def rms_forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        h = hidden_states.to(wide(input_dtype))
+        variance = h.pow(2).mean(-1, keepdim=True)
+        h = h * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * h.to(input_dtype)
+
+    def rotary_vision(q, k, cos, sin):
+        dt = wide(q.dtype)
+        qw, kw = q.to(dt), k.to(dt)
+        cos, sin = cos.unsqueeze(-2).to(dt), sin.unsqueeze(-2).to(dt)
+        q_embed = qw * cos + module.rotate_half(qw) * sin
+        k_embed = kw * cos + module.rotate_half(kw) * sin
+        return q_embed.to(q.dtype), k_embed.to(k.dtype)
+
+    module.Qwen2_5_VLRMSNorm.forward = rms_forward
+    module.apply_rotary_pos_emb_vision = rotary_vision
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--hf-dir", required=True, help="tiny HF checkpoint from scripts/make-tiny-model")
+    ap.add_argument("--out", required=True, help="host-trainer/tests/data")
+    args = ap.parse_args()
+
+    import numpy as np
+    import safetensors.torch
+    import torch
+    import transformers
+    from PIL import Image
+    from tokenizers import Tokenizer
+    from transformers import Qwen2_5_VLForConditionalGeneration
+    from transformers.models.qwen2_5_vl import modeling_qwen2_5_vl
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    torch.manual_seed(GRPO_SEED)
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(1)
+
+    hf = Path(args.hf_dir)
+    out = Path(args.out)
+    ckpt = out / "tiny-qwen25vl-hf"
+    if ckpt.exists():
+        shutil.rmtree(ckpt)
+    ckpt.mkdir(parents=True)
+
+    # --- the committed checkpoint: float16 weights, 5.x and 4.x configs -------------------
+    source = safetensors.torch.load_file(str(hf / "model.safetensors"))
+    half = {k: v.to(torch.float16).contiguous() for k, v in sorted(source.items())}
+    safetensors.torch.save_file(half, str(ckpt / "model.safetensors"), metadata={"format": "pt"})
+    config = json.loads((hf / "config.json").read_text())
+    config["dtype"] = "float16"
+    (ckpt / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    (ckpt / "config-4x.json").write_text(json.dumps(flatten_4x(config), indent=2, sort_keys=True) + "\n")
+
+    def load(dtype, config_file="config.json"):
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copy(ckpt / "model.safetensors", tmp)
+            shutil.copy(ckpt / config_file, Path(tmp) / "config.json")
+            model = Qwen2_5_VLForConditionalGeneration.from_pretrained(
+                tmp, dtype=dtype, attn_implementation="sdpa"
+            )
+        return model.eval()
+
+    model = load(torch.float32)
+    cfg = model.config
+    image_id = cfg.image_token_id
+    merge = cfg.vision_config.spatial_merge_size
+    tensors: dict[str, torch.Tensor] = {}
+    meta: dict = {
+        "format": FORMAT,
+        "generator": "scripts/make-trainer-reference/make_reference.py",
+        "versions": {
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "numpy": np.__version__,
+        },
+    }
+
+    # The 4.x config must describe the same model: transformers gives identical logits.
+    legacy = load(torch.float32, "config-4x.json")
+    probe = torch.tensor([[1, 2, 3, 4, 5]])
+    with torch.no_grad():
+        assert torch.equal(model(input_ids=probe).logits, legacy(input_ids=probe).logits)
+    del legacy
+
+    # --- case_images ---------------------------------------------------------------------
+    improc_a = Qwen2VLImageProcessorPil(min_pixels=3136, max_pixels=IMAGE_A_MAX_PIXELS, patch_size=14,
+                                        temporal_patch_size=2, merge_size=2)
+    improc_b = Qwen2VLImageProcessorPil(min_pixels=IMAGE_B_MIN_PIXELS, max_pixels=4014080, patch_size=14,
+                                        temporal_patch_size=2, merge_size=2)
+    image_a = Image.open(TINY / "test-screenshot.png").convert("RGB")
+    px_a = improc_a(images=[image_a], return_tensors="pt")
+    px_b = improc_b(images=[make_image_b()], return_tensors="pt")
+    grid_a = [int(x) for x in px_a["image_grid_thw"][0]]
+    grid_b = [int(x) for x in px_b["image_grid_thw"][0]]
+    assert grid_a == [1, 12, 6] and grid_b == [1, 4, 6], (grid_a, grid_b)
+    pv_a, pv_b = px_a["pixel_values"], px_b["pixel_values"]
+    tensors["images.a.pixel_values"] = pv_a
+    tensors["images.b.pixel_values"] = pv_b
+    meta["images"] = {"a": {"grid_thw": grid_a, "source": "tests/data/tiny-qwen25vl/test-screenshot.png",
+                            "max_pixels": IMAGE_A_MAX_PIXELS},
+                      "b": {"grid_thw": grid_b, "source": "make_image_b()", "min_pixels": IMAGE_B_MIN_PIXELS}}
+    with torch.no_grad():
+        def vision(pv, grids):
+            return model.model.visual(pv, grid_thw=torch.tensor(grids)).pooler_output
+        tensors["images.a.embeds"] = vision(pv_a, [grid_a])
+        tensors["images.b.embeds"] = vision(pv_b, [grid_b])
+        tensors["images.ab.embeds"] = vision(torch.cat([pv_a, pv_b]), [grid_a, grid_b])
+
+    # --- prompts -------------------------------------------------------------------------
+    tok = Tokenizer.from_file(str(TINY / "tokenizer.json"))
+    reference = json.loads((TINY / "reference.json").read_text())
+    btl_prompt = reference["cases"]["image"]["prompt_text"]
+
+    def encode(text: str, grids: list[list[int]]) -> list[int]:
+        for g in grids:
+            assert "<|image_pad|>" in text
+            n = g[0] * g[1] * g[2] // merge**2
+            text = text.replace("<|image_pad|>", "<|IMAGE|>" * n, 1)
+        text = text.replace("<|IMAGE|>", "<|image_pad|>")
+        return tok.encode(text, add_special_tokens=False).ids
+
+    def rope_index(ids: list[list[int]], grids: list[list[int]]):
+        input_ids = torch.tensor(ids)
+        return model.model.get_rope_index(
+            input_ids, mm_token_type_ids=(input_ids == image_id).int(),
+            image_grid_thw=torch.tensor(grids) if grids else None)
+
+    # --- case_positions ------------------------------------------------------------------
+    btl_ids = encode(btl_prompt, [grid_a])
+    two_prompt = ("<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>Compare with "
+                  "<|vision_start|><|image_pad|><|vision_end|> please.<|im_end|>\n<|im_start|>assistant\n")
+    two_ids = encode(two_prompt, [grid_a, grid_b])
+    pos_btl, delta_btl = rope_index([btl_ids], [grid_a])
+    pos_two, delta_two = rope_index([two_ids], [grid_a, grid_b])
+    meta["positions"] = {
+        "btl": {"input_ids": btl_ids, "grids": [grid_a], "rows": pos_btl[:, 0].tolist(),
+                "delta": int(delta_btl[0, 0])},
+        "two_images": {"input_ids": two_ids, "grids": [grid_a, grid_b], "rows": pos_two[:, 0].tolist(),
+                       "delta": int(delta_two[0, 0])},
+    }
+
+    # --- case_logits ---------------------------------------------------------------------
+    ids_t = torch.tensor([btl_ids])
+    inputs = dict(input_ids=ids_t, mm_token_type_ids=(ids_t == image_id).int(),
+                  pixel_values=pv_a, image_grid_thw=torch.tensor([grid_a]))
+    with torch.no_grad():
+        logits = model(**inputs).logits[0]
+    n = logits.shape[0]
+    first_image = btl_ids.index(image_id)
+    rows = sorted(set(list(range(0, n, 32)) + list(range(first_image - 1, first_image + 20)) + list(range(n - 8, n))))
+    tensors["logits.rows"] = logits[rows].contiguous()
+    tensors["logits.logsumexp"] = torch.logsumexp(logits, dim=-1)
+    with torch.no_grad():
+        gen = model.generate(**inputs, do_sample=False, max_new_tokens=N_GREEDY, min_new_tokens=N_GREEDY,
+                             eos_token_id=None, pad_token_id=None, temperature=None, top_p=None, top_k=None,
+                             output_logits=True, return_dict_in_generate=True)
+    greedy = [int(x) for x in gen.sequences[0, n:]]
+    margins = [float(torch.topk(s[0], 2).values.diff().abs()) for s in gen.logits]
+    assert min(margins) > 1e-3, f"greedy top-1 margins too small to compare: {margins}"
+    meta["logits"] = {"input_ids": btl_ids, "grid": grid_a, "rows": rows, "argmax": logits.argmax(-1).tolist(),
+                      "greedy_ids": greedy, "greedy_min_margin": min(margins)}
+
+    # --- case_batch ----------------------------------------------------------------------
+    short = "<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>Tap the search bar.<|im_end|>\n"
+    seq_a = encode(short, [grid_a])
+    seq_b = encode(short, [grid_b])
+    filler = tok.encode(" the list view", add_special_tokens=False).ids
+    while len(seq_b) < len(seq_a):
+        seq_b = seq_b[:-1] + [filler[len(seq_b) % len(filler)]] + seq_b[-1:]
+    assert len(seq_a) == len(seq_b)
+    ids_t = torch.tensor([seq_a, seq_b])
+    with torch.no_grad():
+        logits = model(input_ids=ids_t, mm_token_type_ids=(ids_t == image_id).int(),
+                       pixel_values=torch.cat([pv_a, pv_b]), image_grid_thw=torch.tensor([grid_a, grid_b])).logits
+    tensors["batch.last_logits"] = logits[:, -1].contiguous()
+    meta["batch"] = {"input_ids": [seq_a, seq_b], "grids": [grid_a, grid_b]}
+
+    # --- case_grpo (float64) -------------------------------------------------------------
+    del model
+    patch_float64(modeling_qwen2_5_vl)
+    model = load(torch.float64)
+    model.train()  # no dropout in this model; train() only as a trainer would call it
+    prompt = encode("<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>Open Wi-Fi settings."
+                    "<|im_end|>\n<|im_start|>assistant\n", [grid_a])
+    gen_rng = torch.Generator().manual_seed(GRPO_SEED)
+    n_text = reference["tokenizer"]["n_bpe_tokens"]
+    completions = torch.randint(0, n_text, (len(GRPO_ADVANTAGES), GRPO_COMPLETION), generator=gen_rng)
+    seqs = [prompt + c.tolist() for c in completions]
+    ids_t = torch.tensor(seqs)
+    logits = model(input_ids=ids_t, mm_token_type_ids=(ids_t == image_id).int(),
+                   pixel_values=torch.cat([pv_a, pv_a]).double(), image_grid_thw=torch.tensor([grid_a, grid_a])).logits
+    p = len(prompt)
+    logp = torch.log_softmax(logits[:, p - 1:-1], dim=-1).gather(-1, ids_t[:, p:, None])[..., 0]
+    adv = torch.tensor(GRPO_ADVANTAGES, dtype=torch.float64)
+    loss = -(adv[:, None] * logp).mean(-1).mean()
+    loss.backward()
+    named = {checkpoint_name(k): v for k, v in model.named_parameters()}
+    for name in GRADIENT_PARAMS:
+        tensors[f"grpo.grad.{name}"] = named[name].grad.detach().clone()
+    tensors["grpo.logp"] = logp.detach()
+    tensors["grpo.loss"] = loss.detach().reshape(1)
+    norms = {name: named[name].grad.norm().item() for name in sorted(named)}
+    assert all(v > 0 for v in norms.values()), [k for k, v in norms.items() if not v > 0]
+    tensors["grpo.grad_norms"] = torch.tensor([norms[k] for k in sorted(norms)], dtype=torch.float64)
+    meta["grpo"] = {"input_ids": seqs, "prompt_len": p, "grid": grid_a, "advantages": GRPO_ADVANTAGES,
+                    "loss": "-(mean over sequences of advantage × mean over completion tokens of log p)",
+                    "grad_norm_names": sorted(norms), "gradient_params": GRADIENT_PARAMS,
+                    "patched_for_float64": ["Qwen2_5_VLRMSNorm.forward", "apply_rotary_pos_emb_vision"]}
+    assert math.isfinite(loss.item())
+
+    safetensors.torch.save_file({k: v.contiguous() for k, v in sorted(tensors.items())},
+                                str(out / "reference.safetensors"), metadata={"format": FORMAT})
+    (out / "reference.json").write_text(dump_json(meta))
+    print(f"wrote {ckpt} and {out / 'reference.safetensors'}, {out / 'reference.json'}")
+
+
+if __name__ == "__main__":
+    main()
