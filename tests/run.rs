@@ -100,19 +100,18 @@ fn assert_only_valid_actions_ran(steps: &[Value]) {
     }
 }
 
-#[test]
-fn an_episode_through_real_adb_with_the_oracle_succeeds() {
-    let phone = ServedPhone::start(&["--seed", "11"]);
-    let adb = AdbServer::start();
-    let dir = Dir::new();
+/// `btl run ARGS… --device SERIAL --adb-port PORT --json --out DIR` on a
+/// served virtual phone; returns the printed result and the trajectory.
+fn run_over_adb(
+    phone: &ServedPhone,
+    adb: &AdbServer,
+    dir: &Dir,
+    extra: &[&str],
+) -> (Value, std::path::PathBuf) {
     let out = dir.path("episode");
     let port = adb.port().to_string();
     let mut args = vec![
         "run",
-        "--task",
-        "location_on",
-        "--policy",
-        "oracle",
         "--device",
         &phone.serial,
         "--adb-port",
@@ -121,10 +120,24 @@ fn an_episode_through_real_adb_with_the_oracle_succeeds() {
         "--out",
         path_str(&out),
     ];
+    args.extend_from_slice(extra);
     args.extend_from_slice(&FAST_SETTLE);
     let run = dir.btl(&args);
     assert!(run.status.success(), "{}", stderr(&run));
-    let result: Value = serde_json::from_str(stdout(&run).trim()).unwrap();
+    (serde_json::from_str(stdout(&run).trim()).unwrap(), out)
+}
+
+#[test]
+fn an_episode_through_real_adb_with_the_oracle_succeeds() {
+    let phone = ServedPhone::start(&["--seed", "11"]);
+    let adb = AdbServer::start();
+    let dir = Dir::new();
+    let (result, out) = run_over_adb(
+        &phone,
+        &adb,
+        &dir,
+        &["--task", "location_on", "--policy", "oracle"],
+    );
     assert_eq!(result["outcome"]["success"], true, "{result}");
     let episode = episode_json(&out);
     assert_eq!(episode["device"], phone.serial);
@@ -148,28 +161,19 @@ fn an_episode_through_real_adb_with_the_bundled_model_stops_cleanly() {
     let phone = ServedPhone::start(&["--seed", "12"]);
     let adb = AdbServer::start();
     let dir = Dir::new();
-    let out = dir.path("episode");
-    let port = adb.port().to_string();
-    let mut args = vec![
-        "run",
-        "--task",
-        "wifi_on",
-        "--device",
-        &phone.serial,
-        "--adb-port",
-        &port,
-        "--max-steps",
-        "3",
-        "--max-tokens",
-        "64",
-        "--json",
-        "--out",
-        path_str(&out),
-    ];
-    args.extend_from_slice(&FAST_SETTLE);
-    let run = dir.btl(&args);
-    assert!(run.status.success(), "{}", stderr(&run));
-    let result: Value = serde_json::from_str(stdout(&run).trim()).unwrap();
+    let (result, out) = run_over_adb(
+        &phone,
+        &adb,
+        &dir,
+        &[
+            "--task",
+            "wifi_on",
+            "--max-steps",
+            "3",
+            "--max-tokens",
+            "64",
+        ],
+    );
     assert!(result["outcome"]["stop"]["reason"].is_string(), "{result}");
     assert_only_valid_actions_ran(&steps_json(&out));
 }

@@ -26,5 +26,7 @@ mod collect;
 mod predict;
 // `btl report`: the HTML replay rendered by headless Chromium.
 mod report;
+// `btl model quantize`: llama.cpp's quantizer, its output checked against transformers' reference.
+mod model;
 // Image preprocessing bit for bit against Pillow's BICUBIC resize and transformers' Qwen2-VL processor.
 mod preprocess;

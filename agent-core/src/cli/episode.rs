@@ -192,26 +192,7 @@ pub fn prepare(target: &Target, task: Option<&Arc<dyn Task>>) -> Result<Prepared
                 checker,
             })
         }
-        Target::Adb { serial, server } => {
-            let mut device = AdbDevice::open(serial, *server, DEFAULT_TIMEOUT)?;
-            let checker: Option<Box<dyn SuccessCheck>> = match task {
-                Some(task) => {
-                    let check = adb_check(task.as_ref())?;
-                    check.prepare(&mut device)?;
-                    // The agent owns the episode's connection; the checker
-                    // reads the setting over its own.
-                    let mut probe = AdbDevice::open(serial, *server, DEFAULT_TIMEOUT)?;
-                    Some(Box::new(move || {
-                        check.is_successful(&mut probe).unwrap_or(false)
-                    }))
-                }
-                None => None,
-            };
-            Ok(Prepared {
-                device: Box::new(device),
-                checker,
-            })
-        }
+        Target::Adb { serial, server } => open_adb(serial, *server, task, true),
     }
 }
 
@@ -424,24 +405,37 @@ pub fn prepare_resumed(
             }
             Ok(prepared)
         }
-        Target::Adb { serial, server } => {
-            let device = AdbDevice::open(serial, *server, DEFAULT_TIMEOUT)?;
-            let checker: Option<Box<dyn SuccessCheck>> = match task {
-                Some(task) => {
-                    let check = adb_check(task.as_ref())?;
-                    let mut probe = AdbDevice::open(serial, *server, DEFAULT_TIMEOUT)?;
-                    Some(Box::new(move || {
-                        check.is_successful(&mut probe).unwrap_or(false)
-                    }))
-                }
-                None => None,
-            };
-            Ok(Prepared {
-                device: Box::new(device),
-                checker,
-            })
-        }
+        Target::Adb { serial, server } => open_adb(serial, *server, task, false),
     }
+}
+
+/// Opens an adb device with the task's checker, which reads the setting
+/// over a connection of its own (the agent owns the episode's); `set_up`
+/// writes the task's starting value first.
+fn open_adb(
+    serial: &str,
+    server: SocketAddrV4,
+    task: Option<&Arc<dyn Task>>,
+    set_up: bool,
+) -> Result<Prepared, DeviceError> {
+    let mut device = AdbDevice::open(serial, server, DEFAULT_TIMEOUT)?;
+    let checker: Option<Box<dyn SuccessCheck>> = match task {
+        Some(task) => {
+            let check = adb_check(task.as_ref())?;
+            if set_up {
+                check.prepare(&mut device)?;
+            }
+            let mut probe = AdbDevice::open(serial, server, DEFAULT_TIMEOUT)?;
+            Some(Box::new(move || {
+                check.is_successful(&mut probe).unwrap_or(false)
+            }))
+        }
+        None => None,
+    };
+    Ok(Prepared {
+        device: Box::new(device),
+        checker,
+    })
 }
 
 fn adb_check(task: &dyn Task) -> Result<SettingCheck, DeviceError> {

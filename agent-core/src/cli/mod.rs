@@ -9,6 +9,7 @@ mod collect;
 mod devices;
 mod episode;
 mod metrics;
+mod model;
 mod predict;
 mod report;
 mod run;
@@ -44,6 +45,9 @@ enum Command {
     Predict(predict::Args),
     /// Write a trajectory's self-contained HTML report.
     Report(report::Args),
+    /// Model files: quantization.
+    #[command(subcommand)]
+    Model(model::Command),
     /// Print the default sensitive-action config (edit it, pass it with --safety-config).
     SafetyConfig,
     /// The built-in virtual phone.
@@ -88,6 +92,7 @@ pub fn main() -> ExitCode {
         Command::Collect(args) => collect::run(&args),
         Command::Predict(args) => predict::run(&args),
         Command::Report(args) => report::run(&args),
+        Command::Model(command) => model::run(&command),
         Command::SafetyConfig => {
             let text = crate::agent::safety::SafetyConfig::default().to_json();
             writeln!(std::io::stdout().lock(), "{text}").map_err(|e| Failure::Failed(e.into()))

@@ -99,7 +99,7 @@ pub enum LoadError {
 }
 
 /// llama.cpp's global state may be initialised once per process.
-fn backend() -> Result<&'static LlamaBackend, LoadError> {
+pub(super) fn backend() -> Result<&'static LlamaBackend, LoadError> {
     static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
     BACKEND
         .get_or_init(|| {
@@ -114,7 +114,7 @@ fn backend() -> Result<&'static LlamaBackend, LoadError> {
 
 /// Checks a file is there, readable and a GGUF before llama.cpp sees it:
 /// llama.cpp reports such problems only in its log.
-fn check_gguf(path: &Path) -> Result<(), LoadError> {
+pub(super) fn check_gguf(path: &Path) -> Result<(), LoadError> {
     let unreadable = |e: std::io::Error| LoadError::Unreadable {
         path: path.to_path_buf(),
         reason: e.to_string(),
@@ -367,6 +367,11 @@ impl LlamaPolicy {
             .grammar
             .then(|| btl_grammar(frame, obs.profile, &GrammarLimits::default()));
         Ok((rgb, prompt, grammar))
+    }
+
+    /// A metadata value of the text model's GGUF (`general.file_type`, …).
+    pub fn metadata(&self, key: &str) -> Option<String> {
+        self.model.meta_val_str(key).ok()
     }
 
     /// The text of generated token ids.

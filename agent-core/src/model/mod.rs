@@ -12,6 +12,7 @@
 //!   demos, replays of recorded trajectories).
 //! - [`grammar`]: the GBNF grammar of the canonical BTL answer, for
 //!   grammar-constrained decoding.
+//! - `quantize` (feature `llama`): llama.cpp's quantizer for text GGUFs.
 //! - [`oracle`]: [`OraclePolicy`], a virtual-phone task's oracle answering
 //!   in BTL (reference runs, demonstrations).
 //! - [`preprocess`]: Qwen2.5-VL's image preprocessing as in training
@@ -22,6 +23,8 @@ pub mod grammar;
 pub mod llama;
 pub mod oracle;
 pub mod preprocess;
+#[cfg(feature = "llama")]
+pub mod quantize;
 pub mod scripted;
 
 pub use oracle::OraclePolicy;

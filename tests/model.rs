@@ -1,0 +1,98 @@
+//! `btl model quantize`: llama.cpp's quantizer on the bundled f16 model; the
+//! result loads and still agrees with transformers where quantization
+//! allows (the reference ids of tests/data/tiny-qwen25vl/reference.json).
+
+#![cfg(feature = "llama")]
+
+use crate::util::*;
+
+const F16: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/data/tiny-qwen25vl/tiny-qwen25vl-f16.gguf"
+);
+
+#[test]
+fn quantized_to_q8_0_the_model_loads_and_keeps_its_first_tokens() {
+    use agent_core::model::llama::{LlamaConfig, LlamaPolicy};
+    let dir = Dir::new();
+    let out = dir.path("tiny-q8_0.gguf");
+    let run = dir.btl(["model", "quantize", F16, path_str(&out), "--type", "q8_0"]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert_eq!(stdout(&run).trim(), path_str(&out));
+    let f16_len = std::fs::metadata(F16).unwrap().len();
+    let q8_len = std::fs::metadata(&out).unwrap().len();
+    // q8_0 stores 32 weights in 34 bytes, f16 in 64: the weights shrink to
+    // 0.53; norms and metadata stay, so the file lands a little above.
+    let ratio = q8_len as f64 / f16_len as f64;
+    assert!((0.53..0.65).contains(&ratio), "q8_0 / f16 = {ratio}");
+    // No temporary file is left beside the output.
+    assert_eq!(std::fs::read_dir(dir.path("")).unwrap().count(), 1);
+
+    let reference: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/data/tiny-qwen25vl/reference.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let mut config = LlamaConfig::new(
+        &out,
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/data/tiny-qwen25vl/mmproj-tiny-qwen25vl-f16.gguf"
+        ),
+    );
+    config.max_tokens = 3;
+    config.context_tokens = 512;
+    let mut policy = LlamaPolicy::load(config).unwrap();
+    // llama.cpp's file type 7 is MOSTLY_Q8_0.
+    assert_eq!(policy.metadata("general.file_type").as_deref(), Some("7"));
+    let text = &reference["cases"]["text"];
+    let generated = policy
+        .generate(text["prompt_text"].as_str().unwrap(), None, 0)
+        .unwrap();
+    // Greedy tokens must agree with transformers while transformers' own
+    // top-1 margin is at least 0.25 logits; quantizing f16 weights again to
+    // q8_0 moves logits by more than the 0.18 margin of step 4 (measured).
+    let margins = text["step_top1_margins"].as_array().unwrap();
+    let agreeing = margins
+        .iter()
+        .take_while(|m| m.as_f64().unwrap() >= 0.25)
+        .count();
+    assert_eq!(agreeing, 3, "the reference's margins: {margins:?}");
+    let expected: Vec<i32> = text["generated_ids"].as_array().unwrap()[..agreeing]
+        .iter()
+        .map(|v| v.as_i64().unwrap() as i32)
+        .collect();
+    assert_eq!(generated.tokens[..agreeing], expected);
+}
+
+#[test]
+fn quantize_refuses_bad_input_and_never_overwrites() {
+    let dir = Dir::new();
+    let not_gguf = dir.write("model.gguf", "not a model");
+    let run = dir.btl([
+        "model",
+        "quantize",
+        path_str(&not_gguf),
+        "out.gguf",
+        "--type",
+        "q8_0",
+    ]);
+    assert_eq!(run.status.code(), Some(2));
+    assert!(stderr(&run).contains("model.gguf"), "{}", stderr(&run));
+    let existing = dir.write("existing.gguf", "keep me");
+    let run = dir.btl([
+        "model",
+        "quantize",
+        F16,
+        path_str(&existing),
+        "--type",
+        "q8_0",
+    ]);
+    assert_eq!(run.status.code(), Some(2));
+    assert_eq!(std::fs::read_to_string(&existing).unwrap(), "keep me");
+    let run = dir.btl(["model", "quantize", F16, "x.gguf", "--type", "q9_9"]);
+    assert_eq!(run.status.code(), Some(2));
+}
