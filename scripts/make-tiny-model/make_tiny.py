@@ -40,11 +40,12 @@ FORMAT = "btl-tiny-qwen25vl-reference/1"
 F_TEXT_F16 = f"{MODEL_NAME}-f16.gguf"
 F_TEXT_Q8 = f"{MODEL_NAME}-q8_0.gguf"
 F_MMPROJ_F16 = f"mmproj-{MODEL_NAME}-f16.gguf"
+F_MMPROJ_MISMATCHED = "mmproj-mismatched-f16.gguf"
 F_IMAGE = "test-screenshot.png"
 F_TOKENIZER = "tokenizer.json"
 F_REFERENCE = "reference.json"
 F_README = "README.md"
-FIXTURE_FILES = [F_TEXT_F16, F_TEXT_Q8, F_MMPROJ_F16, F_IMAGE, F_TOKENIZER]
+FIXTURE_FILES = [F_TEXT_F16, F_TEXT_Q8, F_MMPROJ_F16, F_MMPROJ_MISMATCHED, F_IMAGE, F_TOKENIZER]
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "tests" / "data" / "btl-ui-examples"
@@ -898,6 +899,8 @@ def write_readme(out: Path, ref: dict) -> None:
         f"- `{F_TEXT_F16}`, `{F_TEXT_Q8}`: text model (`general.architecture=qwen2vl`, "
         f"`rope.dimension_sections={t['mrope_section'] + [0]}`, `tokenizer.ggml.pre=qwen2`, chat template included).",
         f"- `{F_MMPROJ_F16}`: vision tower + merger (`clip.projector_type=qwen2.5vl_merger`).",
+        f"- `{F_MMPROJ_MISMATCHED}`: the same projector with its last layer 96 wide instead of the text "
+        "model's 128 (`mismatch_mmproj.py`): llama.cpp must refuse the pair.",
         f"- `{F_IMAGE}`: {im['width']}×{im['height']} (w×h) synthetic phone screenshot, shapes only.",
         f"- `{F_TOKENIZER}`: the HF tokenizer, for reference (the GGUF carries the same vocabulary).",
         f"- `{F_REFERENCE}`: what transformers computes; the GGUFs' metadata and tensor lists; the sha256s.",

@@ -536,6 +536,24 @@ mod tests {
         );
     }
 
+    /// `mmproj-mismatched-f16.gguf` is the tiny projector with its output
+    /// layer made 96 wide (scripts/make-tiny-model/mismatch_mmproj.py); the
+    /// text model's embeddings are 128 wide, so its image embeddings cannot
+    /// enter the text model.
+    #[test]
+    fn a_projector_of_another_width_is_refused() {
+        let err = LlamaPolicy::load(LlamaConfig::new(
+            fixture("tiny-qwen25vl-f16.gguf"),
+            fixture("mmproj-mismatched-f16.gguf"),
+        ))
+        .err()
+        .unwrap();
+        assert!(matches!(err, LoadError::Projector { .. }), "{err}");
+        let message = err.to_string();
+        assert!(message.contains("mmproj-mismatched-f16.gguf"), "{message}");
+        assert!(message.contains("128"), "{message}");
+    }
+
     #[test]
     fn missing_or_corrupt_files_are_clear_errors() {
         let dir = tempfile::tempdir().unwrap();
