@@ -19,6 +19,7 @@ use super::{GenerationStats, Observation, Policy, PolicyError, PolicyOutput};
 use crate::protocol::prompt::IMAGE_PLACEHOLDER;
 use image::RgbImage;
 use image::buffer::ConvertBuffer;
+use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
@@ -59,6 +60,11 @@ pub struct LlamaConfig {
     /// [`super::grammar`]); on by default.
     #[serde(default = "yes")]
     pub grammar: bool,
+    /// Keep the KV cache of the prompt's text before the screenshot (the
+    /// system prompt, the action space, the goal and the history so far)
+    /// between calls and evaluate only what changed; on by default.
+    #[serde(default = "yes")]
+    pub reuse_prefix: bool,
 }
 
 fn yes() -> bool {
@@ -78,6 +84,7 @@ impl LlamaConfig {
             top_p: 0.9,
             top_k: 50,
             grammar: true,
+            reuse_prefix: true,
         }
     }
 }
@@ -132,11 +139,32 @@ pub(super) fn check_gguf(path: &Path) -> Result<(), LoadError> {
     Ok(())
 }
 
+self_cell::self_cell!(
+    /// The model and the context that evaluates prompts on it, kept across
+    /// calls so the KV cache of a shared prompt prefix survives. The
+    /// context borrows the model, hence the self-referential cell.
+    struct Loaded {
+        owner: LlamaModel,
+        #[not_covariant]
+        dependent: Session,
+    }
+);
+
+/// The live context, if one was made, and what its KV cache holds.
+struct Session<'m> {
+    ctx: Option<LlamaContext<'m>>,
+    n_ctx: u32,
+    n_ubatch: u32,
+    /// Tokens at positions 0.. of sequence 0 that are known to be in the
+    /// cache (the text before the screenshot of the last prompt).
+    prefix: Vec<LlamaToken>,
+}
+
 /// A loaded model pair.
 pub struct LlamaPolicy {
     config: LlamaConfig,
     backend: &'static LlamaBackend,
-    model: LlamaModel,
+    loaded: Loaded,
     mtmd: MtmdContext,
 }
 
@@ -175,10 +203,16 @@ impl LlamaPolicy {
         if !mtmd.support_vision() {
             return Err(projector_error("it has no vision encoder".into()));
         }
+        let loaded = Loaded::new(model, |_| Session {
+            ctx: None,
+            n_ctx: 0,
+            n_ubatch: 0,
+            prefix: Vec::new(),
+        });
         Ok(Self {
             config,
             backend,
-            model,
+            loaded,
             mtmd,
         })
     }
@@ -192,12 +226,17 @@ impl LlamaPolicy {
         )
     }
 
-    fn sampler(&self, seed: u64, grammar: Option<&str>) -> Result<LlamaSampler, String> {
-        let c = &self.config;
+    fn sampler(
+        config: &LlamaConfig,
+        model: &LlamaModel,
+        seed: u64,
+        grammar: Option<&str>,
+    ) -> Result<LlamaSampler, String> {
+        let c = config;
         let mut chain = Vec::new();
         if let Some(grammar) = grammar {
             chain.push(
-                LlamaSampler::grammar(&self.model, grammar, "root")
+                LlamaSampler::grammar(model, grammar, "root")
                     .map_err(|e| format!("llama.cpp rejected the BTL grammar: {e}"))?,
             );
         }
@@ -244,6 +283,11 @@ impl LlamaPolicy {
         grammar: Option<&str>,
     ) -> Result<Vec<Generation>, String> {
         let started = Instant::now();
+        // The text before the screenshot is evaluated token by token so its
+        // cache can be kept; mtmd tokenizes the text around a media marker
+        // on its own, so splitting there gives the same tokens.
+        let split = prompt.find(mtmd_default_marker()).unwrap_or(prompt.len());
+        let (prefix_text, suffix_text) = prompt.split_at(split);
         let bitmaps = match image {
             Some(img) => vec![
                 MtmdBitmap::from_image_data(img.width(), img.height(), img.as_raw())
@@ -251,100 +295,168 @@ impl LlamaPolicy {
             ],
             None => Vec::new(),
         };
-        let text = MtmdInputText {
-            text: prompt.to_string(),
-            add_special: false,
-            parse_special: true,
-        };
         let chunks = self
             .mtmd
-            .tokenize(text, &bitmaps.iter().collect::<Vec<_>>())
+            .tokenize(
+                MtmdInputText {
+                    text: suffix_text.to_string(),
+                    add_special: false,
+                    parse_special: true,
+                },
+                &bitmaps.iter().collect::<Vec<_>>(),
+            )
             .map_err(|e| e.to_string())?;
-        let prompt_tokens = u32::try_from(chunks.total_tokens()).unwrap_or(u32::MAX);
-        let last_prompt_token = (0..chunks.len())
-            .rev()
-            .find_map(|i| chunks.get(i)?.text_tokens()?.last().copied())
-            .ok_or_else(|| "the prompt has no text token".to_string())?;
         let image_tokens = image.map_or(0, |i| {
             (i.width() / MERGED_PATCH) * (i.height() / MERGED_PATCH)
         });
-        let n_ctx = self
-            .config
-            .context_tokens
-            .max(prompt_tokens.saturating_add(self.config.max_tokens));
-        let n_batch = n_ctx.min(2048);
-        let params = LlamaContextParams::default()
-            .with_n_ctx(NonZeroU32::new(n_ctx))
-            .with_n_batch(n_batch)
+        let Self {
+            config,
+            backend,
+            loaded,
+            mtmd,
+        } = self;
+        loaded.with_dependent_mut(|model, session| {
+            let prefix: Vec<LlamaToken> =
+                model.vocab().tokenize(prefix_text.as_bytes(), false, true);
+            let suffix_tokens = u32::try_from(chunks.total_tokens()).unwrap_or(u32::MAX);
+            let prompt_tokens = u32::try_from(prefix.len())
+                .unwrap_or(u32::MAX)
+                .saturating_add(suffix_tokens);
+            let n_ctx = config
+                .context_tokens
+                .max(prompt_tokens.saturating_add(config.max_tokens));
+            let n_batch = n_ctx.min(2048);
             // An image is decoded in one micro-batch, so it must fit in one.
-            .with_n_ubatch(n_batch.max(image_tokens))
-            .with_n_threads(self.config.threads)
-            .with_n_threads_batch(self.config.threads);
-        let mut ctx = self
-            .model
-            .new_context(self.backend, params)
-            .map_err(|e| format!("cannot create a context of {n_ctx} tokens: {e}"))?;
-        let prepared = started.elapsed();
-        let prompt_end = chunks
-            .eval_chunks(
-                &mut self.mtmd,
-                &mut ctx,
-                0,
-                0,
-                i32::try_from(n_batch).unwrap_or(2048),
-                true,
-            )
-            .map_err(|e| format!("prompt evaluation failed: {e}"))?;
-        let mut prefill_ms = (started.elapsed() - prepared).as_secs_f64() * 1e3;
-        let mut batch = LlamaBatch::new(1, 1);
-        let mut generations = Vec::with_capacity(seeds.len());
-        for (i, &seed) in seeds.iter().enumerate() {
-            if i > 0 {
-                let again = Instant::now();
-                let last = u32::try_from(prompt_end - 1).map_err(|e| e.to_string())?;
-                ctx.clear_kv_cache_seq(Some(0), Some(last), None)
-                    .map_err(|e| format!("cannot rewind the KV cache: {e}"))?;
-                batch.clear();
-                batch
-                    .add(last_prompt_token, prompt_end - 1, &[0], true)
-                    .map_err(|e| e.to_string())?;
-                ctx.decode(&mut batch)
-                    .map_err(|e| format!("decoding failed: {e}"))?;
-                prefill_ms = again.elapsed().as_secs_f64() * 1e3;
+            let n_ubatch = n_batch.max(image_tokens);
+            if session.ctx.is_none() || session.n_ctx < n_ctx || session.n_ubatch < n_ubatch {
+                session.ctx = None;
+                session.prefix.clear();
+                let params = LlamaContextParams::default()
+                    .with_n_ctx(NonZeroU32::new(n_ctx))
+                    .with_n_batch(n_batch)
+                    .with_n_ubatch(n_ubatch)
+                    .with_n_threads(config.threads)
+                    .with_n_threads_batch(config.threads);
+                session.ctx = Some(
+                    model
+                        .new_context(backend, params)
+                        .map_err(|e| format!("cannot create a context of {n_ctx} tokens: {e}"))?,
+                );
+                session.n_ctx = n_ctx;
+                session.n_ubatch = n_ubatch;
             }
-            let decoding = Instant::now();
-            let mut sampler = self.sampler(seed, grammar)?;
-            let mut n_past = prompt_end;
-            let mut tokens = Vec::new();
-            let vocab = self.model.vocab();
-            while tokens.len() < self.config.max_tokens as usize {
-                let token = sampler.sample(&ctx, -1);
-                if vocab.is_eog(token) {
-                    break;
+            let Some(ctx) = session.ctx.as_mut() else {
+                return Err("no llama.cpp context".to_string());
+            };
+            let prepared = started.elapsed();
+            // Keep what the cache holds of this prefix; without a suffix the
+            // last prefix token is decoded again, for its logits.
+            let mut cached = if config.reuse_prefix {
+                session
+                    .prefix
+                    .iter()
+                    .zip(&prefix)
+                    .take_while(|(a, b)| a == b)
+                    .count()
+            } else {
+                0
+            };
+            if suffix_tokens == 0 {
+                cached = cached.min(prefix.len().saturating_sub(1));
+            }
+            session.prefix.clear();
+            let keep = u32::try_from(cached).map_err(|e| e.to_string())?;
+            ctx.clear_kv_cache_seq(Some(0), Some(keep), None)
+                .map_err(|e| format!("cannot rewind the KV cache: {e}"))?;
+            let mut batch = LlamaBatch::new(n_batch as usize, 1);
+            let mut n_past = i32::try_from(cached).map_err(|e| e.to_string())?;
+            for piece in prefix[cached..].chunks(n_batch as usize) {
+                batch.clear();
+                for (i, &token) in piece.iter().enumerate() {
+                    let last = suffix_tokens == 0 && i + 1 == piece.len();
+                    batch
+                        .add(token, n_past, &[0], last)
+                        .map_err(|e| e.to_string())?;
+                    n_past += 1;
                 }
-                tokens.push(token.0);
-                batch.clear();
-                batch
-                    .add(token, n_past, &[0], true)
-                    .map_err(|e| e.to_string())?;
                 ctx.decode(&mut batch)
-                    .map_err(|e| format!("decoding failed: {e}"))?;
-                n_past += 1;
+                    .map_err(|e| format!("prompt evaluation failed: {e}"))?;
             }
-            generations.push(Generation {
-                stats: GenerationStats {
-                    prompt_tokens,
-                    generated_tokens: u32::try_from(tokens.len()).unwrap_or(u32::MAX),
-                    // mtmd encodes the image inside prompt evaluation, so
-                    // its time is part of the prefill figure.
-                    encode_ms: 0.0,
-                    prefill_ms,
-                    decode_ms: decoding.elapsed().as_secs_f64() * 1e3,
-                },
-                tokens,
-            });
-        }
-        Ok(generations)
+            let prompt_end = if suffix_tokens > 0 {
+                chunks
+                    .eval_chunks(
+                        mtmd,
+                        ctx,
+                        n_past,
+                        0,
+                        i32::try_from(n_batch).unwrap_or(2048),
+                        true,
+                    )
+                    .map_err(|e| format!("prompt evaluation failed: {e}"))?
+            } else {
+                n_past
+            };
+            session.prefix = prefix.clone();
+            let last_prompt_token = (0..chunks.len())
+                .rev()
+                .find_map(|i| chunks.get(i)?.text_tokens()?.last().copied())
+                .or_else(|| prefix.last().copied())
+                .ok_or_else(|| "the prompt has no text token".to_string())?;
+            let mut prefill_ms = (started.elapsed() - prepared).as_secs_f64() * 1e3;
+            let cached_prompt_tokens = u32::try_from(cached).unwrap_or(u32::MAX);
+            let mut one = LlamaBatch::new(1, 1);
+            let mut generations = Vec::with_capacity(seeds.len());
+            for (i, &seed) in seeds.iter().enumerate() {
+                if i > 0 {
+                    let again = Instant::now();
+                    let last = u32::try_from(prompt_end - 1).map_err(|e| e.to_string())?;
+                    ctx.clear_kv_cache_seq(Some(0), Some(last), None)
+                        .map_err(|e| format!("cannot rewind the KV cache: {e}"))?;
+                    one.clear();
+                    one.add(last_prompt_token, prompt_end - 1, &[0], true)
+                        .map_err(|e| e.to_string())?;
+                    ctx.decode(&mut one)
+                        .map_err(|e| format!("decoding failed: {e}"))?;
+                    prefill_ms = again.elapsed().as_secs_f64() * 1e3;
+                }
+                let decoding = Instant::now();
+                let mut sampler = Self::sampler(config, model, seed, grammar)?;
+                let mut n_past = prompt_end;
+                let mut tokens = Vec::new();
+                let vocab = model.vocab();
+                while tokens.len() < config.max_tokens as usize {
+                    let token = sampler.sample(ctx, -1);
+                    if vocab.is_eog(token) {
+                        break;
+                    }
+                    tokens.push(token.0);
+                    one.clear();
+                    one.add(token, n_past, &[0], true)
+                        .map_err(|e| e.to_string())?;
+                    ctx.decode(&mut one)
+                        .map_err(|e| format!("decoding failed: {e}"))?;
+                    n_past += 1;
+                }
+                generations.push(Generation {
+                    stats: GenerationStats {
+                        prompt_tokens,
+                        cached_prompt_tokens: if i == 0 {
+                            cached_prompt_tokens
+                        } else {
+                            prompt_tokens.saturating_sub(1)
+                        },
+                        generated_tokens: u32::try_from(tokens.len()).unwrap_or(u32::MAX),
+                        // mtmd encodes the image inside prompt evaluation,
+                        // so its time is part of the prefill figure.
+                        encode_ms: 0.0,
+                        prefill_ms,
+                        decode_ms: decoding.elapsed().as_secs_f64() * 1e3,
+                    },
+                    tokens,
+                });
+            }
+            Ok(generations)
+        })
     }
 
     /// What `act` and `act_many` feed the model: the screenshot at the
@@ -371,12 +483,12 @@ impl LlamaPolicy {
 
     /// A metadata value of the text model's GGUF (`general.file_type`, …).
     pub fn metadata(&self, key: &str) -> Option<String> {
-        self.model.meta_val_str(key).ok()
+        self.loaded.borrow_owner().meta_val_str(key).ok()
     }
 
     /// The text of generated token ids.
     pub fn detokenize(&self, tokens: &[i32]) -> String {
-        let vocab = self.model.vocab();
+        let vocab = self.loaded.borrow_owner().vocab();
         let bytes: Vec<u8> = tokens
             .iter()
             .flat_map(|&t| vocab.token_to_piece(LlamaToken(t), false, None))
@@ -510,6 +622,47 @@ mod tests {
             "text tokens plus 128 image tokens, as transformers counts"
         );
         assert_eq!(image.tokens, ids(&r["cases"]["image"]["generated_ids"]));
+    }
+
+    /// The KV cache of the text before the screenshot is kept between
+    /// calls; answers must not change, whatever the previous prompt was.
+    #[test]
+    fn a_reused_prefix_changes_no_answer() {
+        let r = reference();
+        let mut p = policy("tiny-qwen25vl-f16.gguf");
+        let screenshot = image::open(fixture("test-screenshot.png"))
+            .unwrap()
+            .to_rgb8();
+        let image_ids = ids(&r["cases"]["image"]["generated_ids"]);
+        let text_prompt = r["cases"]["text"]["prompt_text"].as_str().unwrap();
+        let first = p.generate(&image_prompt(&r), Some(&screenshot), 0).unwrap();
+        assert_eq!(first.tokens, image_ids);
+        assert_eq!(first.stats.cached_prompt_tokens, 0);
+        let again = p.generate(&image_prompt(&r), Some(&screenshot), 0).unwrap();
+        assert_eq!(again.tokens, image_ids);
+        // Everything before the 128 image tokens and the closing text was
+        // cached: 774 prompt tokens minus the image and what follows it.
+        let prefix = p
+            .loaded
+            .borrow_owner()
+            .vocab()
+            .tokenize(
+                image_prompt(&r)
+                    .split(mtmd_default_marker())
+                    .next()
+                    .unwrap()
+                    .as_bytes(),
+                false,
+                true,
+            )
+            .len();
+        assert_eq!(again.stats.cached_prompt_tokens as usize, prefix);
+        // A different prompt in between shares only the system turn's start.
+        let text = p.generate(text_prompt, None, 0).unwrap();
+        assert_eq!(text.tokens, ids(&r["cases"]["text"]["generated_ids"]));
+        assert!(text.stats.cached_prompt_tokens < text.stats.prompt_tokens);
+        let last = p.generate(&image_prompt(&r), Some(&screenshot), 0).unwrap();
+        assert_eq!(last.tokens, image_ids);
     }
 
     // q8_0 quantizes the weights transformers ran in f32, so the answers part

@@ -59,6 +59,11 @@ pub struct Observation<'a> {
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GenerationStats {
     pub prompt_tokens: u32,
+    /// Prompt tokens whose KV cache was reused rather than evaluated (a
+    /// prefix shared with the previous call, or, for later candidates of
+    /// one observation, all but the last).
+    #[serde(default)]
+    pub cached_prompt_tokens: u32,
     pub generated_tokens: u32,
     /// Vision encoder time.
     pub encode_ms: f64,
