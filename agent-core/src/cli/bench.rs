@@ -9,8 +9,8 @@
 //! tasks whose set-up and checker work through system settings.
 
 use super::episode::{
-    AgentArgs, EpisodeFailure, PolicyArgs, PolicyKind, SharedPolicy, Target, load_policy,
-    run_task_episode, stamped_dir,
+    AgentArgs, DeviceArgs, EpisodeFailure, PolicyArgs, PolicyKind, SharedPolicy, Target,
+    load_policy, run_task_episode, stamped_dir,
 };
 use super::{Failure, Outcome, json_line};
 use crate::agent::StopReason;
@@ -45,11 +45,8 @@ pub struct Args {
     /// First seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Run over adb on this device instead of the in-process virtual phone.
-    #[arg(long)]
-    device: Option<String>,
-    #[arg(long, requires = "device")]
-    adb_port: Option<u16>,
+    #[command(flatten)]
+    device: DeviceArgs,
     /// Where the trajectories go [default: runs/bench-TIME].
     #[arg(long)]
     out: Option<PathBuf>,
@@ -144,10 +141,7 @@ struct TaskResult {
 }
 
 pub fn run(args: &Args) -> Outcome {
-    let target = match &args.device {
-        Some(serial) => Target::adb(serial, args.adb_port),
-        None => Target::Sim { seed: args.seed },
-    };
+    let target = args.device.target(args.seed);
     let names = task_names(&args.tasks, &target)?;
     let shared: Option<SharedPolicy> = match args.policy.policy {
         PolicyKind::Model => Some(load_policy(&args.policy, args.agent.vote)?),

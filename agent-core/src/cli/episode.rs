@@ -134,6 +134,29 @@ impl AgentArgs {
     }
 }
 
+/// Where `btl run` and `btl bench` act: an adb device, or by default the
+/// built-in virtual phone.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DeviceArgs {
+    /// An adb device serial (as `btl devices` lists it); default: the
+    /// built-in virtual phone, in-process.
+    #[arg(long)]
+    pub device: Option<String>,
+    /// Port of the adb server on 127.0.0.1 [default: 5037].
+    #[arg(long, requires = "device")]
+    pub adb_port: Option<u16>,
+}
+
+impl DeviceArgs {
+    /// The target; a virtual phone starts from `seed`.
+    pub fn target(&self, seed: u64) -> Target {
+        match &self.device {
+            Some(serial) => Target::adb(serial, self.adb_port),
+            None => Target::Sim { seed },
+        }
+    }
+}
+
 /// The phone an episode runs on.
 #[derive(Debug, Clone)]
 pub enum Target {

@@ -9,8 +9,8 @@
 //! brought back to where it stopped).
 
 use super::episode::{
-    AgentArgs, PolicyArgs, PolicyKind, Target, attach_task, confirmer, episode_policy, load_policy,
-    prepare, prepare_resumed, progress_bar, recorded_task, stamped_dir, step_message,
+    AgentArgs, DeviceArgs, PolicyArgs, PolicyKind, Target, attach_task, confirmer, episode_policy,
+    load_policy, prepare, prepare_resumed, progress_bar, recorded_task, stamped_dir, step_message,
 };
 use super::{Failure, Outcome, json_line};
 use crate::agent::trajectory::read_trajectory;
@@ -34,13 +34,8 @@ pub struct Args {
     /// Seed of the phone, the task parameters and sampling.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// An adb device serial (as `btl devices` lists it); default: the
-    /// built-in virtual phone, in-process.
-    #[arg(long)]
-    device: Option<String>,
-    /// Port of the adb server on 127.0.0.1 [default: 5037].
-    #[arg(long, requires = "device")]
-    adb_port: Option<u16>,
+    #[command(flatten)]
+    device: DeviceArgs,
     /// Directory of the trajectory (must not exist yet) [default: runs/episode-TIME].
     #[arg(long, conflicts_with = "resume")]
     out: Option<PathBuf>,
@@ -60,10 +55,7 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Outcome {
-    let target = match &args.device {
-        Some(serial) => Target::adb(serial, args.adb_port),
-        None => Target::Sim { seed: args.seed },
-    };
+    let target = args.device.target(args.seed);
     let (agent, dir, task) = match &args.resume {
         Some(dir) => resume(args, &target, dir)?,
         None => start(args, &target)?,
