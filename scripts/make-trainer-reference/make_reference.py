@@ -22,11 +22,15 @@ Cases (the Rust test that reads each names the function here):
   case_grpo         float64: a GRPO-style loss (token log-probs × advantages) over two
                     completions of the image prompt, its value, the token log-probs, the
                     gradients of a few parameters and the gradient norm of every parameter
+  case_grpo_lora    float64: the GRPO loss with a PEFT LoRA adapter on the text model (clipped
+                    ratio, KL to the adapter-free model, masked completions of unequal length),
+                    the adapter's values and the gradient of each LoRA matrix; PEFT's saved key
+                    layout and adapter_config.json; float32 greedy ids of the merged model
 
 float64 in transformers: its RMSNorm and vision rotary cast "to float32" (meant as an upcast
 for half precision), which in a float64 model is a downcast. The script patches those two to
-compute in float64 for case_grpo, as host-trainer does (`compute_kind`). Everything else runs
-unpatched.
+compute in float64 for case_grpo and case_grpo_lora, as host-trainer does (`compute_kind`).
+Everything else runs unpatched (for float32 the patched code does the same operations).
 
 Determinism: seeded, one thread, deterministic algorithms. Run through `run` beside this file.
 """
@@ -56,6 +60,20 @@ N_GREEDY = 16
 GRPO_COMPLETION = 8
 GRPO_ADVANTAGES = [1.0, -0.5]
 GRPO_SEED = 7
+GRPO_LORA_SEED = 11
+GRPO_LORA_LENGTHS = [8, 5, 8, 3]
+GRPO_LORA_REWARDS = [1.0, 0.2, 0.5, 0.5]
+GRPO_LORA_BETA = 0.04
+GRPO_LORA_EPSILON = 0.2
+LORA_R = 4
+LORA_ALPHA = 8
+LORA_INIT_STD = 0.1
+# The seven projections of every text decoder layer, by full module name: the vision blocks'
+# MLPs are also called gate_proj/up_proj/down_proj, so suffixes alone would adapt them too.
+LORA_TARGET_MODULES = r"model\.language_model\.layers\.\d+\.(self_attn\.(q|k|v|o)_proj|mlp\.(gate|up|down)_proj)"
+LORA_TARGET_SUFFIXES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+# adapter_config.json records the base model's path; the loader's temp dir would make it vary.
+LORA_BASE_MODEL_NAME = "tiny-qwen25vl-hf"
 # Parameters whose whole gradient is stored (small ones from every block family).
 GRADIENT_PARAMS = [
     "visual.blocks.0.attn.qkv.bias",
@@ -87,6 +105,8 @@ def dump_json(obj) -> str:
     def enc(x, level):
         pad, inner = " " * level, " " * (level + 1)
         if isinstance(x, dict):
+            if not x:
+                return "{}"
             items = [f"{inner}{json.dumps(k)}: {enc(x[k], level + 1)}" for k in sorted(x)]
             return "{\n" + ",\n".join(items) + "\n" + pad + "}"
         if isinstance(x, list) and any(isinstance(e, (dict, list)) for e in x):
@@ -154,6 +174,214 @@ def patch_float64(module) -> None:
     module.apply_rotary_pos_emb_vision = rotary_vision
 
 
+def lora_config():
+    """The adapter of case_grpo_lora (a fresh object: PEFT fills in fields of the one it is given)."""
+    from peft import LoraConfig
+
+    return LoraConfig(r=LORA_R, lora_alpha=LORA_ALPHA, lora_dropout=0.0, bias="none",
+                      target_modules=LORA_TARGET_MODULES)
+
+
+def lora_modules(peft_model) -> dict:
+    """Checkpoint-style module name → PEFT's LoRA layer, in model order."""
+    from peft.tuners.lora import LoraLayer
+
+    prefix = "base_model.model."
+    return {checkpoint_name(name[len(prefix):]): module for name, module in peft_model.named_modules()
+            if isinstance(module, LoraLayer)}
+
+
+def grpo_lora_terms(logp, old_logp, ref_logp, mask, adv, beta: float, epsilon: float):
+    """Per-token KL and the masked GRPO loss of case_grpo_lora; returns (kl, loss)."""
+    import torch
+
+    ratio = torch.exp(logp - old_logp)
+    a = adv[:, None]
+    surrogate = -torch.minimum(ratio * a, torch.clamp(ratio, 1 - epsilon, 1 + epsilon) * a)
+    kl = torch.exp(ref_logp - logp) - (ref_logp - logp) - 1
+    tok = surrogate + beta * kl
+    loss = ((tok * mask).sum(-1) / mask.sum(-1)).mean()
+    return kl, loss
+
+
+def case_grpo_lora(load, tok, prompt: list[int], grid: list[int], pixel_values, n_text: int,
+                   text_prompt_ids: list[int], image_id: int, tensors: dict, meta: dict) -> None:
+    """GRPO with a PEFT LoRA adapter (float64, RMSNorm and vision rotary patched as for case_grpo).
+
+    Model: the rounded checkpoint in float64, wrapped by `peft.get_peft_model` with
+    `LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, bias="none", target_modules=LORA_TARGET_MODULES)`.
+    PEFT matches a string target with `re.fullmatch` on module names, so the adapter sits on the
+    7 projections q/k/v/o_proj, gate/up/down_proj of each text layer (14 modules) and on nothing
+    of the vision tower. An adapted linear computes `W x + b + (alpha / r) * B (A x)`, scale 2.
+
+    Adapter values: a `torch.Generator` seeded `GRPO_LORA_SEED + 1` draws, module by module in model
+    order (layer 0 q, k, v, o, gate, up, down, then layer 1) and A before B,
+    `torch.randn(shape, dtype=float32) * 0.1` in float32, cast to float64 (so every value is exact
+    in float32). A is (r, in), B is (out, r); B is non-zero, so the policy differs from the
+    reference. Stored as `grpo_lora.lora.<module>.lora_A` / `.lora_B`, <module> named as in
+    checkpoint files (`model.layers.0.self_attn.q_proj`).
+
+    Batch: G = 4 rows, each the case_grpo prompt (image A + "Open Wi-Fi settings.", `prompt_len`
+    tokens) followed by 8 completion ids: `torch.randint(0, n_bpe_tokens, (4, 8))` from a generator
+    seeded `GRPO_LORA_SEED` (ordinary BPE ids, no added tokens). Row i has real length
+    GRPO_LORA_LENGTHS[i] = [8, 5, 8, 3]; its later positions hold `<|endoftext|>` and have
+    completion_mask 0. The padded rows go through the model whole, without an attention mask
+    (under causal attention right padding leaves every real position unchanged).
+
+    Loss, with p = prompt_len and rewards [1.0, 0.2, 0.5, 0.5]:
+      adv      = (r - mean(r)) / (std(r) + 1e-4), std unbiased (N - 1), as torch.std
+      logp     = log_softmax(logits[:, p-1:-1]).gather(completion ids), adapter enabled
+      ref_logp = the same under `model.disable_adapter()` and no_grad
+      old_logp = logp.detach()
+      ratio    = exp(logp - old_logp)
+      surr     = -min(ratio * adv, clamp(ratio, 1 - eps, 1 + eps) * adv), eps = 0.2
+      kl       = exp(ref_logp - logp) - (ref_logp - logp) - 1
+      tok      = surr + beta * kl, beta = 0.04
+      loss     = mean over the 4 rows of sum_t(tok * mask) / sum_t(mask)
+    Stored: `grpo_lora.loss` (1,), `grpo_lora.logp`, `.ref_logp`, `.kl` (4, 8) (entries where the
+    mask is 0 are those of the pad tokens: no part of the loss), and the gradient of the loss
+    w.r.t. every LoRA matrix, `grpo_lora.grad.<module>.lora_A` / `.lora_B`. Central finite
+    differences on two entries check those gradients (asserted here, not stored).
+
+    JSON `grpo_lora` also holds the keys PEFT's `save_pretrained` writes for this adapter
+    (`get_peft_model_state_dict`, checked against the file it writes) and the adapter_config.json
+    it writes (base_model_name_or_path set to LORA_BASE_MODEL_NAME).
+
+    `grpo_lora.merged_greedy` (float32, unpatched operations): a float32 model with the same
+    adapter values, merged by `merge_and_unload()`; `generate()` (KV cache) of 16 greedy tokens
+    after the text prompt ids of tests/data/tiny-qwen25vl/reference.json (no image), with every
+    step's top-1 margin.
+    """
+    import safetensors.torch
+    import torch
+    from peft import get_peft_model, get_peft_model_state_dict
+
+    model = get_peft_model(load(torch.float64), lora_config())
+    model.train()  # no dropout anywhere (lora_dropout 0); train() only as a trainer would call it
+    modules = lora_modules(model)
+    expected = [f"model.layers.{i}.{'mlp' if s.endswith(('gate_proj', 'up_proj', 'down_proj')) else 'self_attn'}.{s}"
+                for i in range(model.config.text_config.num_hidden_layers) for s in LORA_TARGET_SUFFIXES]
+    assert list(modules) == expected, list(modules)
+    lora_rng = torch.Generator().manual_seed(GRPO_LORA_SEED + 1)
+    with torch.no_grad():
+        for name, module in modules.items():
+            assert module.scaling["default"] == LORA_ALPHA / LORA_R
+            for part in ("lora_A", "lora_B"):
+                weight = getattr(module, part)["default"].weight
+                assert weight.dtype == torch.float64 and weight.requires_grad
+                value = (torch.randn(weight.shape, generator=lora_rng, dtype=torch.float32) * LORA_INIT_STD).double()
+                weight.copy_(value)
+                tensors[f"grpo_lora.lora.{name}.{part}"] = value
+
+    completion_rng = torch.Generator().manual_seed(GRPO_LORA_SEED)
+    g, width = len(GRPO_LORA_LENGTHS), max(GRPO_LORA_LENGTHS)
+    completions = torch.randint(0, n_text, (g, width), generator=completion_rng)
+    mask = (torch.arange(width)[None, :] < torch.tensor(GRPO_LORA_LENGTHS)[:, None]).double()
+    pad_id = tok.token_to_id("<|endoftext|>")
+    completions = torch.where(mask.bool(), completions, torch.full_like(completions, pad_id))
+    rows = [prompt + c.tolist() for c in completions]
+    ids_t = torch.tensor(rows)
+    p = len(prompt)
+    inputs = dict(input_ids=ids_t, mm_token_type_ids=(ids_t == image_id).int(),
+                  pixel_values=torch.cat([pixel_values] * g).double(), image_grid_thw=torch.tensor([grid] * g))
+
+    def completion_logp():
+        logits = model(**inputs).logits
+        return torch.log_softmax(logits[:, p - 1:-1], dim=-1).gather(-1, ids_t[:, p:, None])[..., 0]
+
+    rewards = torch.tensor(GRPO_LORA_REWARDS, dtype=torch.float64)
+    adv = (rewards - rewards.mean()) / (rewards.std() + 1e-4)
+    with torch.no_grad(), model.disable_adapter():
+        ref_logp = completion_logp()
+    logp = completion_logp()
+    old_logp = logp.detach()
+    kl, loss = grpo_lora_terms(logp, old_logp, ref_logp, mask, adv, GRPO_LORA_BETA, GRPO_LORA_EPSILON)
+    loss.backward()
+    assert math.isfinite(loss.item())
+    assert (logp.detach() - ref_logp).abs().max() > 1e-3, "the adapter barely changes the policy"
+    tensors["grpo_lora.loss"] = loss.detach().reshape(1)
+    tensors["grpo_lora.logp"] = logp.detach()
+    tensors["grpo_lora.ref_logp"] = ref_logp
+    tensors["grpo_lora.kl"] = kl.detach()
+    for name, module in modules.items():
+        for part in ("lora_A", "lora_B"):
+            grad = getattr(module, part)["default"].weight.grad
+            assert grad is not None and grad.abs().max() > 0, (name, part)
+            tensors[f"grpo_lora.grad.{name}.{part}"] = grad.detach().clone()
+
+    # The stored gradients against central differences of the same loss (old_logp held fixed,
+    # as autograd treats it).
+    def loss_now() -> float:
+        with torch.no_grad():
+            return grpo_lora_terms(completion_logp(), old_logp, ref_logp, mask, adv,
+                                   GRPO_LORA_BETA, GRPO_LORA_EPSILON)[1].item()
+
+    h = 1e-5
+    for name, part, index in [("model.layers.0.self_attn.q_proj", "lora_B", (5, 1)),
+                              ("model.layers.1.mlp.down_proj", "lora_A", (2, 17))]:
+        weight = getattr(modules[name], part)["default"].weight
+        original = weight[index].item()
+        with torch.no_grad():
+            weight[index] = original + h
+            up = loss_now()
+            weight[index] = original - h
+            down = loss_now()
+            weight[index] = original
+        numeric, analytic = (up - down) / (2 * h), weight.grad[index].item()
+        assert abs(numeric - analytic) <= 1e-6 * abs(analytic) and abs(analytic) > 1e-6, \
+            (name, part, index, numeric, analytic)
+
+    # What save_pretrained writes: its keys and adapter_config.json.
+    model.peft_config["default"].base_model_name_or_path = LORA_BASE_MODEL_NAME
+    # save_embedding_layers="auto" would look the base model up (no embedding is adapted here).
+    state_keys = list(get_peft_model_state_dict(model, save_embedding_layers=False))
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save_pretrained(tmp, save_embedding_layers=False)
+        saved_keys = list(safetensors.torch.load_file(str(Path(tmp) / "adapter_model.safetensors")))
+        adapter_config = json.loads((Path(tmp) / "adapter_config.json").read_text())
+    assert sorted(saved_keys) == sorted(state_keys), (saved_keys, state_keys)
+    assert len(state_keys) == 2 * len(modules)
+
+    # float32, merged: the same values are exact in float32.
+    merged = get_peft_model(load(torch.float32), lora_config())
+    with torch.no_grad():
+        for name, module in lora_modules(merged).items():
+            for part in ("lora_A", "lora_B"):
+                getattr(module, part)["default"].weight.copy_(tensors[f"grpo_lora.lora.{name}.{part}"].float())
+    text_t = torch.tensor([text_prompt_ids])
+    text_inputs = dict(input_ids=text_t, mm_token_type_ids=torch.zeros_like(text_t, dtype=torch.int32))
+    with torch.no_grad():
+        adapter_logits = merged(**text_inputs).logits
+        with merged.disable_adapter():
+            base_logits = merged(**text_inputs).logits
+    merged = merged.merge_and_unload().eval()
+    with torch.no_grad():
+        merged_logits = merged(**text_inputs).logits
+        torch.testing.assert_close(merged_logits, adapter_logits, rtol=1e-4, atol=1e-4)
+        assert not torch.equal(merged_logits.argmax(-1), base_logits.argmax(-1)), "merge indistinguishable"
+        gen = merged.generate(**text_inputs, do_sample=False, max_new_tokens=N_GREEDY, min_new_tokens=N_GREEDY,
+                              eos_token_id=None, pad_token_id=None, temperature=None, top_p=None, top_k=None,
+                              output_logits=True, return_dict_in_generate=True)
+    greedy = [int(x) for x in gen.sequences[0, len(text_prompt_ids):]]
+    margins = [float(torch.topk(s[0], 2).values.diff().abs()) for s in gen.logits]
+    assert len(greedy) == N_GREEDY and min(margins) > 1e-3, f"greedy top-1 margins too small to compare: {margins}"
+
+    meta["grpo_lora"] = {
+        "input_ids": rows, "prompt_len": p, "grid": grid, "pad_id": pad_id,
+        "completion_lengths": GRPO_LORA_LENGTHS, "completion_mask": mask.int().tolist(),
+        "rewards": GRPO_LORA_REWARDS, "advantages": adv.tolist(), "beta": GRPO_LORA_BETA,
+        "epsilon": GRPO_LORA_EPSILON, "r": LORA_R, "alpha": LORA_ALPHA, "scale": LORA_ALPHA / LORA_R,
+        "target_modules": LORA_TARGET_MODULES, "target_module_suffixes": LORA_TARGET_SUFFIXES,
+        "lora_modules": list(modules), "init": "randn float32 * 0.1, as float64; A then B, module order",
+        "loss": "mean over rows of sum_t(mask * (-min(ratio*A, clamp(ratio,1-eps,1+eps)*A) + beta*kl)) / "
+                "sum_t(mask); ratio = exp(logp - logp.detach()); kl = exp(ref-logp) - (ref-logp) - 1",
+        "peft_state_dict_keys": state_keys, "adapter_config": adapter_config,
+        "patched_for_float64": ["Qwen2_5_VLRMSNorm.forward", "apply_rotary_pos_emb_vision"],
+        "merged_greedy": {"dtype": "float32", "input_ids": text_prompt_ids, "greedy_ids": greedy,
+                          "step_top1_margins": margins, "min_margin": min(margins)},
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hf-dir", required=True, help="tiny HF checkpoint from scripts/make-tiny-model")
@@ -161,6 +389,7 @@ def main() -> None:
     args = ap.parse_args()
 
     import numpy as np
+    import peft
     import safetensors.torch
     import torch
     import transformers
@@ -211,6 +440,7 @@ def main() -> None:
             "torch": torch.__version__,
             "transformers": transformers.__version__,
             "numpy": np.__version__,
+            "peft": peft.__version__,
         },
     }
 
@@ -346,6 +576,11 @@ def main() -> None:
                     "grad_norm_names": sorted(norms), "gradient_params": GRADIENT_PARAMS,
                     "patched_for_float64": ["Qwen2_5_VLRMSNorm.forward", "apply_rotary_pos_emb_vision"]}
     assert math.isfinite(loss.item())
+    del model
+
+    # --- case_grpo_lora (float64; merged greedy in float32) ----------------------------------
+    case_grpo_lora(load, tok, prompt, grid_a, pv_a, n_text, reference["cases"]["text"]["prompt_ids"], image_id,
+                   tensors, meta)
 
     safetensors.torch.save_file({k: v.contiguous() for k, v in sorted(tensors.items())},
                                 str(out / "reference.safetensors"), metadata={"format": FORMAT})
