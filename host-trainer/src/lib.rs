@@ -7,6 +7,9 @@
 //! - [`weights`]: safetensors checkpoints (one file or sharded), F32/BF16/F16;
 //! - [`model`]: the vision tower, the Qwen2 decoder with M-RoPE, the combined
 //!   model with `lm_head`, and greedy generation with a KV cache;
+//! - [`lora`]: LoRA adapters on the text model's projections;
+//! - [`grpo`]: GRPO training with the BTL reward (sampling, objective,
+//!   optimizer, checkpoints);
 //! - [`error`]: the error type.
 //!
 //! The crate links the libtorch of torch 2.13.0 (tch 0.26). `scripts/test`
@@ -16,6 +19,8 @@
 
 pub mod config;
 pub mod error;
+pub mod grpo;
+pub mod lora;
 pub mod model;
 pub mod weights;
 

@@ -11,6 +11,7 @@
 use tch::{Kind, Tensor, nn};
 
 use crate::error::Result;
+use crate::lora::{Adapter, Lora};
 
 /// The dtype that normalisation and rotary arithmetic run in for a model of `kind`.
 pub(crate) fn compute_kind(kind: Kind) -> Kind {
@@ -20,10 +21,12 @@ pub(crate) fn compute_kind(kind: Kind) -> Kind {
     }
 }
 
-/// `y = x Wᵀ + b`, with the weight as `(out, in)` like torch's `nn.Linear`.
+/// `y = x Wᵀ + b`, with the weight as `(out, in)` like torch's `nn.Linear`,
+/// plus a LoRA update when the projection is adapted.
 pub(crate) struct Linear {
     weight: Tensor,
     bias: Option<Tensor>,
+    adapter: Option<Adapter>,
 }
 
 impl Linear {
@@ -34,11 +37,34 @@ impl Linear {
         } else {
             None
         };
-        Ok(Self { weight, bias })
+        Ok(Self {
+            weight,
+            bias,
+            adapter: None,
+        })
+    }
+
+    /// A projection named `module` in the checkpoint, adapted if `lora` targets it.
+    pub(crate) fn adapted(
+        p: &nn::Path,
+        module: &str,
+        (in_dim, out_dim): (i64, i64),
+        bias: bool,
+        lora: &mut Option<Lora>,
+    ) -> Result<Self> {
+        let mut linear = Self::new(p, in_dim, out_dim, bias)?;
+        if let Some(lora) = lora {
+            linear.adapter = lora.adapter(module, in_dim, out_dim)?;
+        }
+        Ok(linear)
     }
 
     pub(crate) fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        Ok(x.f_linear(&self.weight, self.bias.as_ref())?)
+        let base = x.f_linear(&self.weight, self.bias.as_ref())?;
+        match &self.adapter {
+            Some(adapter) => adapter.apply(x, base),
+            None => Ok(base),
+        }
     }
 }
 
@@ -77,10 +103,25 @@ pub(crate) struct Mlp {
 
 impl Mlp {
     pub(crate) fn new(p: &nn::Path, dim: i64, hidden: i64, bias: bool) -> Result<Self> {
+        Self::adapted(p, "", dim, hidden, bias, &mut None)
+    }
+
+    /// An MLP whose projections (named `{module}.gate_proj`, …) may be adapted.
+    pub(crate) fn adapted(
+        p: &nn::Path,
+        module: &str,
+        dim: i64,
+        hidden: i64,
+        bias: bool,
+        lora: &mut Option<Lora>,
+    ) -> Result<Self> {
+        let mut proj = |name: &str, dims| {
+            Linear::adapted(&(p / name), &format!("{module}.{name}"), dims, bias, lora)
+        };
         Ok(Self {
-            gate_proj: Linear::new(&(p / "gate_proj"), dim, hidden, bias)?,
-            up_proj: Linear::new(&(p / "up_proj"), dim, hidden, bias)?,
-            down_proj: Linear::new(&(p / "down_proj"), hidden, dim, bias)?,
+            gate_proj: proj("gate_proj", (dim, hidden))?,
+            up_proj: proj("up_proj", (dim, hidden))?,
+            down_proj: proj("down_proj", (hidden, dim))?,
         })
     }
 

@@ -27,6 +27,7 @@ use self::text::TextModel;
 use self::vision::VisionTower;
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::lora::{Lora, LoraConfig};
 use crate::weights::Checkpoint;
 
 /// The images of a batch: patches of every image, in the order their image
@@ -50,16 +51,38 @@ pub struct Qwen25Vl {
     visual: VisionTower,
     model: TextModel,
     lm_head: Option<Tensor>,
+    lora: Option<Lora>,
 }
 
 impl Qwen25Vl {
     /// Builds the model with zero weights, as variables of `kind` on `device`.
     pub fn new(config: Config, device: Device, kind: Kind) -> Result<Self> {
+        Self::with_lora(config, device, kind, None)
+    }
+
+    /// [`Self::new`] with LoRA adapters on the projections `lora` targets,
+    /// initialised as PEFT does from torch's global generator (seed it first
+    /// with `tch::manual_seed` for reproducible adapters).
+    pub fn with_lora(
+        config: Config,
+        device: Device,
+        kind: Kind,
+        lora: Option<&LoraConfig>,
+    ) -> Result<Self> {
         let mut vars = nn::VarStore::new(device);
         vars.set_kind(kind);
+        // Adapters over half-precision base weights stay float32 (their
+        // updates are small next to the weights).
+        let adapter_kind = match kind {
+            Kind::BFloat16 | Kind::Half => Kind::Float,
+            other => other,
+        };
+        let mut adapters = lora
+            .map(|c| Lora::new(c.clone(), device, adapter_kind))
+            .transpose()?;
         let root = vars.root();
         let visual = VisionTower::new(&(&root / "visual"), &config.vision)?;
-        let model = TextModel::new(&(&root / "model"), &config.text)?;
+        let model = TextModel::new(&(&root / "model"), &config.text, &mut adapters)?;
         let lm_head = if config.tie_word_embeddings {
             None
         } else {
@@ -74,16 +97,84 @@ impl Qwen25Vl {
             visual,
             model,
             lm_head,
+            lora: adapters,
         })
     }
 
     /// Loads a Hugging Face checkpoint directory (`config.json` + safetensors).
     pub fn from_checkpoint(dir: &Path, device: Device, kind: Kind) -> Result<Self> {
+        Self::from_checkpoint_with_lora(dir, device, kind, None)
+    }
+
+    /// Loads a checkpoint and adds fresh LoRA adapters (see [`Self::with_lora`]).
+    pub fn from_checkpoint_with_lora(
+        dir: &Path,
+        device: Device,
+        kind: Kind,
+        lora: Option<&LoraConfig>,
+    ) -> Result<Self> {
         let config = Config::from_dir(dir)?;
         let checkpoint = Checkpoint::open(dir)?;
-        let model = Self::new(config, device, kind)?;
+        let model = Self::with_lora(config, device, kind, lora)?;
         checkpoint.load_into(&model.vars, model.config.tie_word_embeddings)?;
         Ok(model)
+    }
+
+    /// Stops gradients to every base weight (the adapters stay trainable).
+    pub fn freeze_base(&mut self) {
+        self.vars.freeze();
+    }
+
+    /// The LoRA adapters, if the model has them.
+    pub fn lora(&self) -> Option<&Lora> {
+        self.lora.as_ref()
+    }
+
+    /// Turns the adapters off (the base model) or on; no effect without adapters.
+    pub fn set_lora_enabled(&self, enabled: bool) {
+        if let Some(lora) = &self.lora {
+            lora.switch().set_enabled(enabled);
+        }
+    }
+
+    /// Training mode turns the adapters' dropout on.
+    pub fn set_training(&self, training: bool) {
+        if let Some(lora) = &self.lora {
+            lora.switch().set_training(training);
+        }
+    }
+
+    /// Every base weight by checkpoint name, with the adapters' updates
+    /// `(alpha / r) · B A` added to the weights they adapt: the model a merged
+    /// checkpoint holds. Without adapters, the weights themselves.
+    pub fn merged_weights(&self) -> Result<Vec<(String, Tensor)>> {
+        let updates: std::collections::HashMap<String, Tensor> = match &self.lora {
+            Some(lora) => tch::no_grad(|| {
+                lora.modules()
+                    .iter()
+                    .map(|(module, a, b)| {
+                        let update = b.f_matmul(a)?.f_mul_scalar(lora.config().scale())?;
+                        Ok((format!("{module}.weight"), update))
+                    })
+                    .collect::<Result<_>>()
+            })?,
+            None => Default::default(),
+        };
+        let mut out: Vec<(String, Tensor)> = tch::no_grad(|| {
+            self.vars
+                .variables()
+                .into_iter()
+                .map(|(name, weight)| {
+                    let merged = match updates.get(&name) {
+                        Some(update) => weight.f_add(&update.f_to_kind(weight.kind())?)?,
+                        None => weight.f_detach_copy()?,
+                    };
+                    Ok((name, merged))
+                })
+                .collect::<Result<_>>()
+        })?;
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
     }
 
     pub fn config(&self) -> &Config {
@@ -153,7 +244,7 @@ impl Qwen25Vl {
     }
 
     /// [`Self::forward_cached`] before `lm_head`.
-    fn hidden_cached(&self, batch: &Batch, cache: &mut KvCache) -> Result<Tensor> {
+    pub fn hidden_cached(&self, batch: &Batch, cache: &mut KvCache) -> Result<Tensor> {
         let (embeds, positions) = if cache.is_empty() {
             let (embeds, positions, deltas) = self.prepare(batch)?;
             cache.deltas = deltas;

@@ -15,6 +15,7 @@ use tch::{Device, Kind, Tensor, nn};
 use super::layers::{Linear, Mlp, RmsNorm, apply_rotary, inverse_frequencies};
 use crate::config::TextConfig;
 use crate::error::{Error, Result};
+use crate::lora::Lora;
 
 /// Keys and values of the tokens seen so far, per layer: (batch, kv heads,
 /// tokens, head_dim); and each sequence's M-RoPE delta, which places the
@@ -41,6 +42,33 @@ impl KvCache {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// The cache of one sequence, repeated as `n` identical rows: the shared
+    /// prompt of a group of sampled completions. Gradients flow back to the
+    /// one prompt evaluation.
+    pub fn repeat_rows(&self, n: i64) -> Result<Self> {
+        if self.deltas.len() != 1 {
+            return Err(Error::Input(format!(
+                "only a cache of one sequence can be repeated, this one holds {}",
+                self.deltas.len()
+            )));
+        }
+        let layers = self
+            .layers
+            .iter()
+            .map(|slot| {
+                slot.as_ref()
+                    .map(|(k, v)| -> Result<(Tensor, Tensor)> {
+                        Ok((k.f_repeat([n, 1, 1, 1])?, v.f_repeat([n, 1, 1, 1])?))
+                    })
+                    .transpose()
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            layers,
+            deltas: vec![self.deltas[0]; n as usize],
+        })
+    }
 }
 
 struct Attention {
@@ -54,14 +82,18 @@ struct Attention {
 }
 
 impl Attention {
-    fn new(p: &nn::Path, cfg: &TextConfig) -> Result<Self> {
+    fn new(p: &nn::Path, module: &str, cfg: &TextConfig, lora: &mut Option<Lora>) -> Result<Self> {
         let head_dim = cfg.head_dim();
         let (h, kv) = (cfg.num_attention_heads, cfg.num_key_value_heads);
+        let hidden = cfg.hidden_size;
+        let mut proj = |name: &str, dims, bias| {
+            Linear::adapted(&(p / name), &format!("{module}.{name}"), dims, bias, lora)
+        };
         Ok(Self {
-            q_proj: Linear::new(&(p / "q_proj"), cfg.hidden_size, h * head_dim, true)?,
-            k_proj: Linear::new(&(p / "k_proj"), cfg.hidden_size, kv * head_dim, true)?,
-            v_proj: Linear::new(&(p / "v_proj"), cfg.hidden_size, kv * head_dim, true)?,
-            o_proj: Linear::new(&(p / "o_proj"), h * head_dim, cfg.hidden_size, false)?,
+            q_proj: proj("q_proj", (hidden, h * head_dim), true)?,
+            k_proj: proj("k_proj", (hidden, kv * head_dim), true)?,
+            v_proj: proj("v_proj", (hidden, kv * head_dim), true)?,
+            o_proj: proj("o_proj", (h * head_dim, hidden), false)?,
             num_heads: h,
             num_kv_heads: kv,
             head_dim,
@@ -127,7 +159,7 @@ struct DecoderLayer {
 }
 
 impl DecoderLayer {
-    fn new(p: &nn::Path, cfg: &TextConfig) -> Result<Self> {
+    fn new(p: &nn::Path, module: &str, cfg: &TextConfig, lora: &mut Option<Lora>) -> Result<Self> {
         Ok(Self {
             input_layernorm: RmsNorm::new(
                 &(p / "input_layernorm"),
@@ -139,8 +171,20 @@ impl DecoderLayer {
                 cfg.hidden_size,
                 cfg.rms_norm_eps,
             )?,
-            self_attn: Attention::new(&(p / "self_attn"), cfg)?,
-            mlp: Mlp::new(&(p / "mlp"), cfg.hidden_size, cfg.intermediate_size, false)?,
+            self_attn: Attention::new(
+                &(p / "self_attn"),
+                &format!("{module}.self_attn"),
+                cfg,
+                lora,
+            )?,
+            mlp: Mlp::adapted(
+                &(p / "mlp"),
+                &format!("{module}.mlp"),
+                cfg.hidden_size,
+                cfg.intermediate_size,
+                false,
+                lora,
+            )?,
         })
     }
 
@@ -171,9 +215,13 @@ pub(crate) struct TextModel {
 }
 
 impl TextModel {
-    pub(crate) fn new(p: &nn::Path, cfg: &TextConfig) -> Result<Self> {
+    /// The decoder, its projections adapted as `lora` says; checkpoint
+    /// module names start with `model.`.
+    pub(crate) fn new(p: &nn::Path, cfg: &TextConfig, lora: &mut Option<Lora>) -> Result<Self> {
         let layers = (0..cfg.num_hidden_layers)
-            .map(|i| DecoderLayer::new(&(p / "layers" / i), cfg))
+            .map(|i| {
+                DecoderLayer::new(&(p / "layers" / i), &format!("model.layers.{i}"), cfg, lora)
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(Self {
             embed_tokens: (p / "embed_tokens")

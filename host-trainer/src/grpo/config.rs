@@ -1,0 +1,379 @@
+//! The training configuration: a TOML file whose every field has the
+//! official recipe's value by default (spec §7), and which command-line
+//! flags override.
+//!
+//! Relative paths are taken from the configuration file's directory. Unknown
+//! keys are errors, so a misspelt option never silently keeps its default.
+
+use std::path::{Path, PathBuf};
+
+use agent_core::reward::{RewardMode, Weights};
+use serde::{Deserialize, Serialize};
+
+use super::optim::AdamWConfig;
+use super::sampling::SamplingParams;
+use crate::error::{Error, Result};
+use crate::lora::LoraConfig;
+
+/// Everything a training run needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainConfig {
+    pub model: ModelSection,
+    pub data: DataSection,
+    #[serde(default)]
+    pub lora: LoraConfig,
+    #[serde(default)]
+    pub grpo: GrpoSection,
+    #[serde(default)]
+    pub reward: RewardSection,
+    #[serde(default)]
+    pub optim: OptimSection,
+    pub run: RunSection,
+}
+
+/// What is trained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TrainMode {
+    /// LoRA adapters on the text model; the base weights stay frozen.
+    #[default]
+    Lora,
+    /// Every weight of the text model (small models: it needs a frozen copy
+    /// as the KL reference and optimizer state for every weight).
+    Full,
+}
+
+/// Numeric precision of the weights and activations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    F32,
+    F64,
+    /// bfloat16 autocast on CUDA over float32 weights (the CPU ignores it).
+    Bf16,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSection {
+    /// Hugging Face checkpoint directory (`config.json` + safetensors).
+    pub checkpoint: PathBuf,
+    /// `tokenizer.json`; default: the checkpoint's.
+    #[serde(default)]
+    pub tokenizer: Option<PathBuf>,
+    #[serde(default)]
+    pub mode: TrainMode,
+    /// Default: bf16 on CUDA, f32 on the CPU.
+    #[serde(default)]
+    pub precision: Option<Precision>,
+    /// `cpu`, `cuda` or `cuda:N`; default: CUDA when available.
+    #[serde(default)]
+    pub device: Option<String>,
+    /// Train the vision tower too (full mode only); frozen by default.
+    #[serde(default)]
+    pub train_vision: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DataSection {
+    /// Sample files in the official JSON format (spec §6).
+    pub samples: Vec<PathBuf>,
+    /// Overrides every sample's `max_pixels`.
+    #[serde(default)]
+    pub max_pixels: Option<u64>,
+    /// Reshuffle the samples every epoch (seeded).
+    #[serde(default = "yes")]
+    pub shuffle: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GrpoSection {
+    /// Completions sampled per prompt (G).
+    pub num_generations: usize,
+    pub temperature: f64,
+    pub top_p: f64,
+    pub top_k: i64,
+    /// KL weight β.
+    pub beta: f64,
+    /// Clip range ε.
+    pub epsilon: f64,
+    pub max_completion_length: usize,
+    /// Prompts per optimizer step.
+    pub prompts_per_step: usize,
+    /// Completions per backward pass (gradient accumulation); 0 = the whole group.
+    pub micro_batch: usize,
+}
+
+impl Default for GrpoSection {
+    fn default() -> Self {
+        let sampling = SamplingParams::default();
+        Self {
+            num_generations: 8,
+            temperature: sampling.temperature,
+            top_p: sampling.top_p,
+            top_k: sampling.top_k,
+            beta: 0.04,
+            epsilon: 0.2,
+            max_completion_length: 1280,
+            prompts_per_step: 1,
+            micro_batch: 0,
+        }
+    }
+}
+
+impl GrpoSection {
+    pub fn sampling(&self) -> SamplingParams {
+        SamplingParams {
+            temperature: self.temperature,
+            top_p: self.top_p,
+            top_k: self.top_k,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RewardSection {
+    pub mode: RewardMode,
+    pub weights: Weights,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OptimSection {
+    /// Peak learning rate (the recipe's 1e-6 is for full fine-tuning; LoRA
+    /// needs a larger one).
+    pub lr: f64,
+    #[serde(flatten)]
+    pub adamw: AdamWConfig,
+    /// Global gradient-norm limit; 0 turns clipping off.
+    pub max_grad_norm: f64,
+    /// Fraction of the steps spent warming up linearly.
+    pub warmup_ratio: f64,
+}
+
+impl Default for OptimSection {
+    fn default() -> Self {
+        Self {
+            lr: 1e-4,
+            adamw: AdamWConfig::default(),
+            max_grad_norm: 1.0,
+            warmup_ratio: 0.05,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSection {
+    /// Optimizer steps in the whole run.
+    pub steps: u64,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Checkpoints, metrics and plots go here.
+    pub output_dir: PathBuf,
+    /// A checkpoint every this many steps (and at the end); 0 = only at the end.
+    #[serde(default = "default_save_every")]
+    pub save_every: u64,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_seed() -> u64 {
+    42
+}
+
+fn default_save_every() -> u64 {
+    50
+}
+
+impl TrainConfig {
+    /// Reads a TOML file; relative paths become relative to its directory.
+    pub fn from_file(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        let mut config = Self::from_toml(&text).map_err(|message| Error::Config {
+            path: path.to_owned(),
+            message,
+        })?;
+        config.resolve_paths(path.parent().unwrap_or(Path::new(".")));
+        Ok(config)
+    }
+
+    /// Parses TOML text; the error names the line and the key.
+    pub fn from_toml(text: &str) -> std::result::Result<Self, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    fn resolve_paths(&mut self, base: &Path) {
+        let fix = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
+        fix(&mut self.model.checkpoint);
+        if let Some(t) = &mut self.model.tokenizer {
+            fix(t);
+        }
+        self.data.samples.iter_mut().for_each(fix);
+        fix(&mut self.run.output_dir);
+    }
+
+    /// The tokenizer file: the configured one or the checkpoint's.
+    pub fn tokenizer_path(&self) -> PathBuf {
+        self.model
+            .tokenizer
+            .clone()
+            .unwrap_or_else(|| self.model.checkpoint.join("tokenizer.json"))
+    }
+
+    /// Rejects values no run can use, naming the field.
+    pub fn validate(&self) -> Result<()> {
+        let bad =
+            |field: &str, message: String| Err(Error::Input(format!("config: {field}: {message}")));
+        let g = &self.grpo;
+        if g.num_generations < 2 {
+            return bad(
+                "grpo.num_generations",
+                format!(
+                    "must be at least 2 (advantages compare completions), not {}",
+                    g.num_generations
+                ),
+            );
+        }
+        if let Err(message) = g.sampling().validate() {
+            return bad("grpo", message);
+        }
+        if g.max_completion_length == 0 {
+            return bad("grpo.max_completion_length", "must be at least 1".into());
+        }
+        if g.prompts_per_step == 0 {
+            return bad("grpo.prompts_per_step", "must be at least 1".into());
+        }
+        if !(g.beta >= 0.0 && g.beta.is_finite()) {
+            return bad("grpo.beta", format!("must be ≥ 0, not {}", g.beta));
+        }
+        if !(g.epsilon > 0.0 && g.epsilon < 1.0) {
+            return bad(
+                "grpo.epsilon",
+                format!("must be in (0, 1), not {}", g.epsilon),
+            );
+        }
+        let o = &self.optim;
+        if !(o.lr > 0.0 && o.lr.is_finite()) {
+            return bad("optim.lr", format!("must be positive, not {}", o.lr));
+        }
+        if !(0.0..1.0).contains(&o.warmup_ratio) {
+            return bad(
+                "optim.warmup_ratio",
+                format!("must be in [0, 1), not {}", o.warmup_ratio),
+            );
+        }
+        if self.run.steps == 0 {
+            return bad("run.steps", "must be at least 1".into());
+        }
+        if self.data.samples.is_empty() {
+            return bad("data.samples", "no sample files given".into());
+        }
+        if self.model.train_vision && self.model.mode != TrainMode::Full {
+            return bad(
+                "model.train_vision",
+                "needs mode = \"full\" (LoRA adapts the text model only)".into(),
+            );
+        }
+        if self.model.mode == TrainMode::Lora {
+            self.lora.validate()?;
+        }
+        Ok(())
+    }
+
+    /// Warmup steps: `ceil(warmup_ratio · steps)`, as transformers counts them.
+    pub fn warmup_steps(&self) -> i64 {
+        (self.optim.warmup_ratio * self.run.steps as f64).ceil() as i64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+[model]
+checkpoint = "ckpt"
+[data]
+samples = ["train.json"]
+[run]
+steps = 10
+output_dir = "out"
+"#;
+
+    #[test]
+    fn defaults_are_the_official_recipe() {
+        let c = TrainConfig::from_toml(MINIMAL).unwrap();
+        assert_eq!(c.grpo.num_generations, 8);
+        assert_eq!(
+            c.grpo.sampling(),
+            SamplingParams {
+                temperature: 0.9,
+                top_p: 0.9,
+                top_k: 50
+            }
+        );
+        assert_eq!(
+            (c.grpo.beta, c.grpo.epsilon, c.grpo.max_completion_length),
+            (0.04, 0.2, 1280)
+        );
+        assert_eq!(
+            c.reward.weights,
+            Weights {
+                format: 0.1,
+                blink: 0.3,
+                link: 0.6
+            }
+        );
+        assert_eq!(c.reward.mode, RewardMode::Released);
+        assert_eq!(c.model.mode, TrainMode::Lora);
+        assert_eq!(c.lora.r, 8);
+        c.validate().unwrap();
+        assert_eq!(c.warmup_steps(), 1);
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_named() {
+        let typo = MINIMAL.replace("steps = 10", "steps = 10\nstep = 3");
+        let e = TrainConfig::from_toml(&typo).unwrap_err();
+        assert!(
+            e.contains("unknown field `step`") && e.contains("line"),
+            "{e}"
+        );
+        let wrong_type = MINIMAL.replace("steps = 10", "steps = \"ten\"");
+        let e = TrainConfig::from_toml(&wrong_type).unwrap_err();
+        assert!(e.contains("steps") || e.contains("line 9"), "{e}");
+        let mut c = TrainConfig::from_toml(MINIMAL).unwrap();
+        c.grpo.num_generations = 1;
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("grpo.num_generations"), "{e}");
+        let mut c = TrainConfig::from_toml(MINIMAL).unwrap();
+        c.lora.target_modules = vec!["qkv".into()];
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("unknown target module 'qkv'"), "{e}");
+    }
+
+    #[test]
+    fn relative_paths_follow_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("train.toml");
+        std::fs::write(&file, MINIMAL).unwrap();
+        let c = TrainConfig::from_file(&file).unwrap();
+        assert_eq!(c.model.checkpoint, dir.path().join("ckpt"));
+        assert_eq!(c.tokenizer_path(), dir.path().join("ckpt/tokenizer.json"));
+        assert_eq!(c.data.samples, vec![dir.path().join("train.json")]);
+    }
+}

@@ -1,0 +1,435 @@
+//! The GRPO loop: one [`Trainer::step`] is one optimizer step.
+//!
+//! Every random choice of a step derives from `(seed, step)`: the data order
+//! of each epoch, the sampling draws and torch's generator (LoRA dropout) are
+//! reseeded from it, so a run resumed from a checkpoint continues bit for bit
+//! without saving generator states.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use agent_core::model::preprocess::Qwen2VlImageProcessor;
+use agent_core::reward::{RewardBreakdown, RewardMode, Weights};
+use agent_core::sample::{Sample, parse_samples};
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use tch::{Device, Kind, Tensor};
+
+use super::config::{Precision, TrainConfig, TrainMode};
+use super::loss::{Objective, group_advantages, is_flat, objective};
+use super::optim::{AdamW, cosine_with_warmup};
+use super::prompt::PromptTokenizer;
+use super::rollout::{Prompt, completion_log_probs, pad_completions, sample_group};
+use crate::error::{Error, Result};
+use crate::model::{Grid, Qwen25Vl};
+
+/// Scores one completion of a sample.
+pub trait Reward {
+    fn score(&self, sample: &Sample, completion: &str) -> RewardBreakdown;
+}
+
+/// The BTL reward of agent-core (spec §4).
+pub struct BtlReward {
+    pub mode: RewardMode,
+    pub weights: Weights,
+}
+
+impl Reward for BtlReward {
+    fn score(&self, sample: &Sample, completion: &str) -> RewardBreakdown {
+        agent_core::reward::score(sample, completion, self.mode, self.weights)
+    }
+}
+
+/// What one step did, as logged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepMetrics {
+    /// Steps done after this one (1 for the first).
+    pub step: u64,
+    pub lr: f64,
+    pub loss: f64,
+    pub reward_mean: f64,
+    pub reward_std: f64,
+    pub format: f64,
+    pub blink: f64,
+    pub link: f64,
+    /// Mean per-token KL to the reference over the trained groups.
+    pub kl: f64,
+    pub clip_fraction: f64,
+    /// Gradient norm before clipping (0 when no group trained).
+    pub grad_norm: f64,
+    pub groups: usize,
+    /// Groups whose rewards were all equal: no gradient from them.
+    pub flat_groups: usize,
+    pub completion_tokens_mean: f64,
+    pub seconds: f64,
+}
+
+/// One training sample and the directory its image paths are relative to.
+struct Item {
+    sample: Sample,
+    base: PathBuf,
+}
+
+/// A GRPO run in progress.
+pub struct Trainer {
+    config: TrainConfig,
+    model: Qwen25Vl,
+    /// The frozen base model for the KL term in full fine-tuning (LoRA turns
+    /// its adapters off instead).
+    reference: Option<Qwen25Vl>,
+    tokenizer: PromptTokenizer,
+    optimizer: AdamW,
+    items: Vec<Item>,
+    reward: Box<dyn Reward>,
+    done: u64,
+}
+
+/// A well-mixed 64-bit value from a seed and two counters (SplitMix64's finalizer).
+pub(crate) fn derive_seed(seed: u64, a: u64, b: u64) -> u64 {
+    let mut z = seed
+        .wrapping_add(a.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .wrapping_add(b.wrapping_mul(0xD1B5_4A32_D192_ED03));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// `cpu`, `cuda`, `cuda:N`; none: CUDA if available.
+pub fn parse_device(text: Option<&str>) -> Result<Device> {
+    match text {
+        None => Ok(Device::cuda_if_available()),
+        Some("cpu") => Ok(Device::Cpu),
+        Some("cuda") => Ok(Device::Cuda(0)),
+        Some(other) => other
+            .strip_prefix("cuda:")
+            .and_then(|n| n.parse().ok())
+            .map(Device::Cuda)
+            .ok_or_else(|| {
+                Error::Input(format!(
+                    "config: model.device: '{other}' is not cpu, cuda or cuda:N"
+                ))
+            }),
+    }
+}
+
+/// Reads the samples of every file, in order; errors name the file and line.
+fn load_items(files: &[PathBuf]) -> Result<Vec<Item>> {
+    let mut items = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).map_err(|source| Error::Io {
+            path: file.clone(),
+            source,
+        })?;
+        let samples = parse_samples(&text).map_err(|e| Error::Config {
+            path: file.clone(),
+            message: e.to_string(),
+        })?;
+        let base = file.parent().unwrap_or(Path::new(".")).to_owned();
+        for (index, sample) in samples.into_iter().enumerate() {
+            if sample.images.len() > 1 {
+                return Err(Error::Config {
+                    path: file.clone(),
+                    message: format!(
+                        "sample {index} has {} images; BTL prompts carry one screenshot",
+                        sample.images.len()
+                    ),
+                });
+            }
+            items.push(Item {
+                sample,
+                base: base.clone(),
+            });
+        }
+    }
+    if items.is_empty() {
+        return Err(Error::Input(format!(
+            "no samples in {}",
+            files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(items)
+}
+
+impl Trainer {
+    /// A fresh run: the checkpoint with new adapters (seeded by `run.seed`)
+    /// or, in full mode, with its text model trainable.
+    pub fn new(config: TrainConfig, reward: Box<dyn Reward>) -> Result<Self> {
+        config.validate()?;
+        let device = parse_device(config.model.device.as_deref())?;
+        let kind = match config.model.precision {
+            Some(Precision::F64) => Kind::Double,
+            Some(Precision::F32) => Kind::Float,
+            Some(Precision::Bf16) => Kind::BFloat16,
+            None if device.is_cuda() => Kind::BFloat16,
+            None => Kind::Float,
+        };
+        let items = load_items(&config.data.samples)?;
+        let tokenizer = PromptTokenizer::from_file(&config.tokenizer_path())?;
+        tch::manual_seed(derive_seed(config.run.seed, u64::MAX, 0) as i64);
+        let (model, reference, params) = match config.model.mode {
+            TrainMode::Lora => {
+                let mut model = Qwen25Vl::from_checkpoint_with_lora(
+                    &config.model.checkpoint,
+                    device,
+                    kind,
+                    Some(&config.lora),
+                )?;
+                model.freeze_base();
+                let lora = model.lora().ok_or_else(|| {
+                    Error::Input("the model was built without adapters".to_owned())
+                })?;
+                let params = lora
+                    .vars()
+                    .variables()
+                    .into_iter()
+                    .map(|(name, t)| (name, t, true))
+                    .collect::<Vec<_>>();
+                (model, None, params)
+            }
+            TrainMode::Full => {
+                let model = Qwen25Vl::from_checkpoint(&config.model.checkpoint, device, kind)?;
+                let mut reference =
+                    Qwen25Vl::from_checkpoint(&config.model.checkpoint, device, kind)?;
+                reference.freeze_base();
+                let mut params = Vec::new();
+                for (name, t) in model.vars().variables() {
+                    let trainable = config.model.train_vision || !name.starts_with("visual.");
+                    if trainable {
+                        // No decay on biases and norm scales, as transformers' Trainer.
+                        let decay = t.dim() > 1;
+                        params.push((name, t, decay));
+                    } else {
+                        let _ = t.set_requires_grad(false);
+                    }
+                }
+                (model, Some(reference), params)
+            }
+        };
+        let mut params = params;
+        params.sort_by(|a, b| a.0.cmp(&b.0));
+        let optimizer = AdamW::new(config.optim.adamw, params)?;
+        Ok(Self {
+            config,
+            model,
+            reference,
+            tokenizer,
+            optimizer,
+            items,
+            reward,
+            done: 0,
+        })
+    }
+
+    pub fn config(&self) -> &TrainConfig {
+        &self.config
+    }
+
+    pub fn model(&self) -> &Qwen25Vl {
+        &self.model
+    }
+
+    pub fn tokenizer(&self) -> &PromptTokenizer {
+        &self.tokenizer
+    }
+
+    /// Optimizer steps done so far.
+    pub fn steps_done(&self) -> u64 {
+        self.done
+    }
+
+    /// The sample at position `index` of the run's stream: epoch after
+    /// epoch, each a seeded permutation (or the file order without shuffling).
+    fn item_at(&self, index: u64) -> &Item {
+        let n = self.items.len() as u64;
+        let (epoch, offset) = (index / n, index % n);
+        if !self.config.data.shuffle {
+            return &self.items[offset as usize];
+        }
+        let mut order: Vec<usize> = (0..self.items.len()).collect();
+        let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(self.config.run.seed, 1, epoch));
+        order.shuffle(&mut rng);
+        &self.items[order[offset as usize]]
+    }
+
+    /// Ids and image tensor of a sample's prompt.
+    fn prompt(&self, item: &Item) -> Result<Prompt> {
+        let Some(image) = item.sample.images.first() else {
+            return Ok(Prompt {
+                ids: self.tokenizer.prompt_ids(&item.sample.messages, 0)?,
+                image: None,
+            });
+        };
+        let path = item.base.join(image);
+        let rgb = image::open(&path)
+            .map_err(|e| Error::Input(format!("{}: cannot read the image: {e}", path.display())))?
+            .to_rgb8();
+        let max_pixels = self
+            .config
+            .data
+            .max_pixels
+            .unwrap_or(item.sample.max_pixels);
+        let pixels = Qwen2VlImageProcessor::new(max_pixels)
+            .preprocess(&rgb)
+            .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+        let [t, h, w] = pixels.grid_thw.map(i64::from);
+        let merge = self.model.config().vision.spatial_merge_size;
+        let tokens = (t * h * w / (merge * merge)) as usize;
+        let values = Tensor::f_from_slice(&pixels.data)?
+            .f_reshape([pixels.rows as i64, pixels.cols as i64])?
+            .f_to_device(self.model.device())?;
+        Ok(Prompt {
+            ids: self.tokenizer.prompt_ids(&item.sample.messages, tokens)?,
+            image: Some((values, Grid::new(t, h, w))),
+        })
+    }
+
+    /// One optimizer step.
+    pub fn step(&mut self) -> Result<StepMetrics> {
+        let started = Instant::now();
+        let cfg = self.config.clone();
+        let g = &cfg.grpo;
+        let step = self.done;
+        tch::manual_seed(derive_seed(cfg.run.seed, 2, step) as i64);
+        let lr = cfg.optim.lr
+            * cosine_with_warmup(step as i64, cfg.run.steps as i64, cfg.warmup_steps());
+        self.optimizer.zero_grad();
+        let total_sequences = (g.prompts_per_step * g.num_generations) as f64;
+        let constants = Objective {
+            beta: g.beta,
+            epsilon: g.epsilon,
+        };
+        let micro = if g.micro_batch == 0 {
+            g.num_generations
+        } else {
+            g.micro_batch
+        };
+        let mut rewards_all = Vec::new();
+        let mut parts = [0.0f64; 3];
+        let (mut loss_sum, mut kl_sum, mut clip_sum, mut trained_groups, mut flat) =
+            (0.0, 0.0, 0.0, 0usize, 0usize);
+        let mut completion_tokens = 0usize;
+        for slot in 0..g.prompts_per_step {
+            let index = step * g.prompts_per_step as u64 + slot as u64;
+            let item = self.item_at(index);
+            let prompt = self.prompt(item)?;
+            let sample = item.sample.clone();
+            self.model.set_lora_enabled(true);
+            self.model.set_training(false);
+            let mut rng =
+                ChaCha8Rng::seed_from_u64(derive_seed(cfg.run.seed, 3 + slot as u64, step));
+            let stop = self.tokenizer.stop_ids();
+            let completions = sample_group(
+                &self.model,
+                &prompt,
+                g.num_generations,
+                g.max_completion_length,
+                &g.sampling(),
+                &stop,
+                &mut rng,
+            )?;
+            let mut rewards = Vec::with_capacity(completions.len());
+            for c in &completions {
+                completion_tokens += c.len();
+                let text = self.tokenizer.decode(c)?;
+                let r = self.reward.score(&sample, &text);
+                parts[0] += r.format;
+                parts[1] += r.blink;
+                parts[2] += r.link;
+                rewards.push(r.total);
+            }
+            rewards_all.extend_from_slice(&rewards);
+            if is_flat(&rewards) {
+                flat += 1;
+                continue;
+            }
+            let advantages = group_advantages(&rewards)
+                .ok_or_else(|| Error::Input("a group needs at least two completions".to_owned()))?;
+            let (ids, mask) = pad_completions(&completions, self.tokenizer.pad_id());
+            let mut group_kl = 0.0;
+            let mut group_clip = 0.0;
+            for start in (0..ids.len()).step_by(micro) {
+                let end = (start + micro).min(ids.len());
+                let rows = &ids[start..end];
+                let reference = if g.beta > 0.0 {
+                    Some(tch::no_grad(|| -> Result<Tensor> {
+                        match &self.reference {
+                            Some(reference) => {
+                                completion_log_probs(reference, &prompt, rows, g.temperature)
+                            }
+                            None => {
+                                self.model.set_lora_enabled(false);
+                                let out =
+                                    completion_log_probs(&self.model, &prompt, rows, g.temperature);
+                                self.model.set_lora_enabled(true);
+                                out
+                            }
+                        }
+                    })?)
+                } else {
+                    None
+                };
+                self.model.set_training(true);
+                let logp = completion_log_probs(&self.model, &prompt, rows, g.temperature)?;
+                self.model.set_training(false);
+                let old = logp.f_detach()?;
+                let device = self.model.device();
+                let mask_t = Tensor::f_from_slice(&mask[start..end].concat())?
+                    .f_reshape([(end - start) as i64, -1])?
+                    .f_to_device(device)?;
+                let adv = Tensor::f_from_slice(&advantages[start..end])?.f_to_device(device)?;
+                let terms = objective(&logp, &old, reference.as_ref(), &adv, &mask_t, constants)?;
+                let loss = terms
+                    .per_sequence
+                    .f_sum(Kind::Double)?
+                    .f_div_scalar(total_sequences)?;
+                loss.f_backward()?;
+                loss_sum += loss.f_double_value(&[])?;
+                let share = (end - start) as f64 / ids.len() as f64;
+                group_kl += terms.mean_kl * share;
+                group_clip += terms.clip_fraction * share;
+            }
+            kl_sum += group_kl;
+            clip_sum += group_clip;
+            trained_groups += 1;
+        }
+        let mut grad_norm = 0.0;
+        if trained_groups > 0 {
+            grad_norm = self.optimizer.clip_grad_norm(cfg.optim.max_grad_norm)?;
+            self.optimizer.step(lr)?;
+        }
+        self.done += 1;
+        let n = rewards_all.len().max(1) as f64;
+        let mean = rewards_all.iter().sum::<f64>() / n;
+        let std = (rewards_all.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / n).sqrt();
+        let per_group = |x: f64| {
+            if trained_groups > 0 {
+                x / trained_groups as f64
+            } else {
+                0.0
+            }
+        };
+        Ok(StepMetrics {
+            step: self.done,
+            lr,
+            loss: loss_sum,
+            reward_mean: mean,
+            reward_std: std,
+            format: parts[0] / n,
+            blink: parts[1] / n,
+            link: parts[2] / n,
+            kl: per_group(kl_sum),
+            clip_fraction: per_group(clip_sum),
+            grad_norm,
+            groups: g.prompts_per_step,
+            flat_groups: flat,
+            completion_tokens_mean: completion_tokens as f64 / n,
+            seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+}
