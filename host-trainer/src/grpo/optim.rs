@@ -244,7 +244,7 @@ mod tests {
         )
         .unwrap();
         // Gradients 3 and 4: norm 5.
-        (&a * 1.0 + &b * 4.0).sum(Kind::Double).backward();
+        (&a * 3.0 + &b * 4.0).sum(Kind::Double).backward();
         let norm = opt.clip_grad_norm(1.0).unwrap();
         assert!((norm - 5.0).abs() < 1e-12);
         assert!((a.grad().double_value(&[0]) - 3.0 / (5.0 + 1e-6)).abs() < 1e-12);
