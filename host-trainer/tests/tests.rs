@@ -1,8 +1,9 @@
 //! host-trainer's integration tests: one binary, one module per subject.
 //!
-//! The expected numbers come from transformers, written to `data/` by
-//! `scripts/make-trainer-reference/make_reference.py` (each test names the
-//! case it reads); the model under test never produced them.
+//! The model's expected numbers come from transformers, written to `data/`
+//! by `scripts/make-trainer-reference/make_reference.py` (each test names
+//! the case it reads); the model under test never produced them. The data
+//! tests take theirs from agent-core: its oracles, parser and rewards.
 
 // Shared loading of the tiny checkpoint and the golden file, comparisons.
 mod util;
@@ -13,3 +14,5 @@ mod parity;
 mod gradients;
 // Checkpoint formats (4.x config, shards, dtypes) and the errors bad checkpoints and inputs give.
 mod checkpoint;
+// Samples from oracle trajectories on the virtual phone: boxes, ROIs, rewards, ms-swift export, CLI.
+mod data;
