@@ -111,3 +111,12 @@ pub(crate) fn create_dir(path: &Path) -> Result<()> {
         source,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    /// The official navigation example (spec §6), shared by the unit tests.
+    pub(crate) const NAVIGATION: &str = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/data/btl-ui-examples/navigation_meta_format.json"
+    ));
+}

@@ -129,12 +129,8 @@ pub fn export_ms_swift(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::tests::NAVIGATION;
     use agent_core::sample::parse_samples;
-
-    const NAVIGATION: &str = include_str!(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/data/btl-ui-examples/navigation_meta_format.json"
-    ));
 
     #[test]
     fn a_row_carries_the_input_the_official_columns_and_the_whole_sample() {

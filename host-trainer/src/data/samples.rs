@@ -57,11 +57,7 @@ pub(crate) fn sample_value(sample: &Sample) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const NAVIGATION: &str = include_str!(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/data/btl-ui-examples/navigation_meta_format.json"
-    ));
+    use crate::data::tests::NAVIGATION;
 
     #[test]
     fn the_official_example_reads_and_writes_back_to_the_same_values() {
