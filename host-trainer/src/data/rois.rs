@@ -28,8 +28,10 @@
 //! 4. document order.
 //!
 //! Candidates are nodes that are visible on the screen, cover less than
-//! half of it, and carry a label or are interactive (bare layout containers
-//! are not regions anyone looks at). A candidate whose box overlaps an
+//! half of it, are no thin sliver (each side at least 2% of the screen's
+//! shorter side: a list row scrolled almost out of view is nothing to look
+//! at), and carry a label or are interactive (bare layout containers are
+//! not regions anyone looks at). A candidate whose box overlaps an
 //! already chosen ROI at IoU ≥ 0.5 is passed over: the reward treats such
 //! boxes as the same region, and a model trained to blink at both would be
 //! blinking twice at one thing.
@@ -53,6 +55,10 @@ pub const DEFAULT_LAMBDA: usize = 5;
 /// Nodes covering at least this share of the screen are containers, not
 /// elements.
 const MAX_SCREEN_SHARE: f64 = 0.5;
+
+/// Sides shorter than this share of the screen's shorter side make a
+/// sliver, not a region.
+const MIN_SIDE_SHARE: f64 = 0.02;
 
 /// Two boxes at or above this IoU are one region to the reward.
 const DUPLICATE_IOU: f64 = 0.5;
@@ -181,7 +187,10 @@ pub fn rank_rois(
             let labelled = [&node.text, &node.content_desc, &node.resource_id]
                 .iter()
                 .any(|s| !s.trim().is_empty());
-            let keep = (labelled || is_interactive(node)) && !covers_screen(node, screen);
+            let min_side = MIN_SIDE_SHARE * f64::from(screen.width.min(screen.height));
+            let sliver = (bbox.x2 - bbox.x1).min(bbox.y2 - bbox.y1) < min_side;
+            let keep =
+                (labelled || is_interactive(node)) && !sliver && !covers_screen(node, screen);
             keep.then(|| Candidate {
                 node,
                 bbox,
@@ -351,6 +360,8 @@ mod tests {
             node("Panel", [0, 800, 1000, 2000], false),
             // Same box as the switch (IoU 1): the same region.
             node("Wi-Fi switch", [850, 300, 950, 400], false),
+            // 10 px high, below 2% of the shorter side (20 px): a sliver.
+            node("Wi-Fi sliver", [0, 1990, 1000, 2000], true),
         ]);
         let target = target_element(&tree, at(900, 350), SCREEN).unwrap();
         let rois = rank_rois(
