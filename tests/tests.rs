@@ -8,6 +8,8 @@ mod util;
 mod score;
 // `btl metrics`: presets, counts behind percentages, bad input.
 mod metrics;
+// scripts/ms-swift/btl_reward.py, the ms-swift GRPO reward plugin, calling the real `btl score`.
+mod ms_swift;
 // Debian's real `adb` against the virtual device: connect, shell, exec-out, push/pull, install.
 mod adb;
 // `AdbDevice` (adb_client via Debian's adb server) driving the virtual phone, faults included.

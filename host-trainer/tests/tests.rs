@@ -1,8 +1,9 @@
 //! host-trainer's integration tests: one binary, one module per subject.
 //!
-//! The expected numbers come from transformers, written to `data/` by
-//! `scripts/make-trainer-reference/make_reference.py` (each test names the
-//! case it reads); the model under test never produced them.
+//! The model's expected numbers come from transformers, written to `data/`
+//! by `scripts/make-trainer-reference/make_reference.py` (each test names
+//! the case it reads); the model under test never produced them. The data
+//! tests take theirs from agent-core: its oracles, parser and rewards.
 
 // Shared loading of the tiny checkpoint and the golden file, comparisons.
 mod util;
@@ -17,3 +18,5 @@ mod checkpoint;
 mod grpo;
 // Training runs: the reward rises on a toy task, resume is exact, bad input is named.
 mod training;
+// Samples from oracle trajectories on the virtual phone: boxes, ROIs, rewards, ms-swift export, CLI.
+mod data;

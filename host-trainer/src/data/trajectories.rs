@@ -1,0 +1,585 @@
+//! btl trajectories → official-format samples (spec §6), one sample per step
+//! that executed an action.
+//!
+//! # Which steps
+//! A step becomes a sample when its action was carried out: the device
+//! performed it, or (profile `btl-extended`) the model said Finish. Steps
+//! whose answers did not parse or were refused by the gate, blocked
+//! sensitive actions, repeated actions that were stopped, blank screens
+//! and policy or device failures have no action worth learning and are
+//! counted, not converted. By default only successful episodes are used
+//! (the task checker said so); episodes without a checker, failed and
+//! interrupted ones need [`ConvertOptions::all_episodes`].
+//!
+//! # What a sample holds
+//! - `messages`: the system and user prompt the step actually sent (its
+//!   profile, goal and history), `<image>` included;
+//! - `images`: the step's screenshot, decoded, checked and re-encoded
+//!   losslessly next to the sample file, under `STEM-images/EPISODE/`,
+//!   referenced relative to the sample file;
+//! - `image_sizes`: the screenshot's size; `max_pixels`: the episode's;
+//! - `solution`: the executed link item in model-frame coordinates, as the
+//!   model writes it: `[{"Plan": "...", "Action": {...}}]` (the official
+//!   examples omit the Plan; the rewards read only the `Action`, and keeping
+//!   the Plan makes the solution the whole canonical link);
+//! - `bbox`: for Tap and LongPress, the bounds (original pixels, clipped to
+//!   the screen) of the element the device point reached in the step's UI
+//!   tree (see [`super::rois`]); `[]` for actions without a point, or when
+//!   the device offered no UI tree;
+//! - `rois`: the ranked regions of [`super::rois::rank_rois`], target first;
+//! - `id`: `EPISODE/step-NNNN`, so completions can name their sample.
+//!
+//! Every value comes from the recorded step; nothing is recomputed that
+//! could disagree with what the model saw. The recorded model frame is
+//! checked against `smart_resize` of the screenshot and `max_pixels`,
+//! because the rewards recompute the frame from those two.
+
+use super::rois::{rank_rois, screen_box, target_element};
+use super::{DEFAULT_LAMBDA, Error, Result, create_dir, samples::write_samples, write_file};
+use agent_core::agent::trajectory::{
+    EPISODE_FILE, Executed, STEPS_FILE, StepOutcome, StepRecord, read_trajectory,
+};
+use agent_core::device::DeviceAction;
+use agent_core::protocol::{Action, Size, smart_resize, to_python_json};
+use agent_core::sample::{Message, Sample};
+use agent_core::sim::phone::{UiNode, parse_uiautomator_xml};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// How trajectories are converted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConvertOptions {
+    /// Most ROIs per sample (λ), target included.
+    pub lambda: usize,
+    /// Use every episode, not only the successful ones.
+    pub all_episodes: bool,
+}
+
+impl Default for ConvertOptions {
+    fn default() -> Self {
+        Self {
+            lambda: DEFAULT_LAMBDA,
+            all_episodes: false,
+        }
+    }
+}
+
+/// What a conversion did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConvertReport {
+    /// Episode directories read.
+    pub episodes: usize,
+    /// Of those, the ones left out as unsuccessful.
+    pub episodes_skipped: usize,
+    /// Steps of the episodes used.
+    pub steps: usize,
+    pub samples: usize,
+    /// Steps that made no sample, by their outcome.
+    pub skipped_steps: BTreeMap<&'static str, usize>,
+    /// Where the screenshots went.
+    pub images_dir: PathBuf,
+    /// Things worth knowing that did not stop the conversion.
+    pub warnings: Vec<String>,
+}
+
+/// The `kind` of a step outcome, as `steps.jsonl` writes it.
+fn outcome_kind(outcome: &StepOutcome) -> &'static str {
+    match outcome {
+        StepOutcome::Performed => "performed",
+        StepOutcome::Finished => "finished",
+        StepOutcome::BlankScreen => "blank_screen",
+        StepOutcome::NoValidOutput => "no_valid_output",
+        StepOutcome::Blocked => "blocked",
+        StepOutcome::Repeated => "repeated",
+        StepOutcome::PolicyFailed { .. } => "policy_failed",
+        StepOutcome::DeviceFailed { .. } => "device_failed",
+    }
+}
+
+/// The action a step carried out, or the outcome kind that disqualifies it.
+pub fn executed_action(step: &StepRecord) -> Result<&Executed, &'static str> {
+    match (&step.outcome, &step.executed) {
+        (StepOutcome::Performed | StepOutcome::Finished, Some(executed)) => Ok(executed),
+        (outcome, _) => Err(outcome_kind(outcome)),
+    }
+}
+
+/// Everything a step's sample needs besides its record and UI tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepContext<'a> {
+    pub goal: &'a str,
+    pub max_pixels: u64,
+    /// The screenshot's path, relative to the sample file.
+    pub image: String,
+    /// The screenshot's size as decoded.
+    pub image_size: Size,
+    pub id: String,
+    pub lambda: usize,
+}
+
+/// The solution's link item, keys in the official order.
+#[derive(Serialize)]
+struct SolutionItem<'a> {
+    #[serde(rename = "Plan")]
+    plan: &'a str,
+    #[serde(rename = "Action")]
+    action: &'a Action,
+}
+
+/// The sample of one executed step (pure). `Err` says why the record
+/// cannot give a faithful sample.
+pub fn step_sample(
+    step: &StepRecord,
+    executed: &Executed,
+    ui: Option<&UiNode>,
+    cx: &StepContext,
+) -> Result<Sample, String> {
+    if cx.image_size != step.frame.device {
+        return Err(format!(
+            "the screenshot {} is {}, but the step's frame says the screen was {}",
+            step.screenshot, cx.image_size, step.frame.device
+        ));
+    }
+    let model = smart_resize(cx.image_size, cx.max_pixels).map_err(|e| e.to_string())?;
+    if model != step.frame.model {
+        return Err(format!(
+            "smart_resize of {} with max_pixels {} is {model}, but the step's model frame was {}",
+            cx.image_size, cx.max_pixels, step.frame.model
+        ));
+    }
+    let point = match (&executed.model, &executed.device) {
+        (_, Some(DeviceAction::Tap { at } | DeviceAction::LongPress { at })) => Some(*at),
+        (Action::Tap { .. } | Action::LongPress { .. }, _) => {
+            return Err(format!(
+                "the executed {} has no device point",
+                executed.model.function()
+            ));
+        }
+        _ => None,
+    };
+    let target = point.and_then(|p| target_element(ui?, p, cx.image_size));
+    let bbox = target
+        .and_then(|t| screen_box(t, cx.image_size))
+        .map_or_else(Vec::new, |b| vec![b.x1, b.y1, b.x2, b.y2]);
+    let rois = ui.map_or_else(Vec::new, |tree| {
+        rank_rois(
+            tree,
+            target,
+            cx.image_size,
+            cx.goal,
+            &executed.plan,
+            cx.lambda,
+        )
+    });
+    let solution = to_python_json(&[SolutionItem {
+        plan: &executed.plan,
+        action: &executed.model,
+    }]);
+    Ok(Sample {
+        id: Some(cx.id.clone()),
+        images: vec![cx.image.clone()],
+        image_sizes: vec![[cx.image_size.width, cx.image_size.height]],
+        max_pixels: cx.max_pixels,
+        messages: vec![
+            Message {
+                role: "system".into(),
+                content: step.prompt.system.clone(),
+            },
+            Message {
+                role: "user".into(),
+                content: step.prompt.user.clone(),
+            },
+        ],
+        solution,
+        bbox,
+        rois,
+    })
+}
+
+/// The episode directories `dirs` name: each is an episode (it holds
+/// `episode.json`) or a directory of episodes (as `btl collect` writes),
+/// whose episode subdirectories are taken in name order.
+pub fn episode_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for dir in dirs {
+        if dir.join(EPISODE_FILE).is_file() {
+            out.push(dir.clone());
+            continue;
+        }
+        let entries = std::fs::read_dir(dir).map_err(|source| Error::Read {
+            path: dir.clone(),
+            source,
+        })?;
+        let mut inside: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.join(EPISODE_FILE).is_file())
+            .collect();
+        if inside.is_empty() {
+            return Err(Error::NotEpisodes(dir.clone()));
+        }
+        inside.sort();
+        out.extend(inside);
+    }
+    Ok(out)
+}
+
+/// Converts the episodes in `dirs` (see [`episode_dirs`]) into the sample
+/// file `out`, writing the screenshots beside it first and the sample file
+/// last, each atomically.
+pub fn from_trajectories(
+    dirs: &[PathBuf],
+    out: &Path,
+    options: &ConvertOptions,
+) -> Result<ConvertReport> {
+    if options.lambda == 0 {
+        return Err(Error::Usage("lambda must be at least 1".into()));
+    }
+    let episodes = episode_dirs(dirs)?;
+    let base = out.parent().unwrap_or(Path::new(""));
+    let stem = out
+        .file_stem()
+        .map_or_else(|| "samples".into(), |s| s.to_string_lossy().into_owned());
+    let images = format!("{stem}-images");
+    let mut report = ConvertReport {
+        episodes: episodes.len(),
+        images_dir: base.join(&images),
+        ..ConvertReport::default()
+    };
+    let mut names = HashSet::new();
+    let mut samples = Vec::new();
+    for dir in &episodes {
+        let trajectory = read_trajectory(dir)?;
+        let successful = trajectory
+            .episode
+            .outcome
+            .as_ref()
+            .and_then(|o| o.success)
+            .unwrap_or(false);
+        if !successful && !options.all_episodes {
+            report.episodes_skipped += 1;
+            continue;
+        }
+        if let Some(tail) = &trajectory.truncated_tail {
+            report.warnings.push(format!("{}: {tail}", dir.display()));
+        }
+        let name = unique_name(dir, &mut names);
+        let steps_path = dir.join(STEPS_FILE);
+        let lines = step_lines(&steps_path)?;
+        report.steps += trajectory.steps.len();
+        let mut without_tree = 0;
+        for (k, step) in trajectory.steps.iter().enumerate() {
+            let executed = match executed_action(step) {
+                Ok(executed) => executed,
+                Err(kind) => {
+                    *report.skipped_steps.entry(kind).or_default() += 1;
+                    continue;
+                }
+            };
+            let at_step = |reason: String| Error::Step {
+                path: steps_path.clone(),
+                line: lines.get(k).copied().unwrap_or(k + 1),
+                step: step.index,
+                reason,
+            };
+            let screenshot = dir.join(&step.screenshot);
+            let image = read_image(&screenshot)
+                .map_err(|e| at_step(format!("screenshot {}: {e}", screenshot.display())))?;
+            let ui = match &step.ui_tree {
+                Some(file) => {
+                    let path = dir.join(file);
+                    let xml = std::fs::read_to_string(&path)
+                        .map_err(|e| at_step(format!("UI tree {}: {e}", path.display())))?;
+                    Some(
+                        parse_uiautomator_xml(&xml)
+                            .map_err(|e| at_step(format!("UI tree {}: {e}", path.display())))?,
+                    )
+                }
+                None => {
+                    without_tree += 1;
+                    None
+                }
+            };
+            let file_name = Path::new(&step.screenshot).file_name().map_or_else(
+                || format!("step-{:04}.png", step.index),
+                |f| f.to_string_lossy().into_owned(),
+            );
+            let cx = StepContext {
+                goal: &trajectory.episode.goal,
+                max_pixels: trajectory.episode.settings.max_pixels,
+                image: format!("{images}/{name}/{file_name}"),
+                image_size: Size::new(image.width(), image.height()),
+                id: format!("{name}/{}", file_name.trim_end_matches(".png")),
+                lambda: options.lambda,
+            };
+            let sample = step_sample(step, executed, ui.as_ref(), &cx).map_err(at_step)?;
+            let dest = base.join(&cx.image);
+            if let Some(parent) = dest.parent() {
+                create_dir(parent)?;
+            }
+            write_file(&dest, &encode_png(&image).map_err(at_step)?)?;
+            samples.push(sample);
+        }
+        if without_tree > 0 {
+            report.warnings.push(format!(
+                "{}: {without_tree} steps have no UI tree, so their samples have no target box or ROIs",
+                dir.display()
+            ));
+        }
+    }
+    report.samples = samples.len();
+    write_samples(out, &samples)?;
+    Ok(report)
+}
+
+/// The episode's directory name, made unique among those already taken.
+fn unique_name(dir: &Path, taken: &mut HashSet<String>) -> String {
+    let base = dir
+        .file_name()
+        .map_or_else(|| "episode".into(), |n| n.to_string_lossy().into_owned());
+    let name = (1..)
+        .map(|i| {
+            if i == 1 {
+                base.clone()
+            } else {
+                format!("{base}-{i}")
+            }
+        })
+        .find(|n| !taken.contains(n))
+        .expect("an unused name exists");
+    taken.insert(name.clone());
+    name
+}
+
+/// 1-based line numbers of the complete, non-empty lines of `steps.jsonl`:
+/// the k-th step record was read from the k-th of them.
+fn step_lines(path: &Path) -> Result<Vec<usize>> {
+    let bytes = std::fs::read(path).map_err(|source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    Ok(bytes[..complete]
+        .split(|&b| b == b'\n')
+        .enumerate()
+        .filter(|(_, line)| !line.is_empty())
+        .map(|(i, _)| i + 1)
+        .collect())
+}
+
+fn read_image(path: &Path) -> Result<image::DynamicImage, String> {
+    image::ImageReader::open(path)
+        .map_err(|e| e.to_string())?
+        .with_guessed_format()
+        .map_err(|e| e.to_string())?
+        .decode()
+        .map_err(|e| e.to_string())
+}
+
+fn encode_png(image: &image::DynamicImage) -> Result<Vec<u8>, String> {
+    let mut out = std::io::Cursor::new(Vec::new());
+    image
+        .write_to(&mut out, image::ImageFormat::Png)
+        .map_err(|e| format!("cannot encode the screenshot: {e}"))?;
+    Ok(out.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_core::agent::trajectory::StepTimings;
+    use agent_core::protocol::{
+        DevicePoint, FrameMap, Point, Profile, Prompt, TRAINING_MAX_PIXELS, Task,
+    };
+    use agent_core::sample::parse_samples;
+
+    const SCREEN: Size = Size {
+        width: 720,
+        height: 1280,
+    };
+
+    fn step(executed: Option<Executed>, outcome: StepOutcome) -> StepRecord {
+        StepRecord {
+            index: 3,
+            screenshot: "step-0003.png".into(),
+            ui_tree: Some("step-0003.xml".into()),
+            frame: FrameMap::new(SCREEN, TRAINING_MAX_PIXELS).unwrap(),
+            prompt: Prompt::new(
+                &Task::Navigation {
+                    goal: "Turn on Wi-Fi",
+                    step_instruction: None,
+                    history: &["Open Settings.".to_string()],
+                },
+                Profile::BtlUi,
+                None,
+            ),
+            attempts: Vec::new(),
+            executed,
+            outcome,
+            timings: StepTimings::default(),
+            vote: None,
+            reward: None,
+        }
+    }
+
+    fn tap(model: (f64, f64), device: (u32, u32)) -> Executed {
+        Executed {
+            plan: "Tap the Wi-Fi switch.".into(),
+            model: Action::Tap {
+                point_2d: Point::new(model.0, model.1),
+            },
+            device: Some(DeviceAction::Tap {
+                at: DevicePoint {
+                    x: device.0,
+                    y: device.1,
+                },
+            }),
+        }
+    }
+
+    fn tree() -> UiNode {
+        let switch = UiNode {
+            resource_id: "com.btl.settings:id/wifi_switch".into(),
+            clickable: true,
+            bounds: [600, 200, 700, 260],
+            ..UiNode::default()
+        };
+        let title = UiNode {
+            text: "Wi-Fi".into(),
+            bounds: [20, 200, 300, 260],
+            ..UiNode::default()
+        };
+        UiNode {
+            bounds: [0, 0, 720, 1280],
+            children: vec![title, switch],
+            ..UiNode::default()
+        }
+    }
+
+    fn cx() -> StepContext<'static> {
+        StepContext {
+            goal: "Turn on Wi-Fi",
+            max_pixels: TRAINING_MAX_PIXELS,
+            image: "s-images/ep/step-0003.png".into(),
+            image_size: SCREEN,
+            id: "ep/step-0003".into(),
+            lambda: 5,
+        }
+    }
+
+    #[test]
+    fn a_tap_gives_its_element_box_the_prompt_and_the_model_frame_action() {
+        let s = step(
+            Some(tap((657.0, 232.0), (650, 230))),
+            StepOutcome::Performed,
+        );
+        let executed = executed_action(&s).unwrap();
+        let sample = step_sample(&s, executed, Some(&tree()), &cx()).unwrap();
+        assert_eq!(sample.bbox, [600.0, 200.0, 700.0, 260.0]);
+        assert_eq!(
+            sample.solution,
+            r#"[{"Plan": "Tap the Wi-Fi switch.", "Action": {"function": "Tap", "point_2d": [657, 232]}}]"#
+        );
+        assert_eq!(sample.image_sizes, [[720, 1280]]);
+        assert_eq!(sample.messages[0].content, s.prompt.system);
+        assert_eq!(sample.messages[1].content, s.prompt.user);
+        assert!(
+            sample.messages[1]
+                .content
+                .contains("Step 1: Open Settings.")
+        );
+        let labels: Vec<(&str, u32)> = sample
+            .rois
+            .iter()
+            .map(|r| (r.label.as_str(), r.priority))
+            .collect();
+        assert_eq!(labels, [("wifi switch", 1), ("Wi-Fi", 2)]);
+        // The official reader takes it back unchanged.
+        let text = super::super::samples::samples_json(std::slice::from_ref(&sample));
+        assert_eq!(parse_samples(&text).unwrap(), [sample]);
+    }
+
+    #[test]
+    fn actions_without_a_point_have_no_box_but_keep_their_rois() {
+        let typed = Executed {
+            plan: "Type the name.".into(),
+            model: Action::Type {
+                text: "Ana \"Ő\"".into(),
+            },
+            device: Some(DeviceAction::Type {
+                text: "Ana \"Ő\"".into(),
+            }),
+        };
+        let s = step(Some(typed), StepOutcome::Performed);
+        let sample = step_sample(&s, executed_action(&s).unwrap(), Some(&tree()), &cx()).unwrap();
+        assert!(sample.bbox.is_empty());
+        assert_eq!(
+            sample.solution,
+            r#"[{"Plan": "Type the name.", "Action": {"function": "Type", "text": "Ana \"Ő\""}}]"#
+        );
+        assert_eq!(sample.rois[0].label, "Wi-Fi");
+        let finish = Executed {
+            plan: "Done.".into(),
+            model: Action::Finish { answer: None },
+            device: None,
+        };
+        let s = step(Some(finish), StepOutcome::Finished);
+        let sample = step_sample(&s, executed_action(&s).unwrap(), None, &cx()).unwrap();
+        assert!(sample.bbox.is_empty() && sample.rois.is_empty());
+    }
+
+    #[test]
+    fn only_performed_and_finished_steps_count() {
+        let refused = step(None, StepOutcome::NoValidOutput);
+        assert_eq!(executed_action(&refused).unwrap_err(), "no_valid_output");
+        let repeated = step(Some(tap((1.0, 1.0), (1, 1))), StepOutcome::Repeated);
+        assert_eq!(executed_action(&repeated).unwrap_err(), "repeated");
+        let failed = step(
+            Some(tap((1.0, 1.0), (1, 1))),
+            StepOutcome::DeviceFailed {
+                error: "gone".into(),
+            },
+        );
+        assert_eq!(executed_action(&failed).unwrap_err(), "device_failed");
+    }
+
+    #[test]
+    fn records_that_disagree_with_the_screenshot_are_refused() {
+        let s = step(Some(tap((1.0, 1.0), (1, 1))), StepOutcome::Performed);
+        let e = executed_action(&s).unwrap();
+        let wrong_size = StepContext {
+            image_size: Size::new(1080, 2400),
+            ..cx()
+        };
+        let err = step_sample(&s, e, None, &wrong_size).unwrap_err();
+        assert!(
+            err.contains("is 1080x2400, but the step's frame says the screen was 720x1280"),
+            "{err}"
+        );
+        let other_pixels = StepContext {
+            max_pixels: 100_000,
+            ..cx()
+        };
+        let err = step_sample(&s, e, None, &other_pixels).unwrap_err();
+        assert!(
+            err.contains("but the step's model frame was 728x1288"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn step_lines_skip_blank_lines_and_the_unfinished_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(STEPS_FILE);
+        std::fs::write(&path, "{}\n\n{}\n{\"partial").unwrap();
+        assert_eq!(step_lines(&path).unwrap(), [1, 3]);
+    }
+
+    #[test]
+    fn names_of_episodes_stay_unique() {
+        let mut taken = HashSet::new();
+        assert_eq!(unique_name(Path::new("a/ep"), &mut taken), "ep");
+        assert_eq!(unique_name(Path::new("b/ep"), &mut taken), "ep-2");
+        assert_eq!(unique_name(Path::new("c/ep"), &mut taken), "ep-3");
+    }
+}

@@ -1,0 +1,476 @@
+//! Training samples from real trajectories: agent-core's agent runs suite
+//! tasks on the virtual phone with each task's oracle as its policy, and
+//! the recorded episodes are converted.
+//!
+//! The expectations come from outside the converter: the target box is the
+//! element the task's oracle targets on the UI tree the step recorded, the
+//! action is the one the agent executed, and the rewards are agent-core's.
+
+use agent_core::agent::safety::{Confirm, SafetyConfig, Verdict};
+use agent_core::agent::stability::{ManualClock, StabilityConfig};
+use agent_core::agent::trajectory::{
+    Outcome, ParseRecord, StepOutcome, StepRecord, Trajectory, read_trajectory,
+};
+use agent_core::agent::{Agent, AgentConfig};
+use agent_core::device::DeviceAction;
+use agent_core::device::sim::SimDevice;
+use agent_core::model::OraclePolicy;
+use agent_core::protocol::{Link, ParseMode, TRAINING_MAX_PIXELS, parse_link_json};
+use agent_core::reward::{RewardMode, Weights, score};
+use agent_core::sample::Sample;
+use agent_core::sim::phone::{PhoneConfig, parse_uiautomator_xml};
+use agent_core::sim::tasks::{self, Task};
+use agent_core::sim::virtual_phone::VirtualPhone;
+use host_trainer::data::ms_swift::{DATASET_FILE, ExportOptions, export_ms_swift};
+use host_trainer::data::{ConvertOptions, DEFAULT_LAMBDA, from_trajectories, load_samples};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+/// Tasks whose oracles between them tap (a slider off its centre too),
+/// long-press, type and swipe; with their seeds.
+const TASKS: [(&str, u64); 4] = [
+    ("wifi_on", 0),
+    ("contact_add", 1),
+    ("photos_delete_two", 1),
+    ("brightness_set", 4),
+];
+
+/// Records one episode of `name` (seed `seed`) in `dir` with the oracle as
+/// the policy; `budget` overrides the task's step budget.
+fn record(dir: &Path, name: &str, seed: u64, budget: Option<u32>) -> Outcome {
+    let task: Arc<dyn Task> = Arc::from(tasks::sample(name, seed).expect("a suite task"));
+    let phone = Arc::new(VirtualPhone::new(PhoneConfig {
+        seed,
+        ..PhoneConfig::default()
+    }));
+    phone.with_phone(|p| task.setup(p));
+    let config = AgentConfig {
+        goal: task.goal(),
+        max_steps: budget.unwrap_or(task.max_steps()),
+        stability: StabilityConfig {
+            poll_interval_ms: 10,
+            timeout_ms: 100,
+        },
+        // Deleting a photo is sensitive; nothing real is at stake here.
+        safety: SafetyConfig {
+            on_sensitive: Confirm::Allow,
+            ..SafetyConfig::default()
+        },
+        seed,
+        ..AgentConfig::default()
+    };
+    let checker = {
+        let (phone, task) = (phone.clone(), task.clone());
+        move || phone.with_phone(|p| task.is_successful(p.state()))
+    };
+    let oracle = OraclePolicy::new(tasks::sample(name, seed).expect("a suite task"));
+    Agent::new(
+        dir,
+        config,
+        Box::new(SimDevice::new(phone)),
+        Box::new(oracle),
+    )
+    .expect("the agent starts")
+    .with_clock(ManualClock::default())
+    .with_task(serde_json::json!({"name": name, "params": task.params()}))
+    .expect("the task is recorded")
+    .with_checker(checker)
+    .run()
+    .expect("the episode runs")
+}
+
+/// Records every task of [`TASKS`] under `root` and returns their directories.
+fn record_all(root: &Path) -> Vec<PathBuf> {
+    TASKS
+        .iter()
+        .map(|&(name, seed)| {
+            let dir = root.join(format!("{name}-s{seed}"));
+            let outcome = record(&dir, name, seed, None);
+            assert_eq!(outcome.success, Some(true), "the oracle solves {name}");
+            dir
+        })
+        .collect()
+}
+
+/// The raw answer whose action the step executed.
+fn executed_raw(step: &StepRecord) -> &str {
+    let executed = step.executed.as_ref().expect("an executed step");
+    step.attempts
+        .iter()
+        .rev()
+        .find(|a| {
+            matches!(&a.parse, ParseRecord::Parsed { action: Some(action), .. } if *action == executed.model)
+                && matches!(a.verdict, Some(Verdict::Allow { .. }))
+        })
+        .map(|a| a.raw.as_str())
+        .expect("the executed attempt is recorded")
+}
+
+fn sample_by_id<'a>(samples: &'a [Sample], id: &str) -> &'a Sample {
+    samples
+        .iter()
+        .find(|s| s.id.as_deref() == Some(id))
+        .unwrap_or_else(|| panic!("no sample {id}"))
+}
+
+fn convert(dirs: &[PathBuf], out: &Path, options: &ConvertOptions) -> Vec<Sample> {
+    from_trajectories(dirs, out, options).expect("the trajectories convert");
+    load_samples(out).expect("the written samples read back")
+}
+
+#[test]
+fn oracle_steps_become_samples_with_the_oracles_targets_and_full_rewards() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs = record_all(&tmp.path().join("episodes"));
+    let out = tmp.path().join("out/samples.json");
+    let report = from_trajectories(&dirs, &out, &ConvertOptions::default()).unwrap();
+    let samples = load_samples(&out).unwrap();
+    assert_eq!(report.episodes, TASKS.len());
+    assert_eq!(report.samples, samples.len());
+    let mut functions = std::collections::BTreeSet::new();
+    let mut checked = 0;
+    for (dir, &(name, seed)) in dirs.iter().zip(&TASKS) {
+        let trajectory: Trajectory = read_trajectory(dir).unwrap();
+        let task = tasks::sample(name, seed).unwrap();
+        let episode = dir.file_name().unwrap().to_str().unwrap();
+        for step in &trajectory.steps {
+            assert_eq!(step.outcome, StepOutcome::Performed, "{name}: {step:?}");
+            let executed = step.executed.as_ref().unwrap();
+            let stem = format!("step-{:04}", step.index);
+            let sample = sample_by_id(&samples, &format!("{episode}/{stem}"));
+            functions.insert(executed.model.function());
+
+            // The box: the element the oracle aimed at on this very screen.
+            let xml = std::fs::read_to_string(dir.join(format!("{stem}.xml"))).unwrap();
+            let oracle = task
+                .oracle(&parse_uiautomator_xml(&xml).unwrap())
+                .expect("the oracle had a step here");
+            let expected: Vec<f64> = match (&oracle.action, &oracle.target) {
+                (DeviceAction::Tap { .. } | DeviceAction::LongPress { .. }, Some(target)) => {
+                    target.bounds.iter().map(|&v| f64::from(v)).collect()
+                }
+                _ => Vec::new(),
+            };
+            assert_eq!(sample.bbox, expected, "{name} {stem}: {}", executed.plan);
+            if !expected.is_empty() {
+                let first = &sample.rois[0];
+                assert_eq!(first.priority, 1);
+                assert_eq!(
+                    [
+                        first.bbox_2d.x1,
+                        first.bbox_2d.y1,
+                        first.bbox_2d.x2,
+                        first.bbox_2d.y2
+                    ],
+                    expected[..]
+                );
+            }
+            assert!(!sample.rois.is_empty() && sample.rois.len() <= DEFAULT_LAMBDA);
+            for (k, roi) in sample.rois.iter().enumerate() {
+                assert_eq!(roi.priority as usize, k + 1);
+            }
+
+            // The solution is the executed action, and parses strictly.
+            let (link, _) = parse_link_json(&sample.solution, ParseMode::Strict).unwrap();
+            assert_eq!(
+                link,
+                Link::Action {
+                    plan: executed.plan.clone(),
+                    action: executed.model.clone()
+                }
+            );
+            assert_eq!(sample.messages[0].content, step.prompt.system);
+            assert_eq!(sample.messages[1].content, step.prompt.user);
+            assert_eq!(sample.image_sizes, [[1080, 2400]]);
+            assert_eq!(sample.max_pixels, TRAINING_MAX_PIXELS);
+
+            // The screenshot is the step's, pixel for pixel.
+            let copied = image::open(out.parent().unwrap().join(&sample.images[0])).unwrap();
+            let original = image::open(dir.join(&step.screenshot)).unwrap();
+            assert!(copied == original, "{name} {stem}: the screenshot changed");
+
+            // What the oracle answered scores full marks against its sample.
+            let raw = executed_raw(step);
+            for mode in [RewardMode::Released, RewardMode::Paper] {
+                let r = score(sample, raw, mode, Weights::default());
+                assert_eq!(
+                    (r.format, r.blink, r.link),
+                    (1.0, 1.0, 1.0),
+                    "{name} {stem} ({}): {raw}",
+                    mode.name()
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, samples.len(), "every sample is a recorded step");
+    let seen: Vec<&str> = functions.into_iter().collect();
+    assert_eq!(seen, ["LongPress", "Swipe", "Tap", "Type"]);
+}
+
+#[test]
+fn only_successful_episodes_are_used_unless_asked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let solved = tmp.path().join("solved");
+    record(&solved, "wifi_on", 0, None);
+    let cut = tmp.path().join("cut");
+    let outcome = record(&cut, "wifi_on", 0, Some(1));
+    assert_eq!(outcome.success, Some(false));
+    let dirs = [solved.clone(), cut.clone()];
+    let out = tmp.path().join("samples.json");
+    let report = from_trajectories(&dirs, &out, &ConvertOptions::default()).unwrap();
+    let solved_steps = read_trajectory(&solved).unwrap().steps.len();
+    assert_eq!((report.episodes, report.episodes_skipped), (2, 1));
+    assert_eq!(report.samples, solved_steps);
+    let all = convert(
+        &dirs,
+        &out,
+        &ConvertOptions {
+            all_episodes: true,
+            ..ConvertOptions::default()
+        },
+    );
+    assert_eq!(all.len(), solved_steps + 1);
+    assert_eq!(all.last().unwrap().id.as_deref(), Some("cut/step-0001"));
+}
+
+#[test]
+fn a_directory_of_episodes_is_read_in_name_order_and_lambda_caps_the_rois() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("collected");
+    record(&root.join("b-contact"), "contact_add", 1, None);
+    record(&root.join("a-wifi"), "wifi_on", 0, None);
+    std::fs::write(root.join("collect.jsonl"), "").unwrap();
+    let samples = convert(
+        &[root],
+        &tmp.path().join("s.json"),
+        &ConvertOptions {
+            lambda: 2,
+            ..ConvertOptions::default()
+        },
+    );
+    assert!(samples[0].id.as_deref().unwrap().starts_with("a-wifi/"));
+    assert!(
+        samples
+            .last()
+            .unwrap()
+            .id
+            .as_deref()
+            .unwrap()
+            .starts_with("b-contact/")
+    );
+    assert!(samples.iter().all(|s| (1..=2).contains(&s.rois.len())));
+}
+
+/// A recorded episode copied into `name`, for breaking.
+fn broken_copy(source: &Path, root: &Path, name: &str) -> PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(source).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
+    }
+    dir
+}
+
+fn error_of(dir: &Path, out: &Path) -> String {
+    from_trajectories(&[dir.to_path_buf()], out, &ConvertOptions::default())
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn bad_trajectories_name_the_file_and_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let good = tmp.path().join("good");
+    record(&good, "wifi_on", 0, None);
+    let out = tmp.path().join("out.json");
+
+    let dir = broken_copy(&good, tmp.path(), "no-steps");
+    std::fs::remove_file(dir.join("steps.jsonl")).unwrap();
+    let err = error_of(&dir, &out);
+    assert!(
+        err.contains(&dir.join("steps.jsonl").display().to_string()),
+        "{err}"
+    );
+
+    let dir = broken_copy(&good, tmp.path(), "bad-line");
+    let text = std::fs::read_to_string(dir.join("steps.jsonl")).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[1] = "{\"index\": 2, \"screenshot\": 7}";
+    std::fs::write(dir.join("steps.jsonl"), lines.join("\n") + "\n").unwrap();
+    let err = error_of(&dir, &out);
+    assert!(
+        err.starts_with(&format!("{} line 2: ", dir.join("steps.jsonl").display())),
+        "{err}"
+    );
+
+    let dir = broken_copy(&good, tmp.path(), "no-screenshot");
+    std::fs::remove_file(dir.join("step-0002.png")).unwrap();
+    let err = error_of(&dir, &out);
+    assert!(
+        err.starts_with(&format!(
+            "{} line 2 (step 2): screenshot {}",
+            dir.join("steps.jsonl").display(),
+            dir.join("step-0002.png").display()
+        )),
+        "{err}"
+    );
+
+    let dir = broken_copy(&good, tmp.path(), "bad-tree");
+    std::fs::write(dir.join("step-0001.xml"), "<hierarchy></hierarchy>").unwrap();
+    let err = error_of(&dir, &out);
+    assert!(
+        err.contains("line 1 (step 1): UI tree") && err.contains("the hierarchy has no nodes"),
+        "{err}"
+    );
+
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let err = error_of(&empty, &out);
+    assert!(err.contains("not an episode directory"), "{err}");
+    assert!(!out.exists(), "nothing is written when the input is bad");
+}
+
+#[test]
+fn the_ms_swift_export_carries_every_sample_and_its_image() {
+    let tmp = tempfile::tempdir().unwrap();
+    let episode = tmp.path().join("ep");
+    record(&episode, "contact_add", 1, None);
+    let samples_path = tmp.path().join("data/samples.json");
+    let samples = convert(&[episode], &samples_path, &ConvertOptions::default());
+    let out = tmp.path().join("swift");
+    let report = export_ms_swift(&samples_path, &out, &ExportOptions::default()).unwrap();
+    assert_eq!(report.rows, samples.len());
+    let text = std::fs::read_to_string(out.join(DATASET_FILE)).unwrap();
+    let rows: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), samples.len());
+    for (row, sample) in rows.iter().zip(&samples) {
+        let image = row["images"][0].as_str().unwrap();
+        assert!(Path::new(image).is_absolute(), "{image}");
+        assert_eq!(
+            std::fs::read(image).unwrap(),
+            std::fs::read(samples_path.parent().unwrap().join(&sample.images[0])).unwrap()
+        );
+        let inner: Sample = serde_json::from_str(row["btl_sample"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            inner,
+            Sample {
+                images: vec![image.to_string()],
+                ..sample.clone()
+            }
+        );
+        assert_eq!(row["solution"], sample.solution.as_str());
+        assert_eq!(
+            row["messages"][0]["content"],
+            sample.messages[0].content.as_str()
+        );
+    }
+
+    let moved = ExportOptions {
+        dataset_root: Some("/mnt/btl/swift/".into()),
+    };
+    export_ms_swift(&samples_path, &tmp.path().join("swift2"), &moved).unwrap();
+    let text = std::fs::read_to_string(tmp.path().join("swift2").join(DATASET_FILE)).unwrap();
+    let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(first["images"][0], "/mnt/btl/swift/images/000000-0.png");
+
+    std::fs::write(&samples_path, "[\n  {\"images\": 1}\n]").unwrap();
+    let err = export_ms_swift(&samples_path, &out, &ExportOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!("{}:2: sample 0:", samples_path.display())),
+        "{err}"
+    );
+}
+
+fn btl_train(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_btl-train"))
+        .args(args)
+        .output()
+        .expect("btl-train runs")
+}
+
+#[test]
+fn the_cli_converts_and_exports_and_reports_bad_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let episode = tmp.path().join("wifi");
+    record(&episode, "wifi_on", 0, None);
+    let steps = read_trajectory(&episode).unwrap().steps.len();
+    let samples = tmp.path().join("s.json");
+    let out = btl_train(&[
+        "data",
+        "from-trajectories",
+        episode.to_str().unwrap(),
+        "--out",
+        samples.to_str().unwrap(),
+        "--lambda",
+        "3",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.starts_with(&format!("{steps} samples from {steps} steps of 1 episodes")),
+        "{stdout}"
+    );
+    let written = load_samples(&samples).unwrap();
+    assert_eq!(written.len(), steps);
+    assert!(written.iter().all(|s| s.rois.len() <= 3));
+
+    let swift = tmp.path().join("swift");
+    let out = btl_train(&[
+        "data",
+        "export",
+        "--format",
+        "ms-swift",
+        "--samples",
+        samples.to_str().unwrap(),
+        "--out",
+        swift.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with(&format!("{steps} rows in ")));
+    assert!(swift.join(DATASET_FILE).is_file());
+
+    let missing = tmp.path().join("nowhere");
+    let out = btl_train(&[
+        "data",
+        "from-trajectories",
+        missing.to_str().unwrap(),
+        "--out",
+        samples.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with(&format!(
+            "btl-train: error: cannot read {}:",
+            missing.display()
+        )),
+        "{stderr}"
+    );
+    let out = btl_train(&[
+        "data",
+        "from-trajectories",
+        "x",
+        "--out",
+        "y",
+        "--lambda",
+        "0",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}
