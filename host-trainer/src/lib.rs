@@ -7,6 +7,9 @@
 //! - [`weights`]: safetensors checkpoints (one file or sharded), F32/BF16/F16;
 //! - [`model`]: the vision tower, the Qwen2 decoder with M-RoPE, the combined
 //!   model with `lm_head`, and greedy generation with a KV cache;
+//! - [`export`]: GGUF files for llama.cpp (text model, projector, LoRA
+//!   adapter) made from trained weights with the user's GGUF files as templates;
+//! - [`peft`]: LoRA adapters in Hugging Face PEFT's directory layout;
 //! - [`error`]: the error type.
 //!
 //! The crate links the libtorch of torch 2.13.0 (tch 0.26). `scripts/test`
@@ -14,9 +17,12 @@
 //! the README's "Training on a GPU host"). Tests run on the CPU in float32 and
 //! float64; training runs on CUDA in bfloat16.
 
+mod atomic;
 pub mod config;
 pub mod error;
+pub mod export;
 pub mod model;
+pub mod peft;
 pub mod weights;
 
 pub use config::Config;

@@ -13,3 +13,7 @@ mod parity;
 mod gradients;
 // Checkpoint formats (4.x config, shards, dtypes) and the errors bad checkpoints and inputs give.
 mod checkpoint;
+// GGUF files of llama.cpp's tools read and written back byte for byte; damaged files refused.
+mod gguf;
+// Export to GGUF reproduces llama.cpp's converter output; bad weights and templates are refused.
+mod export;

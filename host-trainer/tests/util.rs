@@ -94,3 +94,14 @@ pub fn max_rel_diff(a: &Tensor, b: &Tensor) -> f64 {
     assert!(scale > 0.0, "reference is all zeros");
     max_abs_diff(a, b) / scale
 }
+
+/// The GGUF files llama.cpp's converter made from the tiny checkpoint
+/// (`tests/data/tiny-qwen25vl/` at the workspace root).
+pub fn gguf_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/data/tiny-qwen25vl")
+}
+
+/// The model's weights by checkpoint name, as an export takes them.
+pub fn weights(model: &Qwen25Vl) -> HashMap<String, Tensor> {
+    model.vars().variables()
+}
