@@ -17,3 +17,5 @@ mod checkpoint;
 mod gguf;
 // Export to GGUF reproduces llama.cpp's converter output; bad weights and templates are refused.
 mod export;
+// PEFT LoRA adapters read and written; the GGUF adapter matches llama.cpp's convert_lora_to_gguf.py.
+mod adapter;
