@@ -320,3 +320,19 @@ fn a_template_that_is_no_qwen25_vl_file_is_refused() {
     let text = export_error(&bad, &weights, Precision::Template);
     assert!(text.contains("truncated"), "{text}");
 }
+
+#[test]
+fn values_beyond_float16_need_f32() {
+    let mut weights = weights(&load(Kind::Float));
+    let big = weights["model.layers.0.mlp.up_proj.weight"].shallow_clone() * 1e6;
+    weights.insert("model.layers.0.mlp.up_proj.weight".into(), big);
+    let text = export_error(&gguf_dir().join(TEXT), &weights, Precision::Template);
+    assert!(
+        text.contains("tensor blk.0.ffn_up.weight has a value of magnitude"),
+        "{text}"
+    );
+    assert!(text.contains("export it as F32"), "{text}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f32.gguf");
+    write_gguf_from_template(&gguf_dir().join(TEXT), &weights, Precision::F32, &out).unwrap();
+}

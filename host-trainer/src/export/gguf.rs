@@ -15,9 +15,9 @@
 //! the alignment, which is what llama.cpp's gguf-py writes: a file read and
 //! written again is byte-identical.
 //!
-//! Written from the format description in llama.cpp's `gguf-py` and
-//! `ggml/include/gguf.h`; `tests/gguf.rs` checks the result against the files
-//! llama.cpp's converter made.
+//! Written from the format as llama.cpp's `gguf-py` defines it (its
+//! constants: type ids, block sizes, the default alignment);
+//! `tests/gguf.rs` checks the result against files llama.cpp's tools made.
 
 use std::borrow::Cow;
 use std::collections::HashSet;

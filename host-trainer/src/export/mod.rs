@@ -93,14 +93,25 @@ fn kind_of(ggml_type: GgmlType) -> Option<Kind> {
     }
 }
 
-/// The bytes of `t` as `ggml_type` (F32, F16 or BF16), converted on the CPU
-/// with round-to-nearest-even as numpy does in llama.cpp's converter.
-fn tensor_bytes(t: &Tensor, ggml_type: GgmlType) -> Result<Vec<u8>> {
-    let kind = kind_of(ggml_type).ok_or_else(|| {
-        Error::Input(format!(
-            "{ggml_type} is not a float type tensors can be converted to"
+/// Largest finite float16.
+const F16_MAX: f64 = 65504.0;
+
+/// Refuses to write `t` (GGUF tensor `name`) as float16 if a value would
+/// become infinite there.
+fn check_f16_range(t: &Tensor, name: &str) -> Result<std::result::Result<(), String>> {
+    let largest = tch::no_grad(|| t.f_abs()?.f_max()?.f_double_value(&[]))?;
+    Ok(if largest > F16_MAX {
+        Err(format!(
+            "tensor {name} has a value of magnitude {largest}, beyond float16's {F16_MAX}; export it as F32"
         ))
-    })?;
+    } else {
+        Ok(())
+    })
+}
+
+/// The bytes of `t` as `kind` (float, half or bfloat16), converted on the CPU
+/// with round-to-nearest-even as numpy does in llama.cpp's converter.
+fn tensor_bytes(t: &Tensor, kind: Kind) -> Result<Vec<u8>> {
     let t = tch::no_grad(|| -> Result<Tensor> {
         Ok(t.f_detach()?
             .f_to_device(Device::Cpu)?
@@ -221,23 +232,25 @@ pub fn write_gguf_from_template(
             ));
         }
         info.ggml_type = match precision {
-            Precision::Template => {
-                if kind_of(info.ggml_type).is_none() {
-                    return Err(template_error(
-                        template,
-                        format!(
-                            "tensor {} is {} in the template; export with an F16 or F32 template (or precision F16/F32), then quantize the result with `btl model quantize`",
-                            info.name, info.ggml_type
-                        ),
-                    ));
-                }
-                info.ggml_type
-            }
+            Precision::Template => info.ggml_type,
             Precision::F32 => GgmlType::F32,
             Precision::F16 if info.dims.len() <= 1 => GgmlType::F32,
             Precision::F16 => GgmlType::F16,
         };
-        sources.push(piece);
+        // Only a template's own type can be another than F32 or F16.
+        let Some(kind) = kind_of(info.ggml_type) else {
+            return Err(template_error(
+                template,
+                format!(
+                    "tensor {} is {} in the template; export with an F16 or F32 template (or precision F16/F32), then quantize the result with `btl model quantize`",
+                    info.name, info.ggml_type
+                ),
+            ));
+        };
+        if kind == Kind::Half {
+            check_f16_range(&piece, &info.name)?.map_err(|m| template_error(template, m))?;
+        }
+        sources.push((piece, kind));
     }
     if !missing.is_empty() {
         return Err(template_error(
@@ -259,10 +272,8 @@ pub fn write_gguf_from_template(
     }
 
     gguf::write(out, &header, |i| {
-        Ok(Cow::Owned(tensor_bytes(
-            &sources[i],
-            header.tensors[i].ggml_type,
-        )?))
+        let (piece, kind) = &sources[i];
+        Ok(Cow::Owned(tensor_bytes(piece, *kind)?))
     })?;
     let mut unused: Vec<String> = weights
         .keys()
@@ -333,10 +344,9 @@ pub fn write_lora_gguf(
         return Err(fail(format!("module {} is given twice", pair[0].0)));
     }
 
-    let tensor_type = |dims: usize| match options.precision {
-        AdapterPrecision::F32 => GgmlType::F32,
-        AdapterPrecision::F16 if dims <= 1 => GgmlType::F32,
-        AdapterPrecision::F16 => GgmlType::F16,
+    let (ggml_type, kind) = match options.precision {
+        AdapterPrecision::F32 => (GgmlType::F32, Kind::Float),
+        AdapterPrecision::F16 => (GgmlType::F16, Kind::Half),
     };
     let mut header = Header::default();
     for (key, value) in [
@@ -382,20 +392,20 @@ pub fn write_lora_gguf(
             )));
         }
         for (suffix, t) in [("lora_a", &lora.a), ("lora_b", &lora.b)] {
-            let dims: Vec<u64> = t.size().iter().rev().map(|&d| d as u64).collect();
+            let name = format!("{target}.{suffix}");
+            if kind == Kind::Half {
+                check_f16_range(t, &name)?.map_err(&fail)?;
+            }
             header.tensors.push(TensorInfo {
-                name: format!("{target}.{suffix}"),
-                ggml_type: tensor_type(dims.len()),
-                dims,
+                name,
+                dims: t.size().iter().rev().map(|&d| d as u64).collect(),
+                ggml_type,
             });
             data.push(t);
         }
     }
     gguf::write(out, &header, |i| {
-        Ok(Cow::Owned(tensor_bytes(
-            data[i],
-            header.tensors[i].ggml_type,
-        )?))
+        Ok(Cow::Owned(tensor_bytes(data[i], kind)?))
     })?;
     Ok(ExportReport {
         output: out.to_owned(),
