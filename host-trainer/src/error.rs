@@ -50,6 +50,16 @@ pub enum Error {
     /// A batch, image grid or token sequence that does not fit the model.
     #[error("invalid input: {0}")]
     Input(String),
+    /// A GGUF file is malformed, or a header cannot be written as one.
+    #[error("{}: {message}", path.display())]
+    Gguf { path: PathBuf, message: String },
+    /// Trained weights do not fit the GGUF template they are exported with
+    /// (a missing or misshapen weight, a quantized or unknown template).
+    #[error("exporting with template {}: {message}", template.display())]
+    Export { template: PathBuf, message: String },
+    /// A PEFT LoRA adapter directory is malformed or uses features host-trainer does not.
+    #[error("{}: {message}", path.display())]
+    Adapter { path: PathBuf, message: String },
     /// libtorch reported an error.
     #[error("libtorch: {0}")]
     Torch(#[from] tch::TchError),

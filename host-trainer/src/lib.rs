@@ -10,24 +10,30 @@
 //! - [`lora`]: LoRA adapters on the text model's projections;
 //! - [`grpo`]: GRPO training with the BTL reward (sampling, objective,
 //!   optimizer, checkpoints);
-//! - [`error`]: the error type;
 //! - [`data`]: training samples from trajectories (target boxes and ranked
 //!   ROIs from the UI tree) and dataset exports (ms-swift);
 //! - [`cli`]: the `btl-train` command line; `src/main.rs` only calls
-//!   [`cli::main`].
+//!   [`cli::main`];
+//! - [`export`]: GGUF files for llama.cpp (text model, projector, LoRA
+//!   adapter) made from trained weights with the user's GGUF files as templates;
+//! - [`peft`]: LoRA adapters in Hugging Face PEFT's directory layout;
+//! - [`error`]: the error type.
 //!
 //! The crate links the libtorch of torch 2.13.0 (tch 0.26). `scripts/test`
 //! installs a CPU copy; on a GPU host, a CUDA build of the same release (see
 //! the README's "Training on a GPU host"). Tests run on the CPU in float32 and
 //! float64; training runs on CUDA in bfloat16.
 
+mod atomic;
 pub mod cli;
 pub mod config;
 pub mod data;
 pub mod error;
+pub mod export;
 pub mod grpo;
 pub mod lora;
 pub mod model;
+pub mod peft;
 pub mod weights;
 
 pub use config::Config;

@@ -292,7 +292,7 @@ impl Shard {
 }
 
 /// Maps transformers 5's module names to the names checkpoint files use.
-fn canonical_name(stored: &str) -> String {
+pub(crate) fn canonical_name(stored: &str) -> String {
     if let Some(rest) = stored.strip_prefix("model.language_model.") {
         format!("model.{rest}")
     } else if let Some(rest) = stored.strip_prefix("model.visual.") {

@@ -20,3 +20,9 @@ mod grpo;
 mod training;
 // Samples from oracle trajectories on the virtual phone: boxes, ROIs, rewards, ms-swift export, CLI.
 mod data;
+// GGUF files of llama.cpp's tools read and written back byte for byte; damaged files refused.
+mod gguf;
+// Export to GGUF reproduces llama.cpp's converter output; bad weights and templates are refused.
+mod export;
+// PEFT LoRA adapters read and written; the GGUF adapter matches llama.cpp's convert_lora_to_gguf.py.
+mod adapter;

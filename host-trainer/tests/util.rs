@@ -102,4 +102,13 @@ pub static TORCH_RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// The tiny model's tokenizer (the fixture of the llama.cpp tests).
 pub fn tokenizer_file() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/data/tiny-qwen25vl/tokenizer.json")
+/// The GGUF files llama.cpp's converter made from the tiny checkpoint
+/// (`tests/data/tiny-qwen25vl/` at the workspace root).
+pub fn gguf_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/data/tiny-qwen25vl")
+}
+
+/// The model's weights by checkpoint name, as an export takes them.
+pub fn weights(model: &Qwen25Vl) -> HashMap<String, Tensor> {
+    model.vars().variables()
 }

@@ -1,0 +1,167 @@
+//! Atomic replacement of output files and directories.
+//!
+//! A reader (or a crash) sees either the old output or the complete new one,
+//! never a half-written file: everything is written under a temporary name in
+//! the same directory (so the final rename stays on one filesystem), synced to
+//! disk, then renamed over the target, and the directory entry is synced too.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// The directory an output goes into (`.` for a bare file name).
+fn parent_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Makes a rename durable: on Linux the new directory entry is only on disk
+/// once the directory itself is synced.
+fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_error(dir))
+}
+
+/// Writes `path` through `fill`, replacing any previous file only once the new
+/// content is complete and on disk. On error the previous file is untouched.
+pub(crate) fn write_file(
+    path: &Path,
+    fill: impl FnOnce(&mut BufWriter<&File>) -> Result<()>,
+) -> Result<()> {
+    let dir = parent_of(path);
+    let temp = tempfile::Builder::new()
+        .prefix(".btl-partial-")
+        .tempfile_in(&dir)
+        .map_err(io_error(&dir))?;
+    {
+        let mut writer = BufWriter::new(temp.as_file());
+        fill(&mut writer)?;
+        writer.flush().map_err(io_error(temp.path()))?;
+    }
+    temp.as_file().sync_all().map_err(io_error(temp.path()))?;
+    temp.persist(path).map_err(|e| Error::Io {
+        path: path.to_owned(),
+        source: e.error,
+    })?;
+    sync_dir(&dir)
+}
+
+/// Creates directory `path` through `fill` (which writes files into the
+/// directory it is given), replacing a previous directory of that name only
+/// once the new one is complete and synced. The old directory is moved aside
+/// before the new one takes its name, and put back if that rename fails.
+pub(crate) fn write_dir(path: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    let parent = parent_of(path);
+    let staging = tempfile::Builder::new()
+        .prefix(".btl-partial-")
+        .tempdir_in(&parent)
+        .map_err(io_error(&parent))?;
+    fill(staging.path())?;
+    let entries = std::fs::read_dir(staging.path()).map_err(io_error(staging.path()))?;
+    for entry in entries {
+        let file = entry.map_err(io_error(staging.path()))?.path();
+        File::open(&file)
+            .and_then(|f| f.sync_all())
+            .map_err(io_error(&file))?;
+    }
+    sync_dir(staging.path())?;
+
+    let staged = staging.keep();
+    let old = if path.exists() {
+        let aside = tempfile::Builder::new()
+            .prefix(".btl-old-")
+            .tempdir_in(&parent)
+            .map_err(io_error(&parent))?
+            .keep();
+        // rename(2) replaces an empty directory, which `aside` is.
+        std::fs::rename(path, &aside).map_err(io_error(path))?;
+        Some(aside)
+    } else {
+        None
+    };
+    if let Err(source) = std::fs::rename(&staged, path) {
+        if let Some(aside) = &old {
+            // Best effort: the error below is what the caller must see.
+            let _ = std::fs::rename(aside, path);
+        }
+        let _ = std::fs::remove_dir_all(&staged);
+        return Err(Error::Io {
+            path: path.to_owned(),
+            source,
+        });
+    }
+    sync_dir(&parent)?;
+    if let Some(aside) = old {
+        std::fs::remove_dir_all(&aside).map_err(io_error(&aside))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs::File;
+    use std::io::{BufWriter, Write};
+
+    use super::{write_dir, write_file};
+    use crate::error::{Error, Result};
+
+    fn put(w: &mut BufWriter<&File>, bytes: &[u8]) -> Result<()> {
+        w.write_all(bytes).unwrap();
+        Ok(())
+    }
+
+    #[test]
+    fn a_failed_write_keeps_the_previous_file_and_leaves_no_partial() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.bin");
+        write_file(&path, |w| put(w, b"old")).unwrap();
+        let result = write_file(&path, |w| {
+            put(w, b"half")?;
+            Err(Error::Input("stopped".into()))
+        });
+        assert!(result.is_err());
+        assert_eq!(std::fs::read(&path).unwrap(), b"old");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        write_file(&path, |w| put(w, b"new")).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+    }
+
+    #[test]
+    fn a_directory_is_replaced_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("adapter");
+        write_dir(&out, |d| {
+            std::fs::write(d.join("a"), "1").unwrap();
+            std::fs::write(d.join("stale"), "x").unwrap();
+            Ok(())
+        })
+        .unwrap();
+        let failed = write_dir(&out, |d| {
+            std::fs::write(d.join("a"), "half").unwrap();
+            Err(Error::Input("stopped".into()))
+        });
+        assert!(failed.is_err());
+        assert_eq!(std::fs::read_to_string(out.join("a")).unwrap(), "1");
+        write_dir(&out, |d| {
+            std::fs::write(d.join("a"), "2").unwrap();
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(std::fs::read_to_string(out.join("a")).unwrap(), "2");
+        assert!(!out.join("stale").exists());
+        // Nothing but the output is left in the parent directory.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}
