@@ -101,7 +101,9 @@ pub static TORCH_RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The tiny model's tokenizer (the fixture of the llama.cpp tests).
 pub fn tokenizer_file() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/data/tiny-qwen25vl/tokenizer.json")
+    gguf_dir().join("tokenizer.json")
+}
+
 /// The GGUF files llama.cpp's converter made from the tiny checkpoint
 /// (`tests/data/tiny-qwen25vl/` at the workspace root).
 pub fn gguf_dir() -> PathBuf {
