@@ -4,9 +4,12 @@
 
 use agent_core::reward::RewardBreakdown;
 use agent_core::sample::Sample;
+use host_trainer::grpo::checkpoint;
+use host_trainer::grpo::log::read_metrics;
+use host_trainer::grpo::run::run;
 use host_trainer::grpo::{Reward, TrainConfig, Trainer};
 
-use crate::util::{TORCH_RNG, checkpoint_dir, tokenizer_file};
+use crate::util::{checkpoint_dir, tokenizer_file};
 
 /// Toy reward that varies inside groups: the share of the completion's
 /// characters that are ASCII digits.
@@ -78,7 +81,6 @@ save_every = 3
 
 #[test]
 fn reward_rises_on_a_toy_task() {
-    let _rng = TORCH_RNG.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let mut trainer = Trainer::new(toy_config(dir.path(), 50), Box::new(Digits)).unwrap();
     let mut rewards = Vec::new();
@@ -91,5 +93,223 @@ fn reward_rises_on_a_toy_task() {
     assert!(
         last > first + 0.2,
         "mean reward {first:.3} → {last:.3}: no clear rise"
+    );
+}
+
+/// Every trained value (adapter A and B) of a trainer, bit for bit.
+fn adapter_values(trainer: &Trainer) -> Vec<(String, Vec<f32>)> {
+    trainer
+        .model()
+        .lora()
+        .unwrap()
+        .modules()
+        .iter()
+        .flat_map(|(m, a, b)| {
+            [("A", a), ("B", b)].map(|(which, t)| {
+                let flat = t.detach().flatten(0, -1);
+                (format!("{m}.{which}"), Vec::<f32>::try_from(flat).unwrap())
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn a_resumed_run_continues_bit_for_bit() {
+    let whole_dir = tempfile::tempdir().unwrap();
+    let mut whole = Trainer::new(toy_config(whole_dir.path(), 6), Box::new(Digits)).unwrap();
+    let mut whole_metrics = Vec::new();
+    for _ in 0..6 {
+        whole_metrics.push(whole.step().unwrap());
+    }
+
+    let split_dir = tempfile::tempdir().unwrap();
+    let config = toy_config(split_dir.path(), 6);
+    let mut first = Trainer::new(config.clone(), Box::new(Digits)).unwrap();
+    for _ in 0..3 {
+        first.step().unwrap();
+    }
+    let saved = checkpoint::save(&first).unwrap();
+    assert_eq!(saved.file_name().unwrap(), "checkpoint-000003");
+    drop(first);
+
+    let mut second = Trainer::new(config.clone(), Box::new(Digits)).unwrap();
+    let from =
+        checkpoint::resume(split_dir.path().join("out").as_path(), config, &mut second).unwrap();
+    assert_eq!(from, saved);
+    assert_eq!(second.steps_done(), 3);
+    let mut tail = Vec::new();
+    for _ in 0..3 {
+        tail.push(second.step().unwrap());
+    }
+    assert_eq!(adapter_values(&second), adapter_values(&whole));
+    for (a, b) in tail.iter().zip(&whole_metrics[3..]) {
+        assert_eq!(
+            (a.step, a.reward_mean, a.loss, a.grad_norm),
+            (b.step, b.reward_mean, b.loss, b.grad_norm)
+        );
+    }
+    // The run trained: the adapters moved away from B = 0.
+    assert!(
+        adapter_values(&whole)
+            .iter()
+            .any(|(n, v)| n.ends_with(".B") && v.iter().any(|&x| x != 0.0))
+    );
+}
+
+#[test]
+fn the_run_loop_writes_metrics_checkpoints_and_a_plot_and_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = toy_config(dir.path(), 4);
+    let out = config.run.output_dir.clone();
+    let mut seen = 0;
+    let outcome = run(config.clone(), Box::new(Digits), None, |_| seen += 1).unwrap();
+    assert_eq!((seen, outcome.steps_done, outcome.resumed_at), (4, 4, 0));
+    assert!(
+        out.join("checkpoint-000003/adapter/adapter_model.safetensors")
+            .is_file()
+    );
+    assert!(
+        out.join("checkpoint-000004/optimizer.safetensors")
+            .is_file()
+    );
+    let png = image::open(&outcome.plot).unwrap();
+    assert_eq!((png.width(), png.height()), (900, 700));
+    let lines = read_metrics(&outcome.metrics).unwrap();
+    assert_eq!(
+        lines.iter().map(|m| m.step).collect::<Vec<_>>(),
+        vec![1, 2, 3, 4]
+    );
+
+    // A longer run resumed from the output directory: the metrics of steps
+    // 1–4 stay once, the new ones follow.
+    let mut longer = config;
+    longer.run.steps = 6;
+    let outcome = run(longer, Box::new(Digits), Some(&out), |_| {}).unwrap();
+    assert_eq!((outcome.resumed_at, outcome.steps_done), (4, 6));
+    let lines = read_metrics(&outcome.metrics).unwrap();
+    assert_eq!(
+        lines.iter().map(|m| m.step).collect::<Vec<_>>(),
+        vec![1, 2, 3, 4, 5, 6]
+    );
+}
+
+#[test]
+fn bad_data_and_configs_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = toy_config(dir.path(), 2);
+    let samples = dir.path().join("samples.json");
+    // A sample whose bbox has three numbers, on line 3.
+    std::fs::write(
+        &samples,
+        "[\n {\"images\": [], \"image_sizes\": [[10, 10]], \"solution\": \"[{\\\"Action\\\": {\\\"function\\\": \\\"Back\\\"}}]\",\n  \"bbox\": [1, 2, 3], \"messages\": []}\n]",
+    )
+    .unwrap();
+    let err = Trainer::new(config.clone(), Box::new(Digits))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("samples.json") && err.contains("line 2") && err.contains("bbox"),
+        "{err}"
+    );
+
+    std::fs::write(&samples, "[{\"images\": [\"missing.png\"], \"image_sizes\": [[10, 10]], \"bbox\": [], \"solution\": \"[{\\\"Action\\\": {\\\"function\\\": \\\"Back\\\"}}]\", \"messages\": [{\"role\": \"user\", \"content\": \"<image>\"}]}]").unwrap();
+    let mut trainer = Trainer::new(config.clone(), Box::new(Digits)).unwrap();
+    let err = trainer.step().err().unwrap().to_string();
+    assert!(err.contains("missing.png"), "{err}");
+
+    let file = dir.path().join("bad.toml");
+    std::fs::write(&file, "[model]\ncheckpoint = \"x\"\n[data]\nsamples = [\"s.json\"]\n[grpo]\nbeta = \"high\"\n[run]\nsteps = 1\noutput_dir = \"o\"\n").unwrap();
+    let err = TrainConfig::from_file(&file).unwrap_err().to_string();
+    assert!(
+        err.contains("bad.toml") && err.contains("line 6") && err.contains("beta"),
+        "{err}"
+    );
+
+    std::fs::write(&samples, SAMPLES).unwrap();
+    let mut other = config.clone();
+    other.grpo.beta = 0.5;
+    let mut trainer = Trainer::new(config, Box::new(Digits)).unwrap();
+    trainer.step().unwrap();
+    checkpoint::save(&trainer).unwrap();
+    let mut again = Trainer::new(other.clone(), Box::new(Digits)).unwrap();
+    let err = checkpoint::resume(&other.run.output_dir.clone(), other, &mut again)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("another configuration"), "{err}");
+}
+
+/// `btl-train grpo` with a configuration file and flags over it; a bad flag
+/// value is refused with the field named (exit 2).
+#[test]
+fn the_grpo_command_trains_and_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    toy_config(dir.path(), 2);
+    let bin = env!("CARGO_BIN_EXE_btl-train");
+    let config = dir.path().join("train.toml");
+    let out = std::process::Command::new(bin)
+        .args(["grpo", "--config"])
+        .arg(&config)
+        .args([
+            "--steps",
+            "2",
+            "--num-generations",
+            "4",
+            "--save-every",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("trained 2 steps"), "{stdout}");
+    let state =
+        std::fs::read_to_string(dir.path().join("out/checkpoint-000002/trainer_state.json"))
+            .unwrap();
+    assert!(
+        state.contains("\"num_generations\": 4"),
+        "the flag reached the run: {state}"
+    );
+
+    let out = std::process::Command::new(bin)
+        .args(["grpo", "--config"])
+        .arg(&config)
+        .args([
+            "--steps",
+            "3",
+            "--num-generations",
+            "4",
+            "--save-every",
+            "1",
+            "--resume",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("resumed at step 2") && stdout.contains("trained 3 steps"),
+        "{stdout}"
+    );
+
+    let out = std::process::Command::new(bin)
+        .args(["grpo", "--config"])
+        .arg(&config)
+        .args(["--top-p", "1.5"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("top_p") && stderr.contains("train.toml"),
+        "{stderr}"
     );
 }

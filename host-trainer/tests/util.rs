@@ -95,10 +95,6 @@ pub fn max_rel_diff(a: &Tensor, b: &Tensor) -> f64 {
     max_abs_diff(a, b) / scale
 }
 
-/// Held by tests that seed torch's global generator (training runs): test
-/// threads share it, and interleaved draws would break reproducibility.
-pub static TORCH_RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// The tiny model's tokenizer (the fixture of the llama.cpp tests).
 pub fn tokenizer_file() -> PathBuf {
     gguf_dir().join("tokenizer.json")

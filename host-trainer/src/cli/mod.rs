@@ -7,6 +7,7 @@
 //! stderr.
 
 mod data;
+mod grpo;
 
 use agent_core::cli::{Failure, Outcome};
 use clap::{Parser, Subcommand};
@@ -28,6 +29,8 @@ enum Command {
     /// Training samples: from trajectories, and exports for other trainers.
     #[command(subcommand)]
     Data(data::Command),
+    /// GRPO training with the BTL reward (LoRA or full), resumable.
+    Grpo(Box<grpo::GrpoArgs>),
 }
 
 /// Runs the CLI on the process arguments and returns the exit code.
@@ -42,6 +45,7 @@ pub fn main() -> ExitCode {
     };
     let result: Outcome = match cli.command {
         Command::Data(command) => data::run(&command),
+        Command::Grpo(args) => grpo::run_grpo(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

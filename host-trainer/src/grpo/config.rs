@@ -212,7 +212,8 @@ impl TrainConfig {
         toml::from_str(text).map_err(|e| e.to_string())
     }
 
-    fn resolve_paths(&mut self, base: &Path) {
+    /// Makes relative paths relative to `base` (the configuration's directory).
+    pub fn resolve_paths(&mut self, base: &Path) {
         let fix = |p: &mut PathBuf| {
             if p.is_relative() {
                 *p = base.join(&*p);

@@ -5,16 +5,21 @@
 //! turn the group's rewards into advantages and backpropagate the clipped
 //! surrogate with the KL penalty ([`loss`]) in micro-batches; then clip the
 //! gradient norm and take an AdamW step on the warmup + cosine schedule
-//! ([`optim`]). [`trainer`] runs the steps, [`config`] holds the settings.
+//! ([`optim`]). [`trainer`] runs the steps, [`checkpoint`] saves and resumes
+//! them exactly, [`log`] records metrics and plots them, [`config`] holds
+//! the settings.
 //!
 //! - [`sampling`]: temperature / top-k / top-p draws (pure);
 //! - [`prompt`]: chat template and tokenizer.
 
+pub mod checkpoint;
 pub mod config;
+pub mod log;
 pub mod loss;
 pub mod optim;
 pub mod prompt;
 pub mod rollout;
+pub mod run;
 pub mod sampling;
 pub mod trainer;
 

@@ -79,6 +79,14 @@ impl AdamW {
         })
     }
 
+    /// The parameters by name.
+    pub fn params(&self) -> Vec<(String, Tensor)> {
+        self.params
+            .iter()
+            .map(|p| (p.name.clone(), p.value.shallow_clone()))
+            .collect()
+    }
+
     /// Optimizer steps taken so far.
     pub fn steps(&self) -> i64 {
         self.step

@@ -6,6 +6,7 @@
 //! without saving generator states.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 use agent_core::model::preprocess::Qwen2VlImageProcessor;
@@ -84,6 +85,16 @@ pub struct Trainer {
     items: Vec<Item>,
     reward: Box<dyn Reward>,
     done: u64,
+}
+
+/// Torch's global generator, which adapter initialisation and dropout draw
+/// from: a trainer holds it while it seeds and draws, so two trainers in one
+/// process (tests, sweeps) cannot interleave draws and stay reproducible.
+static GENERATOR: Mutex<()> = Mutex::new(());
+
+fn generator() -> MutexGuard<'static, ()> {
+    // The guarded value is (); a panic elsewhere leaves nothing inconsistent.
+    GENERATOR.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A well-mixed 64-bit value from a seed and two counters (SplitMix64's finalizer).
@@ -171,6 +182,7 @@ impl Trainer {
         };
         let items = load_items(&config.data.samples)?;
         let tokenizer = PromptTokenizer::from_file(&config.tokenizer_path())?;
+        let _generator = generator();
         tch::manual_seed(derive_seed(config.run.seed, u64::MAX, 0) as i64);
         let (model, reference, params) = match config.model.mode {
             TrainMode::Lora => {
@@ -243,6 +255,52 @@ impl Trainer {
         self.done
     }
 
+    pub(crate) fn set_steps_done(&mut self, done: u64) {
+        self.done = done;
+    }
+
+    pub(crate) fn optimizer_steps(&self) -> i64 {
+        self.optimizer.steps()
+    }
+
+    pub(crate) fn optimizer_state(&self) -> Vec<(String, Tensor)> {
+        self.optimizer.state()
+    }
+
+    pub(crate) fn load_optimizer_state(
+        &mut self,
+        state: &std::collections::HashMap<String, Tensor>,
+        steps: i64,
+    ) -> Result<()> {
+        self.optimizer.load_state(state, steps)
+    }
+
+    /// The weights the optimizer updates, by name (full mode's checkpoint).
+    pub(crate) fn trainable_weights(&self) -> Vec<(String, Tensor)> {
+        self.optimizer.params()
+    }
+
+    /// Restores [`Self::trainable_weights`]; every one must be given.
+    pub(crate) fn load_trainable_weights(
+        &mut self,
+        weights: &std::collections::HashMap<String, Tensor>,
+    ) -> Result<()> {
+        for (name, var) in self.optimizer.params() {
+            let saved = weights
+                .get(&name)
+                .ok_or_else(|| Error::Input(format!("the checkpoint lacks weight {name}")))?;
+            if saved.size() != var.size() {
+                return Err(Error::Input(format!(
+                    "weight {name} has shape {:?}, the model {:?}",
+                    saved.size(),
+                    var.size()
+                )));
+            }
+            tch::no_grad(|| var.shallow_clone().f_copy_(saved))?;
+        }
+        Ok(())
+    }
+
     /// The sample at position `index` of the run's stream: epoch after
     /// epoch, each a seeded permutation (or the file order without shuffling).
     fn item_at(&self, index: u64) -> &Item {
@@ -295,6 +353,7 @@ impl Trainer {
         let cfg = self.config.clone();
         let g = &cfg.grpo;
         let step = self.done;
+        let _generator = generator();
         tch::manual_seed(derive_seed(cfg.run.seed, 2, step) as i64);
         let lr = cfg.optim.lr
             * cosine_with_warmup(step as i64, cfg.run.steps as i64, cfg.warmup_steps());

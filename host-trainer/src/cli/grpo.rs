@@ -1,0 +1,315 @@
+//! `btl-train grpo`: a GRPO run from a TOML configuration, every option of
+//! which a flag can also set (flags win).
+//!
+//! Flags are written into the configuration's TOML table before it is read,
+//! so a flag and a file line go through the same checks and errors.
+
+use std::path::{Path, PathBuf};
+
+use agent_core::cli::{Failure, Outcome};
+use anyhow::anyhow;
+use indicatif::{ProgressBar, ProgressStyle};
+use toml::{Table, Value};
+
+use crate::error::Error;
+use crate::grpo::config::TrainConfig;
+use crate::grpo::run::run;
+use crate::grpo::trainer::BtlReward;
+
+#[derive(Debug, clap::Args)]
+pub struct GrpoArgs {
+    /// The run's configuration (TOML); flags override its values.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Continue from the latest checkpoint of the output directory, or from
+    /// the checkpoint directory given.
+    #[arg(long, num_args = 0..=1, value_name = "CHECKPOINT")]
+    resume: Option<Option<PathBuf>>,
+
+    /// [model] Hugging Face checkpoint directory.
+    #[arg(long, help_heading = "Model")]
+    checkpoint: Option<PathBuf>,
+    /// [model] tokenizer.json [default: the checkpoint's].
+    #[arg(long, help_heading = "Model")]
+    tokenizer: Option<PathBuf>,
+    /// [model] lora or full.
+    #[arg(long, help_heading = "Model")]
+    mode: Option<String>,
+    /// [model] f32, f64 or bf16 [default: bf16 on CUDA, f32 on the CPU].
+    #[arg(long, help_heading = "Model")]
+    precision: Option<String>,
+    /// [model] cpu, cuda or cuda:N [default: CUDA if available].
+    #[arg(long, help_heading = "Model")]
+    device: Option<String>,
+    /// [model] train the vision tower too (full mode).
+    #[arg(long, help_heading = "Model")]
+    train_vision: bool,
+
+    /// [data] sample files (official JSON format); repeatable.
+    #[arg(long, help_heading = "Data")]
+    samples: Vec<PathBuf>,
+    /// [data] override every sample's max_pixels.
+    #[arg(long, help_heading = "Data")]
+    max_pixels: Option<i64>,
+    /// [data] keep the file order instead of reshuffling each epoch.
+    #[arg(long, help_heading = "Data")]
+    no_shuffle: bool,
+
+    /// [lora] rank.
+    #[arg(long, help_heading = "LoRA")]
+    lora_r: Option<i64>,
+    /// [lora] alpha (the update is scaled by alpha / r).
+    #[arg(long, help_heading = "LoRA")]
+    lora_alpha: Option<f64>,
+    /// [lora] dropout.
+    #[arg(long, help_heading = "LoRA")]
+    lora_dropout: Option<f64>,
+    /// [lora] projections, comma-separated (q_proj,k_proj,…).
+    #[arg(long, value_delimiter = ',', help_heading = "LoRA")]
+    lora_target_modules: Option<Vec<String>>,
+
+    /// [grpo] completions per prompt (G).
+    #[arg(long, help_heading = "GRPO")]
+    num_generations: Option<i64>,
+    /// [grpo] sampling temperature.
+    #[arg(long, help_heading = "GRPO")]
+    temperature: Option<f64>,
+    /// [grpo] nucleus mass.
+    #[arg(long, help_heading = "GRPO")]
+    top_p: Option<f64>,
+    /// [grpo] largest logits kept (0: all).
+    #[arg(long, help_heading = "GRPO")]
+    top_k: Option<i64>,
+    /// [grpo] KL weight β.
+    #[arg(long, help_heading = "GRPO")]
+    beta: Option<f64>,
+    /// [grpo] clip range ε.
+    #[arg(long, help_heading = "GRPO")]
+    epsilon: Option<f64>,
+    /// [grpo] most tokens per completion.
+    #[arg(long, help_heading = "GRPO")]
+    max_completion_length: Option<i64>,
+    /// [grpo] prompts per optimizer step.
+    #[arg(long, help_heading = "GRPO")]
+    prompts_per_step: Option<i64>,
+    /// [grpo] completions per backward pass (0: the whole group).
+    #[arg(long, help_heading = "GRPO")]
+    micro_batch: Option<i64>,
+
+    /// [reward] released or paper.
+    #[arg(long, help_heading = "Reward")]
+    reward_mode: Option<String>,
+    /// [reward] format,blink,link weights.
+    #[arg(long, value_delimiter = ',', num_args = 3, help_heading = "Reward")]
+    reward_weights: Option<Vec<f64>>,
+
+    /// [optim] peak learning rate.
+    #[arg(long, help_heading = "Optimizer")]
+    lr: Option<f64>,
+    /// [optim] AdamW β₁.
+    #[arg(long, help_heading = "Optimizer")]
+    beta1: Option<f64>,
+    /// [optim] AdamW β₂.
+    #[arg(long, help_heading = "Optimizer")]
+    beta2: Option<f64>,
+    /// [optim] AdamW ε.
+    #[arg(long, help_heading = "Optimizer")]
+    adam_eps: Option<f64>,
+    /// [optim] decoupled weight decay.
+    #[arg(long, help_heading = "Optimizer")]
+    weight_decay: Option<f64>,
+    /// [optim] gradient-norm limit (0: off).
+    #[arg(long, help_heading = "Optimizer")]
+    max_grad_norm: Option<f64>,
+    /// [optim] fraction of steps spent warming up.
+    #[arg(long, help_heading = "Optimizer")]
+    warmup_ratio: Option<f64>,
+
+    /// [run] optimizer steps.
+    #[arg(long, help_heading = "Run")]
+    steps: Option<i64>,
+    /// [run] seed of every random choice.
+    #[arg(long, help_heading = "Run")]
+    seed: Option<i64>,
+    /// [run] checkpoints, metrics.jsonl and curves.png go here.
+    #[arg(long, help_heading = "Run")]
+    output_dir: Option<PathBuf>,
+    /// [run] checkpoint every N steps (0: only at the end).
+    #[arg(long, help_heading = "Run")]
+    save_every: Option<i64>,
+}
+
+/// Sets `section.key` in `table`.
+fn set(table: &mut Table, section: &str, key: &str, value: Value) {
+    let entry = table
+        .entry(section.to_owned())
+        .or_insert_with(|| Value::Table(Table::new()));
+    if let Value::Table(t) = entry {
+        t.insert(key.to_owned(), value);
+    }
+}
+
+/// A path given on the command line is relative to the working directory.
+fn path_value(path: &Path) -> Result<Value, Failure> {
+    let absolute = std::path::absolute(path)
+        .map_err(|e| Failure::BadInput(anyhow!("{}: {e}", path.display())))?;
+    Ok(Value::String(absolute.to_string_lossy().into_owned()))
+}
+
+impl GrpoArgs {
+    /// The configuration: the file's table with the flags written over it.
+    fn config(&self) -> Result<TrainConfig, Failure> {
+        let (mut table, base, origin) = match &self.config {
+            Some(file) => {
+                let text = std::fs::read_to_string(file)
+                    .map_err(|e| Failure::BadInput(anyhow!("{}: {e}", file.display())))?;
+                let table: Table = text
+                    .parse()
+                    .map_err(|e| Failure::BadInput(anyhow!("{}: {e}", file.display())))?;
+                let base = file.parent().unwrap_or(Path::new(".")).to_owned();
+                (table, base, file.display().to_string())
+            }
+            None => (Table::new(), PathBuf::from("."), "the flags".to_owned()),
+        };
+        let t = &mut table;
+        if let Some(p) = &self.checkpoint {
+            set(t, "model", "checkpoint", path_value(p)?);
+        }
+        if let Some(p) = &self.tokenizer {
+            set(t, "model", "tokenizer", path_value(p)?);
+        }
+        let strings = [
+            ("model", "mode", &self.mode),
+            ("model", "precision", &self.precision),
+            ("model", "device", &self.device),
+            ("reward", "mode", &self.reward_mode),
+        ];
+        for (section, key, value) in strings {
+            if let Some(v) = value {
+                set(t, section, key, Value::String(v.clone()));
+            }
+        }
+        if self.train_vision {
+            set(t, "model", "train_vision", Value::Boolean(true));
+        }
+        if !self.samples.is_empty() {
+            let files = self
+                .samples
+                .iter()
+                .map(|p| path_value(p))
+                .collect::<Result<Vec<_>, _>>()?;
+            set(t, "data", "samples", Value::Array(files));
+        }
+        if self.no_shuffle {
+            set(t, "data", "shuffle", Value::Boolean(false));
+        }
+        let integers = [
+            ("data", "max_pixels", self.max_pixels),
+            ("lora", "r", self.lora_r),
+            ("grpo", "num_generations", self.num_generations),
+            ("grpo", "top_k", self.top_k),
+            ("grpo", "max_completion_length", self.max_completion_length),
+            ("grpo", "prompts_per_step", self.prompts_per_step),
+            ("grpo", "micro_batch", self.micro_batch),
+            ("run", "steps", self.steps),
+            ("run", "seed", self.seed),
+            ("run", "save_every", self.save_every),
+        ];
+        for (section, key, value) in integers {
+            if let Some(v) = value {
+                set(t, section, key, Value::Integer(v));
+            }
+        }
+        let floats = [
+            ("lora", "alpha", self.lora_alpha),
+            ("lora", "dropout", self.lora_dropout),
+            ("grpo", "temperature", self.temperature),
+            ("grpo", "top_p", self.top_p),
+            ("grpo", "beta", self.beta),
+            ("grpo", "epsilon", self.epsilon),
+            ("optim", "lr", self.lr),
+            ("optim", "beta1", self.beta1),
+            ("optim", "beta2", self.beta2),
+            ("optim", "eps", self.adam_eps),
+            ("optim", "weight_decay", self.weight_decay),
+            ("optim", "max_grad_norm", self.max_grad_norm),
+            ("optim", "warmup_ratio", self.warmup_ratio),
+        ];
+        for (section, key, value) in floats {
+            if let Some(v) = value {
+                set(t, section, key, Value::Float(v));
+            }
+        }
+        if let Some(modules) = &self.lora_target_modules {
+            let list = modules.iter().map(|m| Value::String(m.clone())).collect();
+            set(t, "lora", "target_modules", Value::Array(list));
+        }
+        if let Some(w) = &self.reward_weights {
+            let mut weights = Table::new();
+            for (name, v) in ["format", "blink", "link"].iter().zip(w) {
+                weights.insert((*name).to_owned(), Value::Float(*v));
+            }
+            set(t, "reward", "weights", Value::Table(weights));
+        }
+        if let Some(p) = &self.output_dir {
+            set(t, "run", "output_dir", path_value(p)?);
+        }
+        let text =
+            toml::to_string(&table).map_err(|e| Failure::BadInput(anyhow!("{origin}: {e}")))?;
+        let mut config = TrainConfig::from_toml(&text)
+            .map_err(|e| Failure::BadInput(anyhow!("{origin}: {e}")))?;
+        config.resolve_paths(&base);
+        config
+            .validate()
+            .map_err(|e| Failure::BadInput(anyhow!("{origin}: {e}")))?;
+        Ok(config)
+    }
+}
+
+pub fn run_grpo(args: &GrpoArgs) -> Outcome {
+    let config = args.config()?;
+    let resume = args
+        .resume
+        .as_ref()
+        .map(|p| p.clone().unwrap_or_else(|| config.run.output_dir.clone()));
+    let reward = Box::new(BtlReward {
+        mode: config.reward.mode,
+        weights: config.reward.weights,
+    });
+    let bar = ProgressBar::new(config.run.steps);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{bar:30} {pos}/{len} steps {elapsed_precise} (eta {eta}) {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let outcome = run(config.clone(), reward, resume.as_deref(), |m| {
+        bar.set_position(m.step);
+        bar.set_message(format!(
+            "reward {:.3} kl {:.4} grad-norm {:.3}{}",
+            m.reward_mean,
+            m.kl,
+            m.grad_norm,
+            if m.flat_groups > 0 {
+                format!(" ({} flat group(s))", m.flat_groups)
+            } else {
+                String::new()
+            }
+        ));
+    })
+    .map_err(|e| match e {
+        Error::Io { .. } | Error::Torch(_) => Failure::Failed(e.into()),
+        other => Failure::BadInput(other.into()),
+    })?;
+    bar.finish();
+    if outcome.resumed_at > 0 {
+        println!("resumed at step {}", outcome.resumed_at);
+    }
+    println!("trained {} steps", outcome.steps_done);
+    if let Some(c) = &outcome.last_checkpoint {
+        println!("checkpoint: {}", c.display());
+    }
+    println!("metrics: {}", outcome.metrics.display());
+    println!("curves: {}", outcome.plot.display());
+    Ok(())
+}

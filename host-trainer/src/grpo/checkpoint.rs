@@ -1,0 +1,222 @@
+//! Checkpoints: everything a run needs to continue exactly where it was.
+//!
+//! `checkpoint-NNNNNN/` (NNNNNN = steps done) holds:
+//! - the trained weights: the adapter in PEFT's layout (`adapter/` with
+//!   `adapter_config.json` and `adapter_model.safetensors`, loadable by PEFT
+//!   and ms-swift), or in
+//!   full mode `model.safetensors` with the trainable weights by checkpoint name;
+//! - `optimizer.safetensors`: AdamW's moments;
+//! - `trainer_state.json`: steps done, optimizer steps and the configuration.
+//!
+//! The data position and every random stream derive from the seed and the
+//! step count (see the trainer), so nothing else is needed for a bit-exact
+//! continuation. A checkpoint directory appears under its final name only
+//! once complete and synced; a crash mid-save leaves the previous ones intact.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use tch::Tensor;
+
+use super::config::{TrainConfig, TrainMode};
+use super::trainer::Trainer;
+use crate::error::{Error, Result};
+use crate::peft::{LoraWeights, PeftAdapter, PeftConfig};
+
+const STATE_FILE: &str = "trainer_state.json";
+/// The adapter, a PEFT directory of its own (`PeftModel.from_pretrained` takes it).
+pub const ADAPTER_DIR: &str = "adapter";
+const OPTIMIZER_FILE: &str = "optimizer.safetensors";
+const FULL_WEIGHTS_FILE: &str = "model.safetensors";
+const PREFIX: &str = "checkpoint-";
+const FORMAT: &str = "btl-train-checkpoint/1";
+
+/// `trainer_state.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct State {
+    format: String,
+    steps_done: u64,
+    optimizer_steps: i64,
+    config: TrainConfig,
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+fn corrupt(path: &Path, message: String) -> Error {
+    Error::Checkpoint {
+        path: path.to_owned(),
+        message,
+    }
+}
+
+/// The directory name of the checkpoint after `steps` steps.
+pub fn checkpoint_name(steps: u64) -> String {
+    format!("{PREFIX}{steps:06}")
+}
+
+/// The checkpoint with the most steps in `output_dir`, if any.
+pub fn latest(output_dir: &Path) -> Result<Option<PathBuf>> {
+    if !output_dir.exists() {
+        return Ok(None);
+    }
+    let mut best: Option<(u64, PathBuf)> = None;
+    for entry in std::fs::read_dir(output_dir).map_err(io(output_dir))? {
+        let path = entry.map_err(io(output_dir))?.path();
+        let steps = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix(PREFIX))
+            .and_then(|n| n.parse::<u64>().ok());
+        if let Some(steps) = steps
+            && path.join(STATE_FILE).is_file()
+            && best.as_ref().is_none_or(|(b, _)| steps > *b)
+        {
+            best = Some((steps, path));
+        }
+    }
+    Ok(best.map(|(_, p)| p))
+}
+
+/// The adapter of a LoRA run in PEFT's form.
+pub fn adapter_of(trainer: &Trainer) -> Result<PeftAdapter> {
+    let lora = trainer
+        .model()
+        .lora()
+        .ok_or_else(|| Error::Input("this run has no adapters".to_owned()))?;
+    let c = lora.config();
+    Ok(PeftAdapter {
+        config: PeftConfig::new(c.r, c.alpha, c.dropout, c.target_modules.clone()),
+        modules: lora
+            .modules()
+            .iter()
+            .map(|(module, a, b)| LoraWeights {
+                module: module.clone(),
+                a: a.detach(),
+                b: b.detach(),
+            })
+            .collect(),
+    })
+}
+
+/// Saves the run's state under `output_dir/checkpoint-NNNNNN`; returns its path.
+pub fn save(trainer: &Trainer) -> Result<PathBuf> {
+    let config = trainer.config();
+    let output_dir = &config.run.output_dir;
+    std::fs::create_dir_all(output_dir).map_err(io(output_dir))?;
+    let dir = output_dir.join(checkpoint_name(trainer.steps_done()));
+    crate::atomic::write_dir(&dir, |staging| {
+        match config.model.mode {
+            TrainMode::Lora => adapter_of(trainer)?.write(&staging.join(ADAPTER_DIR))?,
+            TrainMode::Full => {
+                let weights = trainer.trainable_weights();
+                write_tensors(&staging.join(FULL_WEIGHTS_FILE), &weights)?;
+            }
+        }
+        write_tensors(&staging.join(OPTIMIZER_FILE), &trainer.optimizer_state())?;
+        let state = State {
+            format: FORMAT.to_owned(),
+            steps_done: trainer.steps_done(),
+            optimizer_steps: trainer.optimizer_steps(),
+            config: config.clone(),
+        };
+        let text = serde_json::to_string_pretty(&state)
+            .map_err(|e| Error::Input(format!("serializing the trainer state: {e}")))?;
+        let path = staging.join(STATE_FILE);
+        std::fs::write(&path, text).map_err(io(&path))
+    })?;
+    Ok(dir)
+}
+
+fn write_tensors(path: &Path, tensors: &[(String, Tensor)]) -> Result<()> {
+    let cpu: Vec<(String, Tensor)> = tensors
+        .iter()
+        .map(|(n, t)| Ok((n.clone(), t.f_to_device(tch::Device::Cpu)?.f_contiguous()?)))
+        .collect::<Result<_>>()?;
+    Tensor::write_safetensors(&cpu, path).map_err(|e| corrupt(path, e.to_string()))
+}
+
+fn read_tensors(path: &Path) -> Result<HashMap<String, Tensor>> {
+    Ok(Tensor::read_safetensors(path)
+        .map_err(|e| corrupt(path, format!("unreadable: {e}")))?
+        .into_iter()
+        .collect())
+}
+
+/// Continues the run saved in `dir` (a checkpoint directory, or an output
+/// directory whose latest checkpoint is taken). `config` must describe the
+/// same run; only `run.steps` may grow (the schedule then differs from an
+/// uninterrupted run of the new length).
+pub fn resume(dir: &Path, config: TrainConfig, trainer: &mut Trainer) -> Result<PathBuf> {
+    let dir = if dir.join(STATE_FILE).is_file() {
+        dir.to_owned()
+    } else {
+        latest(dir)?.ok_or_else(|| {
+            corrupt(
+                dir,
+                "no checkpoint-NNNNNN directory with a trainer_state.json".into(),
+            )
+        })?
+    };
+    let state_path = dir.join(STATE_FILE);
+    let text = std::fs::read_to_string(&state_path).map_err(io(&state_path))?;
+    let state: State = serde_json::from_str(&text)
+        .map_err(|e| corrupt(&state_path, format!("not a trainer state: {e}")))?;
+    if state.format != FORMAT {
+        return Err(corrupt(
+            &state_path,
+            format!("format {} (expected {FORMAT})", state.format),
+        ));
+    }
+    let mut saved = state.config.clone();
+    saved.run.steps = config.run.steps;
+    if saved != config {
+        return Err(corrupt(
+            &state_path,
+            "the checkpoint was made with another configuration (only run.steps may change on resume)"
+                .into(),
+        ));
+    }
+    if state.steps_done > config.run.steps {
+        return Err(corrupt(
+            &state_path,
+            format!(
+                "the checkpoint is at step {}, past run.steps = {}",
+                state.steps_done, config.run.steps
+            ),
+        ));
+    }
+    match config.model.mode {
+        TrainMode::Lora => {
+            let adapter = PeftAdapter::read(&dir.join(ADAPTER_DIR))?;
+            let lora = trainer
+                .model()
+                .lora()
+                .ok_or_else(|| Error::Input("this run has no adapters".to_owned()))?;
+            let weights: Vec<(String, Tensor, Tensor)> = adapter
+                .modules
+                .into_iter()
+                .map(|m| (m.module, m.a, m.b))
+                .collect();
+            lora.load(&weights)
+                .map_err(|e| corrupt(&dir, e.to_string()))?;
+        }
+        TrainMode::Full => {
+            let path = dir.join(FULL_WEIGHTS_FILE);
+            trainer
+                .load_trainable_weights(&read_tensors(&path)?)
+                .map_err(|e| corrupt(&path, e.to_string()))?;
+        }
+    }
+    let path = dir.join(OPTIMIZER_FILE);
+    trainer
+        .load_optimizer_state(&read_tensors(&path)?, state.optimizer_steps)
+        .map_err(|e| corrupt(&path, e.to_string()))?;
+    trainer.set_steps_done(state.steps_done);
+    Ok(dir)
+}
