@@ -33,6 +33,13 @@ fn main() {
         check_version(lib);
     }
     println!("cargo:rustc-link-arg=-Wl,-rpath,{}", lib.display());
+    // tch's C++ glue and llama.cpp's mtmd helper each compile stb_image's
+    // implementation, so a binary with both (btl-train next to agent-core's
+    // `llama` feature, as a workspace build unifies it) defines every public
+    // `stbi_*` function twice. The copies are the same library and neither
+    // side's image loading is used (tch's is unused; btl hands mtmd decoded
+    // bitmaps), so keeping one definition is safe.
+    println!("cargo:rustc-link-arg=-Wl,--allow-multiple-definition");
     if link_cuda(lib) {
         println!("cargo:rustc-link-arg=-Wl,--no-as-needed,-ltorch_cuda,--as-needed");
     }

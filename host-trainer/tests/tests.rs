@@ -26,3 +26,5 @@ mod gguf;
 mod export;
 // PEFT LoRA adapters read and written; the GGUF adapter matches llama.cpp's convert_lora_to_gguf.py.
 mod adapter;
+// Export of a trained checkpoint: llama.cpp runs the GGUFs as the trainer runs the model.
+mod phone;

@@ -13,7 +13,7 @@ use crate::util::{checkpoint_dir, tokenizer_file};
 
 /// Toy reward that varies inside groups: the share of the completion's
 /// characters that are ASCII digits.
-struct Digits;
+pub struct Digits;
 
 impl Reward for Digits {
     fn score(&self, _: &Sample, completion: &str) -> RewardBreakdown {

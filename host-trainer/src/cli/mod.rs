@@ -7,6 +7,7 @@
 //! stderr.
 
 mod data;
+mod export;
 mod grpo;
 
 use agent_core::cli::{Failure, Outcome};
@@ -31,6 +32,9 @@ enum Command {
     Data(data::Command),
     /// GRPO training with the BTL reward (LoRA or full), resumable.
     Grpo(Box<grpo::GrpoArgs>),
+    /// A trained checkpoint for the phone: merged weights as a Hugging Face
+    /// checkpoint and GGUF files (and a GGUF LoRA adapter).
+    Export(export::ExportArgs),
 }
 
 /// Runs the CLI on the process arguments and returns the exit code.
@@ -46,6 +50,7 @@ pub fn main() -> ExitCode {
     let result: Outcome = match cli.command {
         Command::Data(command) => data::run(&command),
         Command::Grpo(args) => grpo::run_grpo(&args),
+        Command::Export(args) => export::run_export(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

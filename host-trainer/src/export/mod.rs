@@ -13,10 +13,12 @@
 //! `convert_lora_to_gguf.py`, for llama.cpp to apply at load time.
 //!
 //! - [`gguf`]: the file format;
-//! - [`mapping`]: checkpoint names → llama.cpp names.
+//! - [`mapping`]: checkpoint names → llama.cpp names;
+//! - [`trained`]: a training checkpoint → merged HF checkpoint + GGUFs.
 
 pub mod gguf;
 pub mod mapping;
+pub mod trained;
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};

@@ -85,8 +85,11 @@ pub fn latest(output_dir: &Path) -> Result<Option<PathBuf>> {
 
 /// The adapter of a LoRA run in PEFT's form.
 pub fn adapter_of(trainer: &Trainer) -> Result<PeftAdapter> {
-    let lora = trainer
-        .model()
+    adapter_of_model(trainer.model())
+}
+
+fn adapter_of_model(model: &crate::Qwen25Vl) -> Result<PeftAdapter> {
+    let lora = model
         .lora()
         .ok_or_else(|| Error::Input("this run has no adapters".to_owned()))?;
     let c = lora.config();
@@ -102,6 +105,13 @@ pub fn adapter_of(trainer: &Trainer) -> Result<PeftAdapter> {
             })
             .collect(),
     })
+}
+
+/// A model's adapters as PEFT module weights, and llama.cpp's alpha for them.
+pub fn adapter_weights(model: &crate::Qwen25Vl) -> Result<(Vec<LoraWeights>, f64)> {
+    let adapter = adapter_of_model(model)?;
+    let alpha = adapter.config.llama_cpp_alpha();
+    Ok((adapter.modules, alpha))
 }
 
 /// Saves the run's state under `output_dir/checkpoint-NNNNNN`; returns its path.
@@ -219,4 +229,51 @@ pub fn resume(dir: &Path, config: TrainConfig, trainer: &mut Trainer) -> Result<
         .map_err(|e| corrupt(&path, e.to_string()))?;
     trainer.set_steps_done(state.steps_done);
     Ok(dir)
+}
+
+/// The model a checkpoint holds: its base checkpoint with the trained
+/// adapter or weights loaded, float32 on the CPU, and the run's configuration.
+pub fn load_trained(dir: &Path) -> Result<(TrainConfig, crate::Qwen25Vl)> {
+    let state_path = dir.join(STATE_FILE);
+    let text = std::fs::read_to_string(&state_path).map_err(io(&state_path))?;
+    let state: State = serde_json::from_str(&text)
+        .map_err(|e| corrupt(&state_path, format!("not a trainer state: {e}")))?;
+    let config = state.config;
+    let base = &config.model.checkpoint;
+    let (device, kind) = (tch::Device::Cpu, tch::Kind::Float);
+    let model = match config.model.mode {
+        TrainMode::Lora => {
+            let model =
+                crate::Qwen25Vl::from_checkpoint_with_lora(base, device, kind, Some(&config.lora))?;
+            let adapter = PeftAdapter::read(&dir.join(ADAPTER_DIR))?;
+            let lora = model
+                .lora()
+                .ok_or_else(|| Error::Input("the model was built without adapters".to_owned()))?;
+            let weights: Vec<(String, Tensor, Tensor)> = adapter
+                .modules
+                .into_iter()
+                .map(|m| (m.module, m.a, m.b))
+                .collect();
+            lora.load(&weights)
+                .map_err(|e| corrupt(dir, e.to_string()))?;
+            model
+        }
+        TrainMode::Full => {
+            let model = crate::Qwen25Vl::from_checkpoint(base, device, kind)?;
+            let path = dir.join(FULL_WEIGHTS_FILE);
+            let saved = read_tensors(&path)?;
+            let vars = model.vars().variables();
+            tch::no_grad(|| -> Result<()> {
+                for (name, value) in &saved {
+                    let var = vars.get(name).ok_or_else(|| {
+                        corrupt(&path, format!("weight {name} is not in the model"))
+                    })?;
+                    var.shallow_clone().f_copy_(value)?;
+                }
+                Ok(())
+            })?;
+            model
+        }
+    };
+    Ok((config, model))
 }
