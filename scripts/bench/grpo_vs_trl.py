@@ -15,7 +15,8 @@ completions per optimizer step, and are timed per step:
 
 The first `--warmup` steps of each side are dropped (allocator and kernel
 warm-up). The table gives the median, mean and minimum over the remaining
-steps, and the ratio of the medians TRL / btl-train (goal: at least 2).
+steps, and the ratios TRL / btl-train of the medians (goal: at least 2) and
+of the minimums (on a shared machine, the least disturbed steps).
 
 Prompts: three official-format navigation samples made from the official
 example (tests/data/btl-ui-examples/navigation_meta_format.json) by keeping
@@ -25,12 +26,18 @@ instead of the original screen. Both sides take them in file order (no
 shuffling), so step k uses the same prompt on both. Before timing anything
 the script checks that TRL's processor turns each of them into exactly the
 token ids btl-train builds (its chat rendering, re-done here from
-host-trainer/src/grpo/prompt.rs).
+host-trainer/src/grpo/prompt.rs). TRL gets the loaded model and a
+Qwen2_5_VLProcessor built here from tokenizer.json (Pillow image processor,
+as btl-train's preprocessing is a port of it; a video processor, which needs
+torchvision, because the processor class insists on one), so no model
+directory with tokenizer files is written.
 
 Reward: the BTL reward of agent-core on both sides — btl-train scores
 in-process, TRL through `btl score --json` (a subprocess per step, a few
 milliseconds). The random model never writes a BTL answer, so every
-completion scores 0 and every group is flat (see the report's warning).
+completion scores 0 and every group is flat: TRL still runs the whole update
+with zero advantages, btl-train skips it (the report warns and adds a
+sampling-only comparison).
 
 Settings (spec §7 where it fixes them; `GRPOConfig` field → train.toml key):
 num_generations 8 → grpo.num_generations; temperature 0.9, top_p 0.9,
@@ -63,6 +70,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -241,10 +249,12 @@ def run_trl(args, samples: list[dict], samples_file: Path, work: Path) -> dict:
     from datasets import Dataset
     from peft import LoraConfig
     from PIL import Image
-    from transformers import Qwen2_5_VLForConditionalGeneration, TrainerCallback
+    from transformers import PrinterCallback, Qwen2_5_VLForConditionalGeneration, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
     torch.set_num_threads(args.threads)
+    # TRL 1.16 still defines (and we set) the field transformers 5 renamed; checked below instead.
+    warnings.filterwarnings("ignore", message=".*gradient_checkpointing.* is deprecated", category=FutureWarning)
     processor = make_processor(samples[0]["max_pixels"])
     rows = []
     for index, sample in enumerate(samples):
@@ -322,9 +332,13 @@ def run_trl(args, samples: list[dict], samples_file: Path, work: Path) -> dict:
     trainer = TimedGRPOTrainer(model=model, reward_funcs=[btl_scorer(args.btl, samples_file, work)], args=config,
                                train_dataset=dataset, processing_class=processor, peft_config=lora,
                                callbacks=[timer])
+    # The per-step log dicts would bury the report; the metrics are read from log_history instead.
+    trainer.remove_callback(PrinterCallback)
     adapted = [name for name, module in trainer.model.named_modules() if name.endswith(".lora_A")]
     if len(adapted) != len(LORA_TARGETS) * model.config.text_config.num_hidden_layers:
         raise BenchError(f"PEFT adapted {len(adapted)} modules, expected 7 per text layer")
+    if trainer.model.is_activation_checkpointing:
+        raise BenchError("TRL turned gradient checkpointing on; btl-train has none")
     trainer.train()
     logs = [entry for entry in trainer.state.log_history if "step" in entry and "loss" in entry]
     if len(timer.seconds) != args.steps:
@@ -462,13 +476,17 @@ def report(args, prompt_lengths: list[int], trl: dict, ours: dict | None) -> Non
         return
     ratio = trl["median"] / ours["median"]
     print()
-    print(f"ratio TRL / btl-train (medians): {ratio:.2f}  (goal ≥ 2: {'met' if ratio >= 2 else 'NOT met'})")
+    print(f"ratio TRL / btl-train (medians): {ratio:.2f}  (goal ≥ 2: {'met' if ratio >= 2 else 'NOT met'}); "
+          f"of the minimums, the least disturbed steps on a shared machine: {trl['min'] / ours['min']:.2f}")
     if ours["flat"] > 0:
         print()
         print(f"WARNING: {ours['flat'] * 100:.0f}% of btl-train's timed groups had equal rewards, and btl-train skips "
               "the policy update of such a group (no reference or policy pass, no backward), while TRL does all "
               "of it with zero advantages. Those btl-train steps time sampling and scoring only, so the ratio "
               "above overstates btl-train's lead. A like-for-like number needs rewards that vary within groups.")
+    if ours["flat"] == 1:
+        print(f"Sampling alone: TRL's model.generate {trl['generate']:.3f} s vs btl-train's whole step without "
+              f"an update {ours['median']:.3f} s (medians): ratio {trl['generate'] / ours['median']:.2f}")
 
 
 def main() -> int:
