@@ -57,6 +57,13 @@ layers only → [lora]; learning_rate 1e-4, AdamW (0.9, 0.999, 1e-8), weight
 decay 0.1, max_grad_norm 1.0, cosine schedule with ceil(0.05·steps) warmup
 steps → [optim]; float32 on the CPU, no gradient checkpointing (TRL turns
 it on by default; btl-train has none), no bf16.
+
+Not matched: the random draws (each side has its own generators), so the
+completions differ; the table shows their mean length per side, which sets
+the work. How each side spends it is what is compared: TRL's generate runs
+the prompt and screenshot once per completion, and its reference and policy
+passes run prompt + completion per completion; btl-train evaluates each
+prompt once per pass and repeats its KV cache.
 """
 
 from __future__ import annotations
