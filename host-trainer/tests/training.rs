@@ -313,3 +313,23 @@ fn the_grpo_command_trains_and_resumes() {
         "{stderr}"
     );
 }
+
+/// bfloat16 base weights with float32 adapters and optimizer (the CUDA
+/// default) train on the CPU too.
+#[test]
+fn bf16_base_weights_train_float32_adapters() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = toy_config(dir.path(), 2);
+    config.model.precision = Some(host_trainer::grpo::config::Precision::Bf16);
+    // A flat group still runs its β·KL update, so the backward always runs.
+    config.grpo.skip_flat_groups = false;
+    let mut trainer = Trainer::new(config, Box::new(Digits)).unwrap();
+    let m = trainer.step().unwrap();
+    assert!(m.loss.is_finite() && m.grad_norm.is_finite() && m.grad_norm >= 0.0, "{m:?}");
+    assert_eq!(trainer.model().lora().unwrap().modules().len(), 14);
+    let model = trainer.model();
+    let (_, a, b) = &model.lora().unwrap().modules()[0];
+    assert_eq!((a.kind(), b.kind()), (tch::Kind::Float, tch::Kind::Float));
+    let base = &model.vars().variables()["model.layers.0.self_attn.q_proj.weight"];
+    assert_eq!(base.kind(), tch::Kind::BFloat16);
+}

@@ -96,6 +96,10 @@ pub struct GrpoArgs {
     #[arg(long, help_heading = "GRPO")]
     micro_batch: Option<i64>,
 
+    /// [grpo] train on groups whose rewards are all equal (their β·KL term).
+    #[arg(long, help_heading = "GRPO")]
+    keep_flat_groups: bool,
+
     /// [reward] released or paper.
     #[arg(long, help_heading = "Reward")]
     reward_mode: Option<String>,
@@ -199,6 +203,9 @@ impl GrpoArgs {
                 .map(|p| path_value(p))
                 .collect::<Result<Vec<_>, _>>()?;
             set(t, "data", "samples", Value::Array(files));
+        }
+        if self.keep_flat_groups {
+            set(t, "grpo", "skip_flat_groups", Value::Boolean(false));
         }
         if self.no_shuffle {
             set(t, "data", "shuffle", Value::Boolean(false));

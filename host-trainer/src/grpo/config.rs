@@ -105,6 +105,10 @@ pub struct GrpoSection {
     pub prompts_per_step: usize,
     /// Completions per backward pass (gradient accumulation); 0 = the whole group.
     pub micro_batch: usize,
+    /// Skip groups whose rewards are all equal (counted in the logs). Their
+    /// advantages are 0, so only the β·KL term would train on them; false
+    /// keeps that term, as TRL's and ms-swift's `grpo` loss do.
+    pub skip_flat_groups: bool,
 }
 
 impl Default for GrpoSection {
@@ -120,6 +124,7 @@ impl Default for GrpoSection {
             max_completion_length: 1280,
             prompts_per_step: 1,
             micro_batch: 0,
+            skip_flat_groups: true,
         }
     }
 }

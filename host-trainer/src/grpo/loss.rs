@@ -39,7 +39,7 @@ pub fn group_advantages(rewards: &[f64]) -> Option<Vec<f64>> {
     )
 }
 
-/// All rewards equal: every advantage is 0 and the group teaches nothing.
+/// All rewards equal: every advantage is 0, so only the KL term could train.
 pub fn is_flat(rewards: &[f64]) -> bool {
     rewards.windows(2).all(|w| w[0] == w[1])
 }

@@ -61,7 +61,8 @@ pub struct StepMetrics {
     /// Gradient norm before clipping (0 when no group trained).
     pub grad_norm: f64,
     pub groups: usize,
-    /// Groups whose rewards were all equal: no gradient from them.
+    /// Groups whose rewards were all equal (skipped unless
+    /// `grpo.skip_flat_groups` is off).
     pub flat_groups: usize,
     pub completion_tokens_mean: f64,
     pub seconds: f64,
@@ -405,7 +406,9 @@ impl Trainer {
             rewards_all.extend_from_slice(&rewards);
             if is_flat(&rewards) {
                 flat += 1;
-                continue;
+                if cfg.grpo.skip_flat_groups || g.beta == 0.0 {
+                    continue;
+                }
             }
             let advantages = group_advantages(&rewards)
                 .ok_or_else(|| Error::Input("a group needs at least two completions".to_owned()))?;
