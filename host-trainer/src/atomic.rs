@@ -45,6 +45,15 @@ pub(crate) fn write_file(
         .prefix(".btl-partial-")
         .tempfile_in(&dir)
         .map_err(io_error(&dir))?;
+    // A temporary file is created private (0600); the output is an ordinary
+    // file that others on the machine (and `adb push`) may read.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        temp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))
+            .map_err(io_error(temp.path()))?;
+    }
     {
         let mut writer = BufWriter::new(temp.as_file());
         fill(&mut writer)?;

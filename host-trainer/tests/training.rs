@@ -325,11 +325,46 @@ fn bf16_base_weights_train_float32_adapters() {
     config.grpo.skip_flat_groups = false;
     let mut trainer = Trainer::new(config, Box::new(Digits)).unwrap();
     let m = trainer.step().unwrap();
-    assert!(m.loss.is_finite() && m.grad_norm.is_finite() && m.grad_norm >= 0.0, "{m:?}");
+    assert!(
+        m.loss.is_finite() && m.grad_norm.is_finite() && m.grad_norm >= 0.0,
+        "{m:?}"
+    );
     assert_eq!(trainer.model().lora().unwrap().modules().len(), 14);
     let model = trainer.model();
     let (_, a, b) = &model.lora().unwrap().modules()[0];
     assert_eq!((a.kind(), b.kind()), (tch::Kind::Float, tch::Kind::Float));
     let base = &model.vars().variables()["model.layers.0.self_attn.q_proj.weight"];
     assert_eq!(base.kind(), tch::Kind::BFloat16);
+}
+
+/// Full fine-tuning moves the text model's weights, leaves the frozen vision
+/// tower alone, and its checkpoint holds the trained weights.
+#[test]
+fn full_fine_tuning_trains_the_text_model_and_checkpoints_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = toy_config(dir.path(), 2);
+    config.model.mode = host_trainer::grpo::config::TrainMode::Full;
+    config.optim.lr = 1e-3;
+    let mut trainer = Trainer::new(config, Box::new(Digits)).unwrap();
+    assert!(trainer.model().lora().is_none());
+    let value = |t: &Trainer, name: &str| {
+        Vec::<f32>::try_from(t.model().vars().variables()[name].detach().flatten(0, -1)).unwrap()
+    };
+    let text = "model.layers.0.mlp.up_proj.weight";
+    let vision = "visual.blocks.0.attn.qkv.weight";
+    let (text_before, vision_before) = (value(&trainer, text), value(&trainer, vision));
+    let trained: u64 = (0..2)
+        .map(|_| trainer.step().unwrap())
+        .filter(|m| m.flat_groups == 0)
+        .count() as u64;
+    assert!(trained > 0, "the toy groups vary");
+    assert_ne!(value(&trainer, text), text_before);
+    assert_eq!(value(&trainer, vision), vision_before);
+
+    let saved = checkpoint::save(&trainer).unwrap();
+    assert!(saved.join("model.safetensors").is_file());
+    let (_, loaded) = checkpoint::load_trained(&saved).unwrap();
+    let loaded_text =
+        Vec::<f32>::try_from(loaded.vars().variables()[text].detach().flatten(0, -1)).unwrap();
+    assert_eq!(loaded_text, value(&trainer, text));
 }
