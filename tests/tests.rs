@@ -30,5 +30,7 @@ mod predict;
 mod report;
 // `btl model quantize`: llama.cpp's quantizer, its output checked against transformers' reference.
 mod model;
+// LoRA adapter GGUFs on llama.cpp: transformers' PEFT reference, scale 0, bad files, `btl run --lora`.
+mod lora;
 // Image preprocessing bit for bit against Pillow's BICUBIC resize and transformers' Qwen2-VL processor.
 mod preprocess;

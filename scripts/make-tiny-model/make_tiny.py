@@ -4,8 +4,9 @@
 Two steps (the `run` script calls both, with llama.cpp's converter in between):
 
   build     trains the tokenizer, builds the model, saves the HF checkpoint to a
-            scratch dir, writes the test screenshot, tokenizer.json and the
-            transformers reference (reference.partial.json in the scratch dir).
+            scratch dir, writes the test screenshot, tokenizer.json, a seeded PEFT
+            LoRA adapter (lora/) and the transformers reference, without and with
+            the adapter (reference.partial.json in the scratch dir).
   finalize  reads the GGUFs written by the converter, records their metadata and
             the sha256 of every fixture file into reference.json, writes README.md.
 
@@ -33,6 +34,9 @@ os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 SEED = 1509        # corpus, tokenizer (arXiv 2509.15566)
 MODEL_SEED = 55    # weights: picked from seeds 1..60 so that neither case generates an added token
                    # and the smallest top-1 margin over both cases is largest (0.055)
+LORA_SEED = 121    # adapter weights: picked from seeds 1..199 so that neither case generates an added token,
+                   # the text case's first token already differs from the base model's, and the smallest
+                   # top-1 margin over both cases is largest (0.058)
 MODEL_NAME = "tiny-qwen25vl"
 FORMAT = "btl-tiny-qwen25vl-reference/1"
 
@@ -45,7 +49,13 @@ F_IMAGE = "test-screenshot.png"
 F_TOKENIZER = "tokenizer.json"
 F_REFERENCE = "reference.json"
 F_README = "README.md"
-FIXTURE_FILES = [F_TEXT_F16, F_TEXT_Q8, F_MMPROJ_F16, F_MMPROJ_MISMATCHED, F_IMAGE, F_TOKENIZER]
+D_LORA = "lora"                                   # the PEFT adapter as save_pretrained writes it
+F_LORA_CONFIG = f"{D_LORA}/adapter_config.json"
+F_LORA_WEIGHTS = f"{D_LORA}/adapter_model.safetensors"
+F_LORA_F32 = f"{MODEL_NAME}-lora-f32.gguf"         # convert_lora_to_gguf.py of lora/
+F_LORA_MISMATCHED = "lora-mismatched-f32.gguf"    # mismatch_lora.py: an adapter of a 96-wide model
+FIXTURE_FILES = [F_TEXT_F16, F_TEXT_Q8, F_MMPROJ_F16, F_MMPROJ_MISMATCHED, F_IMAGE, F_TOKENIZER,
+                 F_LORA_CONFIG, F_LORA_WEIGHTS, F_LORA_F32, F_LORA_MISMATCHED]
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "tests" / "data" / "btl-ui-examples"
@@ -89,6 +99,16 @@ VISION = dict(
     in_channels=3,
     tokens_per_second=2,
 )
+# The LoRA adapter: the text model's attention and MLP projections only (a plain list of
+# names would also catch the vision blocks' gate/up/down_proj). PEFT full-matches the regex.
+LORA = dict(
+    r=4,
+    lora_alpha=8,
+    lora_dropout=0.0,
+    target_modules=r"model\.language_model\.layers\.\d+\.(self_attn\.(q|k|v|o)_proj|mlp\.(gate|up|down)_proj)",
+)
+LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+LORA_STD = 0.1        # A and B ~ N(0, LORA_STD^2); B is non-zero (PEFT starts it at 0, a no-op)
 INIT_STD = 0.3        # larger than HF's 0.02 so a random model does not just repeat one token
 NORM_JITTER = 0.1     # RMSNorm weights = 1 + NORM_JITTER * N(0, 1)
 BIAS_STD = 0.02
@@ -467,6 +487,37 @@ def build_model(vocab_size: int, n_tokens: int, special_ids: dict):
     return model
 
 
+def build_lora(hf: Path, out: Path, scratch: Path) -> dict:
+    """The seeded PEFT LoRA adapter over the saved checkpoint, in float32, written by
+    PEFT's save_pretrained; only adapter_config.json and adapter_model.safetensors are
+    kept (into out/lora/), not the model card PEFT writes beside them."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import Qwen2_5_VLForConditionalGeneration
+
+    base = Qwen2_5_VLForConditionalGeneration.from_pretrained(hf, dtype=torch.float32).eval()
+    model = get_peft_model(base, LoraConfig(**LORA, bias="none"))
+    # Like the base weights: every adapter matrix drawn in sorted-name order from one
+    # seeded generator, independent of PEFT's own initialisation.
+    gen = torch.Generator().manual_seed(LORA_SEED)
+    params = dict(model.named_parameters())
+    names = sorted(n for n in params if ".lora_A." in n or ".lora_B." in n)
+    assert len(names) == 2 * len(LORA_TARGETS) * TEXT["num_hidden_layers"], names
+    assert all(".language_model.layers." in n and any(f".{t}." in n for t in LORA_TARGETS) for n in names), names
+    with torch.no_grad():
+        for name in names:
+            params[name].copy_(LORA_STD * torch.randn(params[name].shape, generator=gen))
+    # PEFT records where the base came from: here an absolute scratch path, so name it instead.
+    model.peft_config["default"].base_model_name_or_path = MODEL_NAME
+    if scratch.exists():
+        shutil.rmtree(scratch)
+    model.save_pretrained(scratch, safe_serialization=True, save_embedding_layers=False)
+    (out / D_LORA).mkdir(exist_ok=True)
+    for name in (F_LORA_CONFIG, F_LORA_WEIGHTS):
+        shutil.copyfile(scratch / Path(name).name, out / name)
+    return {"n_tensors": len(names), "n_params": sum(params[n].numel() for n in names)}
+
+
 # ---------------------------------------------------------------------------
 # Reference
 # ---------------------------------------------------------------------------
@@ -566,6 +617,7 @@ def process(tok, improc, prompt: str, image):
 
 def cmd_build(args) -> None:
     import numpy as np
+    import peft
     import PIL
     import safetensors
     import tokenizers
@@ -717,6 +769,28 @@ def cmd_build(args) -> None:
             "n_mrope_positions": n_positions,
         },
     )
+    vocab_tok = raw_tok.get_vocab_size(with_added_tokens=False)
+
+    # 6c. both cases again with the LoRA adapter, loaded back from the fixture dir as a user would
+    from peft import PeftModel
+
+    lora_info = build_lora(hf, out, hf / "peft-lora")
+    lora_base = type(model).from_pretrained(hf, dtype=torch.float32, attn_implementation="eager").eval()
+    lora_model = PeftModel.from_pretrained(lora_base, out / D_LORA).eval()
+    lora_cases = {}
+    for name, inputs, base_case in (("text", t_inputs, text_case), ("image", i_inputs, image_case)):
+        rec = case_record(tok2, None, None, inputs, lora_model, eog_ids)
+        ids, base_ids = rec["generated_ids"], base_case["generated_ids"]
+        # an added token could be an end of generation for llama.cpp and stop it early
+        assert rec["first_eog_index"] is None and max(ids) < vocab_tok, (name, ids)
+        differs = next((i for i, (a, b) in enumerate(zip(ids, base_ids)) if a != b), None)
+        lora_cases[name] = {
+            "prompt": f"cases.{name} (the same prompt ids)",
+            **{k: v for k, v in rec.items() if k not in ("messages", "prompt_text", "prompt_ids")},
+            "first_index_differing_from_base": differs,
+        }
+    assert lora_cases["text"]["first_index_differing_from_base"] is not None, "the adapter changes nothing"
+
     image_info = {
         "file": F_IMAGE,
         "width": IMAGE_W,
@@ -733,7 +807,6 @@ def cmd_build(args) -> None:
         "processor": type(improc).__name__,
     }
 
-    vocab_tok = raw_tok.get_vocab_size(with_added_tokens=False)
     btl_counts = {
         "navigation_system": len(tok2(nav["messages"][0]["content"], add_special_tokens=False)["input_ids"]),
         "navigation_user": len(tok2(nav["messages"][1]["content"], add_special_tokens=False)["input_ids"]),
@@ -753,6 +826,7 @@ def cmd_build(args) -> None:
             "safetensors": safetensors.__version__,
             "numpy": np.__version__,
             "pillow": PIL.__version__,
+            "peft": peft.__version__,
         },
         "reference_backend": "transformers Qwen2_5_VLForConditionalGeneration, float32, CPU, eager attention, "
                              "1 thread; greedy by full recomputation, checked against generate() with KV cache",
@@ -781,11 +855,28 @@ def cmd_build(args) -> None:
         },
         "image": image_info,
         "cases": {"text": text_case, "image": image_case},
+        "lora": {
+            "adapter_dir": D_LORA,
+            "gguf": F_LORA_F32,
+            "mismatched_gguf": F_LORA_MISMATCHED,
+            "seed": LORA_SEED,
+            **LORA,
+            "targets": LORA_TARGETS,
+            "init_std": LORA_STD,
+            "alpha_over_r": LORA["lora_alpha"] / LORA["r"],
+            **lora_info,
+            "reference_backend": "peft PeftModel.from_pretrained(base, lora/), the base as for `cases` (float32 "
+                                 "weights, not rounded to the f16 of the base GGUF)",
+            "cases": lora_cases,
+        },
     }
     (hf / "reference.partial.json").write_text(dump_json(ref), encoding="utf-8")
     for name, c in ref["cases"].items():
         print(f"[make_tiny] case {name}: {c['n_prompt_tokens']} prompt tokens, generated {c['generated_ids']}")
         print(f"[make_tiny]   text: {c['generated_text']!r}  first EOG index: {c['first_eog_index']}")
+    for name, c in ref["lora"]["cases"].items():
+        print(f"[make_tiny] LoRA case {name}: generated {c['generated_ids']} (differs from the base at "
+              f"{c['first_index_differing_from_base']}; smallest margin {min(float(m) for m in c['step_top1_margins']):.4f})")
     print(f"[make_tiny] tokenizer: {n_tok} tokens (config vocab {vocab_size}); BTL prompt token counts {btl_counts}")
     print(f"[make_tiny] image grid {grid}, {n_img_tok} image tokens, {n_positions} M-RoPE positions; params {n_params}")
 
@@ -806,13 +897,16 @@ GGUF_KEYS = [
     "clip.vision.image_mean", "clip.vision.image_std",
 ]
 
+LORA_GGUF_KEYS = ["general.architecture", "general.type", "general.name", "general.file_type",
+                  "adapter.type", "adapter.lora.alpha"]
 
-def gguf_summary(path: Path) -> dict:
+
+def gguf_summary(path: Path, keys: list[str] = GGUF_KEYS) -> dict:
     import gguf
 
     r = gguf.GGUFReader(str(path))
     meta = {}
-    for key in GGUF_KEYS:
+    for key in keys:
         f = r.get_field(key)
         if f is None:
             continue
@@ -856,6 +950,13 @@ def cmd_finalize(args) -> None:
     assert tm["n_vocab"] == ref["tokenizer"]["config_vocab_size"]
     mm = ref["gguf"][F_MMPROJ_F16]["metadata"]
     assert mm["clip.projector_type"] == "qwen2.5vl_merger", mm
+    lora = gguf_summary(out / F_LORA_F32, LORA_GGUF_KEYS)
+    ref["gguf"][F_LORA_F32] = lora
+    lm = lora["metadata"]
+    assert (lm["general.architecture"], lm["general.type"], lm["adapter.type"]) == ("qwen2vl", "adapter", "lora"), lm
+    assert float(lm["adapter.lora.alpha"]) == LORA["lora_alpha"], lm
+    # every adapted matrix becomes a lora_a / lora_b pair, all kept in f32
+    assert lora["n_tensors"] == ref["lora"]["n_tensors"] and lora["tensor_types"] == {"F32": lora["n_tensors"]}, lora
     ref["files"] = {name: {"bytes": (out / name).stat().st_size, "sha256": sha256_file(out / name)}
                     for name in FIXTURE_FILES}
     (out / F_REFERENCE).write_text(dump_json(ref), encoding="utf-8")
@@ -872,6 +973,7 @@ def write_readme(out: Path, ref: dict) -> None:
     tk = ref["tokenizer"]
     im = ref["image"]
     tc, ic = ref["cases"]["text"], ref["cases"]["image"]
+    lo = ref["lora"]
     lines = [
         "# tiny-qwen25vl: a tiny random Qwen2.5-VL and its transformers reference",
         "",
@@ -903,6 +1005,11 @@ def write_readme(out: Path, ref: dict) -> None:
         "model's 128 (`mismatch_mmproj.py`): llama.cpp must refuse the pair.",
         f"- `{F_IMAGE}`: {im['width']}×{im['height']} (w×h) synthetic phone screenshot, shapes only.",
         f"- `{F_TOKENIZER}`: the HF tokenizer, for reference (the GGUF carries the same vocabulary).",
+        f"- `{F_LORA_CONFIG}`, `{F_LORA_WEIGHTS}`: a seeded LoRA adapter in PEFT's `save_pretrained` format (float32).",
+        f"- `{F_LORA_F32}`: that adapter converted by llama.cpp's `convert_lora_to_gguf.py` (f32; "
+        "`general.type=adapter`, `adapter.type=lora`, `adapter.lora.alpha` stored).",
+        f"- `{F_LORA_MISMATCHED}`: the same adapter header with every {TEXT['hidden_size']}-wide dimension made 96 "
+        "(`mismatch_lora.py`), the adapter of another model: llama.cpp must refuse it.",
         f"- `{F_REFERENCE}`: what transformers computes; the GGUFs' metadata and tensor lists; the sha256s.",
         "",
         "## Model",
@@ -938,13 +1045,27 @@ def write_readme(out: Path, ref: dict) -> None:
         "`<|vision_start|><|image_pad|><|vision_end|>`: mtmd adds vision_start/vision_end itself. After the prompt, "
         "generation continues at the M-RoPE position `n_mrope_positions`, not at `n_prompt_tokens`.",
         "- Padding ids (`n_tokens` ≤ id < vocab) have zero lm_head rows (logit 0), so they are never generated.",
+        f"- `lora` → `cases`: the same two prompts with the adapter applied (PEFT `PeftModel` over the float32 model): "
+        f"{lo['cases']['text']['n_new_tokens']} greedy ids, margins and first-step logits as above, and "
+        f"`first_index_differing_from_base` (text: {lo['cases']['text']['first_index_differing_from_base']}, "
+        f"image: {lo['cases']['image']['first_index_differing_from_base']}).",
         "- The reference is float32; the GGUFs are f16/q8_0, so exact agreement is expected only as far as the",
         "  margins allow. Compare logits with a tolerance.",
+        "",
+        "## LoRA adapter (`reference.json` → `lora`)",
+        "",
+        f"- r {lo['r']}, lora_alpha {lo['lora_alpha']} (llama.cpp and PEFT scale the update by alpha / r = "
+        f"{float(lo['alpha_over_r']):g}), dropout {lo['lora_dropout']}, on the text model's "
+        f"{', '.join(lo['targets'])} only (not the vision tower); {lo['n_tensors']} matrices, {lo['n_params']:,} parameters.",
+        f"- A and B both ~ N(0, {lo['init_std']}²) from seed {lo['seed']} (PEFT would start B at zero, a no-op).",
+        "- The reference runs the float32 base weights, as `cases` does; the base GGUF is f16, so agreement with",
+        "  llama.cpp again holds as far as the margins allow.",
         "",
         "## Versions",
         "",
         f"torch {v['torch']}, transformers {v['transformers']}, tokenizers {v['tokenizers']}, safetensors {v['safetensors']}, "
-        f"numpy {v['numpy']}, pillow {v['pillow']}, gguf {v['gguf']}, python {v['python']}; converter: {v['converter']}.",
+        f"numpy {v['numpy']}, pillow {v['pillow']}, peft {v['peft']}, gguf {v['gguf']}, python {v['python']}; "
+        f"converter: {v['converter']}.",
         "",
     ]
     (out / F_README).write_text("\n".join(lines), encoding="utf-8")

@@ -11,7 +11,7 @@ use crate::agent::{Agent, AgentConfig, SuccessCheck};
 use crate::device::adb::{AdbDevice, DEFAULT_SERVER_PORT, DEFAULT_TIMEOUT};
 use crate::device::sim::SimDevice;
 use crate::device::{Device, DeviceError};
-use crate::model::{Observation, OraclePolicy, Policy, PolicyError, PolicyOutput};
+use crate::model::{LoraAdapter, Observation, OraclePolicy, Policy, PolicyError, PolicyOutput};
 use crate::protocol::{Profile, TRAINING_MAX_PIXELS};
 use crate::sim::phone::PhoneConfig;
 use crate::sim::tasks::{self, SettingCheck, Task};
@@ -43,6 +43,12 @@ pub struct PolicyArgs {
     /// Vision projector GGUF.
     #[arg(long, requires = "model")]
     pub mmproj: Option<PathBuf>,
+    /// A LoRA adapter GGUF laid over the model (convert_lora_to_gguf.py's
+    /// output), at SCALE times its trained strength [default scale: 1; 0
+    /// turns it off]. Repeatable, but the llama.cpp binding applies one
+    /// adapter at a time.
+    #[arg(long = "lora", value_name = "FILE[:SCALE]")]
+    pub lora: Vec<LoraAdapter>,
     /// Longest answer in tokens.
     #[arg(long, default_value_t = 256)]
     pub max_tokens: u32,
@@ -255,7 +261,11 @@ fn load_model(args: &PolicyArgs, vote: u32) -> Result<Box<dyn Policy>, Failure> 
     config.threads = args.threads;
     config.grammar = !args.no_grammar;
     config.temperature = args.temperature.unwrap_or(if vote > 1 { 0.9 } else { 0.0 });
+    config.adapters = args.lora.clone();
     let policy = LlamaPolicy::load(config).map_err(|e| Failure::BadInput(e.into()))?;
+    if !args.lora.is_empty() {
+        eprintln!("btl: model {}", policy.name());
+    }
     Ok(Box::new(policy))
 }
 

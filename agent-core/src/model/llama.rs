@@ -12,10 +12,14 @@
 //! llama.cpp's template matcher: system turn, user turn with the image where
 //! the BTL prompt has `<image>`, then the open assistant turn. That is the
 //! string transformers' Qwen2-VL chat template renders for these messages.
+//!
+//! A LoRA adapter ([`LoraAdapter`]) is loaded with the model and set on
+//! every context made for it, so it holds for the whole session and the
+//! kept prompt prefix was always computed with it.
 
 use super::grammar::{GrammarLimits, btl_grammar};
 use super::preprocess::{PillowVersion, resize_bicubic_pil};
-use super::{GenerationStats, Observation, Policy, PolicyError, PolicyOutput};
+use super::{GenerationStats, LoraAdapter, Observation, Policy, PolicyError, PolicyOutput};
 use crate::protocol::prompt::IMAGE_PLACEHOLDER;
 use image::RgbImage;
 use image::buffer::ConvertBuffer;
@@ -23,14 +27,16 @@ use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
-use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::{LlamaLoraAdapter, LlamaModel};
 use llama_cpp_2::mtmd::{
     MtmdBitmap, MtmdContext, MtmdContextParams, MtmdInputText, mtmd_default_marker,
 };
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
-use std::ffi::CString;
+use llama_cpp_sys_2 as sys;
+use std::cell::RefCell;
+use std::ffi::{CStr, CString, c_char, c_void};
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -65,6 +71,11 @@ pub struct LlamaConfig {
     /// between calls and evaluate only what changed; on by default.
     #[serde(default = "yes")]
     pub reuse_prefix: bool,
+    /// LoRA adapters laid over the text model for the session. llama-cpp-2
+    /// 0.1.160 sets one adapter per context (its `lora_adapter_set` replaces
+    /// the context's set), so loading refuses more than one.
+    #[serde(default)]
+    pub adapters: Vec<LoraAdapter>,
 }
 
 fn yes() -> bool {
@@ -85,6 +96,7 @@ impl LlamaConfig {
             top_k: 50,
             grammar: true,
             reuse_prefix: true,
+            adapters: Vec::new(),
         }
     }
 }
@@ -101,6 +113,14 @@ pub enum LoadError {
     Model { path: PathBuf, reason: String },
     #[error("llama.cpp could not load the vision projector {path} for this model: {reason}")]
     Projector { path: PathBuf, reason: String },
+    /// Missing, not a GGUF, not a LoRA adapter, or made for another model
+    /// (llama.cpp compares its architecture and tensor shapes).
+    #[error("cannot load the LoRA adapter {path}: {reason}")]
+    Adapter { path: PathBuf, reason: String },
+    #[error(
+        "{count} LoRA adapters given, but this llama.cpp binding applies one at a time; merge them into one adapter first"
+    )]
+    TooManyAdapters { count: usize },
     #[error("the llama.cpp backend failed to start: {0}")]
     Backend(String),
 }
@@ -113,10 +133,71 @@ pub(super) fn backend() -> Result<&'static LlamaBackend, LoadError> {
             llama_cpp_2::send_logs_to_tracing(
                 llama_cpp_2::LogOptions::default().with_logs_enabled(false),
             );
+            // llama.cpp's and ggml's own sink (mtmd keeps the one above):
+            // their reasons for refusing a file exist only as log lines.
+            // SAFETY: `keep_errors` matches ggml_log_callback, ignores its
+            // null user data and never unwinds.
+            unsafe { sys::llama_log_set(Some(keep_errors), std::ptr::null_mut()) };
             LlamaBackend::init().map_err(|e| e.to_string())
         })
         .as_ref()
         .map_err(|e| LoadError::Backend(e.clone()))
+}
+
+thread_local! {
+    /// Error lines llama.cpp logs on this thread while [`llama_errors`]
+    /// runs; `None` outside such a call.
+    static LOGGED_ERRORS: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// llama.cpp's log sink: keeps the error lines of a [`llama_errors`] call
+/// on its own thread (models load on many threads at once in tests) and
+/// drops everything else, as btl always has.
+unsafe extern "C" fn keep_errors(level: sys::ggml_log_level, text: *const c_char, _: *mut c_void) {
+    if level != sys::GGML_LOG_LEVEL_ERROR || text.is_null() {
+        return;
+    }
+    // SAFETY: llama.cpp passes a NUL-terminated string that outlives the call.
+    let text = unsafe { CStr::from_ptr(text) }.to_string_lossy();
+    // try_*: a log call during thread teardown or re-entrantly must not
+    // panic across the C boundary; such a line is simply not kept.
+    let _ = LOGGED_ERRORS.try_with(|errors| {
+        if let Ok(mut errors) = errors.try_borrow_mut() {
+            if let Some(errors) = errors.as_mut() {
+                errors.push_str(&text);
+            }
+        }
+    });
+}
+
+/// Runs `f` and returns what llama.cpp logged as errors meanwhile, tidied
+/// by [`tidy_errors`].
+fn llama_errors<T>(f: impl FnOnce() -> T) -> (T, String) {
+    LOGGED_ERRORS.with(|errors| *errors.borrow_mut() = Some(String::new()));
+    let out = f();
+    let logged = LOGGED_ERRORS.with(|errors| errors.borrow_mut().take());
+    (out, tidy_errors(&logged.unwrap_or_default()))
+}
+
+/// llama.cpp's error lines as one sentence: each line without the
+/// `function_name: ` it starts with, joined by "; ".
+fn tidy_errors(log: &str) -> String {
+    log.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .map(|line| match line.split_once(": ") {
+            Some((func, rest))
+                if !func.is_empty()
+                    && func
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') =>
+            {
+                rest
+            }
+            _ => line,
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Checks a file is there, readable and a GGUF before llama.cpp sees it:
@@ -153,11 +234,44 @@ self_cell::self_cell!(
 /// The live context, if one was made, and what its KV cache holds.
 struct Session<'m> {
     ctx: Option<LlamaContext<'m>>,
+    /// Set on every new context before it evaluates anything. llama.cpp
+    /// frees the adapter with the model, which outlives this session.
+    adapter: Option<(LlamaLoraAdapter, f32)>,
     n_ctx: u32,
     n_ubatch: u32,
     /// Tokens at positions 0.. of sequence 0 that are known to be in the
     /// cache (the text before the screenshot of the last prompt).
     prefix: Vec<LlamaToken>,
+}
+
+/// An adapter file must exist and be a GGUF: llama-cpp-2 asserts the first
+/// (a panic in debug builds) and llama.cpp would only log the second.
+fn check_adapter_file(path: &Path) -> Result<(), LoadError> {
+    check_gguf(path).map_err(|e| LoadError::Adapter {
+        path: path.to_path_buf(),
+        reason: match e {
+            LoadError::Unreadable { reason, .. } => reason,
+            LoadError::NotGguf { .. } => {
+                "it is not a GGUF file (it does not start with the GGUF magic)".into()
+            }
+            other => other.to_string(),
+        },
+    })
+}
+
+/// llama.cpp reads the adapter and checks it against the model: GGUF
+/// type `adapter`, LoRA kind, the model's architecture, and for every
+/// tensor pair a base tensor of matching shape.
+fn load_adapter(model: &mut LlamaModel, path: &Path) -> Result<LlamaLoraAdapter, LoadError> {
+    let (adapter, logged) = llama_errors(|| model.lora_adapter_init(path));
+    adapter.map_err(|e| LoadError::Adapter {
+        path: path.to_path_buf(),
+        reason: if logged.is_empty() {
+            e.to_string()
+        } else {
+            logged
+        },
+    })
 }
 
 /// A loaded model pair.
@@ -172,13 +286,24 @@ impl LlamaPolicy {
     pub fn load(config: LlamaConfig) -> Result<Self, LoadError> {
         check_gguf(&config.model)?;
         check_gguf(&config.mmproj)?;
+        let adapter = match config.adapters.as_slice() {
+            [] => None,
+            [adapter] => Some(adapter),
+            more => return Err(LoadError::TooManyAdapters { count: more.len() }),
+        };
+        if let Some(adapter) = adapter {
+            check_adapter_file(&adapter.path)?;
+        }
         let backend = backend()?;
-        let model =
+        let mut model =
             LlamaModel::load_from_file(backend, &config.model, &LlamaModelParams::default())
                 .map_err(|e| LoadError::Model {
                     path: config.model.clone(),
                     reason: e.to_string(),
                 })?;
+        let adapter = adapter
+            .map(|a| Ok::<_, LoadError>((load_adapter(&mut model, &a.path)?, a.scale)))
+            .transpose()?;
         let projector_error = |reason: String| LoadError::Projector {
             path: config.mmproj.clone(),
             reason,
@@ -205,6 +330,7 @@ impl LlamaPolicy {
         }
         let loaded = Loaded::new(model, |_| Session {
             ctx: None,
+            adapter,
             n_ctx: 0,
             n_ubatch: 0,
             prefix: Vec::new(),
@@ -337,11 +463,14 @@ impl LlamaPolicy {
                     .with_n_ubatch(n_ubatch)
                     .with_n_threads(config.threads)
                     .with_n_threads_batch(config.threads);
-                session.ctx = Some(
-                    model
-                        .new_context(backend, params)
-                        .map_err(|e| format!("cannot create a context of {n_ctx} tokens: {e}"))?,
-                );
+                let mut ctx = model
+                    .new_context(backend, params)
+                    .map_err(|e| format!("cannot create a context of {n_ctx} tokens: {e}"))?;
+                if let Some((adapter, scale)) = session.adapter.as_mut() {
+                    ctx.lora_adapter_set(adapter, *scale)
+                        .map_err(|e| format!("cannot apply the LoRA adapter: {e}"))?;
+                }
+                session.ctx = Some(ctx);
                 session.n_ctx = n_ctx;
                 session.n_ubatch = n_ubatch;
             }
@@ -505,11 +634,21 @@ pub struct Generation {
 }
 
 impl Policy for LlamaPolicy {
+    /// The model file, and the adapter over it, if any (trajectories then
+    /// tell a base model's runs from an adapter's).
     fn name(&self) -> String {
-        self.config.model.file_name().map_or_else(
-            || "llama.cpp model".into(),
-            |f| f.to_string_lossy().into_owned(),
-        )
+        let file = |p: &Path| p.file_name().map(|f| f.to_string_lossy().into_owned());
+        let mut name = file(&self.config.model).unwrap_or_else(|| "llama.cpp model".into());
+        for adapter in &self.config.adapters {
+            name.push_str(" + LoRA ");
+            name.push_str(
+                &file(&adapter.path).unwrap_or_else(|| adapter.path.display().to_string()),
+            );
+            if adapter.scale != 1.0 {
+                name.push_str(&format!(" (scale {})", adapter.scale));
+            }
+        }
+        name
     }
 
     fn act(&mut self, obs: &Observation) -> Result<PolicyOutput, PolicyError> {
@@ -586,6 +725,26 @@ mod tests {
             mtmd_default_marker(),
             &text[end..]
         )
+    }
+
+    #[test]
+    fn tidy_errors_keeps_llama_cpps_reasons_without_function_names() {
+        let log = "llama_adapter_lora_init_from_file_ptr: failed to apply lora adapter: \
+                   tensor 'blk.0.attn_q.weight' has incorrect shape (hint: maybe wrong base model?)\n";
+        assert_eq!(
+            tidy_errors(log),
+            "failed to apply lora adapter: tensor 'blk.0.attn_q.weight' has incorrect shape (hint: maybe wrong base model?)"
+        );
+        assert_eq!(
+            tidy_errors(
+                "gguf_init_from_file_impl: failed to read tensor data\n\nllama_x: second\n"
+            ),
+            "failed to read tensor data; second"
+        );
+        // Only a leading lower-case identifier is a function name.
+        assert_eq!(tidy_errors("Tensor X: bad shape"), "Tensor X: bad shape");
+        assert_eq!(tidy_errors("no colon here\n"), "no colon here");
+        assert_eq!(tidy_errors(""), "");
     }
 
     #[test]

@@ -8,6 +8,8 @@
 //! # Layout
 //! - `llama` (feature `llama`): `LlamaPolicy`, Qwen2.5-VL GGUF + mmproj on
 //!   llama.cpp.
+//! - [`lora`]: [`LoraAdapter`], a LoRA adapter GGUF and its scale, as the
+//!   llama.cpp backend loads it and `--lora FILE[:SCALE]` names it.
 //! - [`scripted`]: [`ScriptedPolicy`], which replays fixed answers (tests,
 //!   demos, replays of recorded trajectories).
 //! - [`grammar`]: the GBNF grammar of the canonical BTL answer, for
@@ -21,12 +23,14 @@
 pub mod grammar;
 #[cfg(feature = "llama")]
 pub mod llama;
+pub mod lora;
 pub mod oracle;
 pub mod preprocess;
 #[cfg(feature = "llama")]
 pub mod quantize;
 pub mod scripted;
 
+pub use lora::LoraAdapter;
 pub use oracle::OraclePolicy;
 pub use scripted::ScriptedPolicy;
 
