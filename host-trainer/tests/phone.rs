@@ -9,12 +9,13 @@ use std::sync::Arc;
 use agent_core::agent::stability::{ManualClock, StabilityConfig};
 use agent_core::agent::{Agent, AgentConfig};
 use agent_core::device::sim::SimDevice;
+use agent_core::model::LoraAdapter;
 use agent_core::model::llama::{LlamaConfig, LlamaPolicy};
 use agent_core::sim::phone::PhoneConfig;
 use agent_core::sim::tasks::{self, Task};
 use agent_core::sim::virtual_phone::VirtualPhone;
-use host_trainer::export::Precision;
 use host_trainer::export::trained::{ExportOptions, export_trained};
+use host_trainer::export::{Precision, write_gguf_from_template};
 use host_trainer::grpo::checkpoint::load_trained;
 use host_trainer::grpo::run::run;
 use serde_json::Value;
@@ -34,8 +35,9 @@ fn text_prompt() -> (String, Vec<i64>, Vec<i64>) {
     (case["prompt_text"].as_str().unwrap().to_owned(), ids, eog)
 }
 
-fn llama_greedy(model: &Path, mmproj: &Path, prompt: &str) -> Vec<i64> {
+fn llama_greedy(model: &Path, mmproj: &Path, lora: Option<&Path>, prompt: &str) -> Vec<i64> {
     let mut config = LlamaConfig::new(model, mmproj);
+    config.adapters = lora.map(LoraAdapter::new).into_iter().collect();
     config.max_tokens = NEW_TOKENS as u32;
     config.grammar = false;
     let mut policy = LlamaPolicy::load(config).unwrap();
@@ -84,8 +86,25 @@ fn an_exported_checkpoint_runs_in_llama_cpp_as_the_trainer_runs_it() {
     );
 
     let mmproj = exported.mmproj.as_ref().unwrap();
-    let merged = llama_greedy(&exported.text, mmproj, &prompt_text);
+    let merged = llama_greedy(&exported.text, mmproj, None, &prompt_text);
     assert_eq!(merged, expected, "merged GGUF in llama.cpp vs the trainer");
+    // The base model as a GGUF with the exported adapter applied at load
+    // time. The base is the trainer's own base weights in f32: the fixture's
+    // f16 GGUF keeps its norms and biases unrounded, which the trainer's
+    // f16-rounded checkpoint does not, and greedy tokens notice.
+    let base_gguf = dir.path().join("base-f32.gguf");
+    write_gguf_from_template(
+        &gguf_dir().join("tiny-qwen25vl-f16.gguf"),
+        &trained.vars().variables(),
+        Precision::F32,
+        &base_gguf,
+    )
+    .unwrap();
+    let adapted = llama_greedy(&base_gguf, mmproj, exported.lora.as_deref(), &prompt_text);
+    assert_eq!(
+        adapted, expected,
+        "base GGUF + GGUF LoRA adapter in llama.cpp vs the trainer"
+    );
 
     // The merged HF checkpoint loads back into the trainer with the same answer.
     let reloaded =
