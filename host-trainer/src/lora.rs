@@ -12,13 +12,31 @@
 //! model is the base model, and evaluating it with the adapters off costs no
 //! second copy of the weights.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor, nn};
 
 use crate::error::{Error, Result};
+
+/// Torch's global generator, which adapter initialisation and dropout draw
+/// from. Whoever seeds it and draws holds this lock for the whole sequence, so
+/// two trainers or models built in one process (tests, sweeps) cannot
+/// interleave draws and every run stays reproducible.
+static GENERATOR: Mutex<()> = Mutex::new(());
+
+pub(crate) fn generator() -> MutexGuard<'static, ()> {
+    // The guarded value is (); a panic elsewhere leaves nothing inconsistent.
+    GENERATOR.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Adapters to add to a model, and the seed of their initialisation.
+#[derive(Debug, Clone, Copy)]
+pub struct LoraInit<'a> {
+    pub config: &'a LoraConfig,
+    pub seed: u64,
+}
 
 /// The projections of every Qwen2 decoder layer that can carry an adapter.
 pub const TEXT_PROJECTIONS: [&str; 7] = [

@@ -10,7 +10,7 @@
 use host_trainer::Qwen25Vl;
 use host_trainer::grpo::loss::{Objective, group_advantages, objective};
 use host_trainer::grpo::rollout::{Prompt, completion_log_probs};
-use host_trainer::lora::LoraConfig;
+use host_trainer::lora::{LoraConfig, LoraInit};
 use tch::{Device, Kind, Tensor};
 
 use crate::util::{Golden, checkpoint_dir, golden, max_rel_diff};
@@ -33,7 +33,10 @@ fn adapted_model(g: &Golden, kind: Kind) -> Qwen25Vl {
         &checkpoint_dir(),
         Device::Cpu,
         kind,
-        Some(&lora_config(g)),
+        Some(LoraInit {
+            config: &lora_config(g),
+            seed: 0,
+        }),
     )
     .unwrap();
     model.freeze_base();

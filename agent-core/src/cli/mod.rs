@@ -76,13 +76,9 @@ pub type Outcome = Result<(), Failure>;
 
 /// Runs the CLI on the process arguments and returns the exit code.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli: Cli = match parse_args() {
         Ok(cli) => cli,
-        Err(e) => {
-            // clap prints help and version itself and knows their exit code (0).
-            let _ = e.print();
-            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
-        }
+        Err(code) => return code,
     };
     let result = match cli.command {
         Command::Score(args) => score::run(&args),
@@ -100,20 +96,29 @@ pub fn main() -> ExitCode {
         Command::Sim(command) => sim::run(&command),
         Command::Devices(args) => devices::run(&args),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::BadInput(e)) => report(&e, 2),
-        Err(Failure::Failed(e)) => {
-            if is_broken_pipe(&e) {
-                return ExitCode::SUCCESS;
-            }
-            report(&e, 1)
-        }
-    }
+    exit_code("btl", result)
 }
 
-fn report(e: &anyhow::Error, code: u8) -> ExitCode {
-    eprintln!("btl: error: {e:#}");
+/// The process arguments as `C`, or the exit code after clap has printed
+/// help, the version or the usage error (shared with `btl-train`).
+pub fn parse_args<C: Parser>() -> Result<C, ExitCode> {
+    C::try_parse().map_err(|e| {
+        // clap prints help and version itself and knows their exit code (0).
+        let _ = e.print();
+        ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+    })
+}
+
+/// The exit code of a command's outcome, its error printed once on stderr
+/// as `program: error: …` with the cause chain.
+pub fn exit_code(program: &str, outcome: Outcome) -> ExitCode {
+    let (e, code) = match outcome {
+        Ok(()) => return ExitCode::SUCCESS,
+        Err(Failure::BadInput(e)) => (e, 2),
+        Err(Failure::Failed(e)) if is_broken_pipe(&e) => return ExitCode::SUCCESS,
+        Err(Failure::Failed(e)) => (e, 1),
+    };
+    eprintln!("{program}: error: {e:#}");
     ExitCode::from(code)
 }
 

@@ -10,7 +10,7 @@ mod data;
 mod export;
 mod grpo;
 
-use agent_core::cli::{Failure, Outcome};
+use agent_core::cli::{exit_code, parse_args};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -39,27 +39,14 @@ enum Command {
 
 /// Runs the CLI on the process arguments and returns the exit code.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli: Cli = match parse_args() {
         Ok(cli) => cli,
-        Err(e) => {
-            // clap prints help and version itself and knows their exit code (0).
-            let _ = e.print();
-            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
-        }
+        Err(code) => return code,
     };
-    let result: Outcome = match cli.command {
+    let result = match cli.command {
         Command::Data(command) => data::run(&command),
         Command::Grpo(args) => grpo::run_grpo(&args),
         Command::Export(args) => export::run_export(&args),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::BadInput(e)) => report(&e, 2),
-        Err(Failure::Failed(e)) => report(&e, 1),
-    }
-}
-
-fn report(e: &anyhow::Error, code: u8) -> ExitCode {
-    eprintln!("btl-train: error: {e:#}");
-    ExitCode::from(code)
+    exit_code("btl-train", result)
 }

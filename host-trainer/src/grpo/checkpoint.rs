@@ -202,20 +202,7 @@ pub fn resume(dir: &Path, config: TrainConfig, trainer: &mut Trainer) -> Result<
         ));
     }
     match config.model.mode {
-        TrainMode::Lora => {
-            let adapter = PeftAdapter::read(&dir.join(ADAPTER_DIR))?;
-            let lora = trainer
-                .model()
-                .lora()
-                .ok_or_else(|| Error::Input("this run has no adapters".to_owned()))?;
-            let weights: Vec<(String, Tensor, Tensor)> = adapter
-                .modules
-                .into_iter()
-                .map(|m| (m.module, m.a, m.b))
-                .collect();
-            lora.load(&weights)
-                .map_err(|e| corrupt(&dir, e.to_string()))?;
-        }
+        TrainMode::Lora => load_adapter(trainer.model(), &dir)?,
         TrainMode::Full => {
             let path = dir.join(FULL_WEIGHTS_FILE);
             trainer
@@ -231,6 +218,20 @@ pub fn resume(dir: &Path, config: TrainConfig, trainer: &mut Trainer) -> Result<
     Ok(dir)
 }
 
+/// Copies the checkpoint's PEFT adapter into `model`'s adapters.
+fn load_adapter(model: &crate::Qwen25Vl, dir: &Path) -> Result<()> {
+    let adapter = PeftAdapter::read(&dir.join(ADAPTER_DIR))?;
+    let lora = model
+        .lora()
+        .ok_or_else(|| Error::Input("the model was built without adapters".to_owned()))?;
+    let weights: Vec<(String, Tensor, Tensor)> = adapter
+        .modules
+        .into_iter()
+        .map(|m| (m.module, m.a, m.b))
+        .collect();
+    lora.load(&weights).map_err(|e| corrupt(dir, e.to_string()))
+}
+
 /// The model a checkpoint holds: its base checkpoint with the trained
 /// adapter or weights loaded, float32 on the CPU, and the run's configuration.
 pub fn load_trained(dir: &Path) -> Result<(TrainConfig, crate::Qwen25Vl)> {
@@ -243,19 +244,17 @@ pub fn load_trained(dir: &Path) -> Result<(TrainConfig, crate::Qwen25Vl)> {
     let (device, kind) = (tch::Device::Cpu, tch::Kind::Float);
     let model = match config.model.mode {
         TrainMode::Lora => {
-            let model =
-                crate::Qwen25Vl::from_checkpoint_with_lora(base, device, kind, Some(&config.lora))?;
-            let adapter = PeftAdapter::read(&dir.join(ADAPTER_DIR))?;
-            let lora = model
-                .lora()
-                .ok_or_else(|| Error::Input("the model was built without adapters".to_owned()))?;
-            let weights: Vec<(String, Tensor, Tensor)> = adapter
-                .modules
-                .into_iter()
-                .map(|m| (m.module, m.a, m.b))
-                .collect();
-            lora.load(&weights)
-                .map_err(|e| corrupt(dir, e.to_string()))?;
+            let model = crate::Qwen25Vl::from_checkpoint_with_lora(
+                base,
+                device,
+                kind,
+                // The initial values are replaced by the checkpoint's.
+                Some(crate::lora::LoraInit {
+                    config: &config.lora,
+                    seed: 0,
+                }),
+            )?;
+            load_adapter(&model, dir)?;
             model
         }
         TrainMode::Full => {

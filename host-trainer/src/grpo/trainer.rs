@@ -6,7 +6,6 @@
 //! without saving generator states.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 use agent_core::model::preprocess::Qwen2VlImageProcessor;
@@ -24,6 +23,7 @@ use super::optim::{AdamW, cosine_with_warmup};
 use super::prompt::PromptTokenizer;
 use super::rollout::{Prompt, completion_log_probs, pad_completions, sample_group};
 use crate::error::{Error, Result};
+use crate::lora::{LoraInit, generator};
 use crate::model::{Grid, Qwen25Vl};
 
 /// Scores one completion of a sample.
@@ -86,16 +86,6 @@ pub struct Trainer {
     items: Vec<Item>,
     reward: Box<dyn Reward>,
     done: u64,
-}
-
-/// Torch's global generator, which adapter initialisation and dropout draw
-/// from: a trainer holds it while it seeds and draws, so two trainers in one
-/// process (tests, sweeps) cannot interleave draws and stay reproducible.
-static GENERATOR: Mutex<()> = Mutex::new(());
-
-fn generator() -> MutexGuard<'static, ()> {
-    // The guarded value is (); a panic elsewhere leaves nothing inconsistent.
-    GENERATOR.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A well-mixed 64-bit value from a seed and two counters (SplitMix64's finalizer).
@@ -183,15 +173,16 @@ impl Trainer {
         };
         let items = load_items(&config.data.samples)?;
         let tokenizer = PromptTokenizer::from_file(&config.tokenizer_path())?;
-        let _generator = generator();
-        tch::manual_seed(derive_seed(config.run.seed, u64::MAX, 0) as i64);
         let (model, reference, params) = match config.model.mode {
             TrainMode::Lora => {
                 let mut model = Qwen25Vl::from_checkpoint_with_lora(
                     &config.model.checkpoint,
                     device,
                     kind,
-                    Some(&config.lora),
+                    Some(LoraInit {
+                        config: &config.lora,
+                        seed: derive_seed(config.run.seed, u64::MAX, 0),
+                    }),
                 )?;
                 model.freeze_base();
                 let lora = model.lora().ok_or_else(|| {

@@ -27,7 +27,7 @@ use self::text::TextModel;
 use self::vision::VisionTower;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::lora::{Lora, LoraConfig};
+use crate::lora::{Lora, LoraInit, generator};
 use crate::weights::Checkpoint;
 
 /// The images of a batch: patches of every image, in the order their image
@@ -61,14 +61,18 @@ impl Qwen25Vl {
     }
 
     /// [`Self::new`] with LoRA adapters on the projections `lora` targets,
-    /// initialised as PEFT does from torch's global generator (seed it first
-    /// with `tch::manual_seed` for reproducible adapters).
+    /// initialised as PEFT does from torch's generator seeded with `lora.seed`.
     pub fn with_lora(
         config: Config,
         device: Device,
         kind: Kind,
-        lora: Option<&LoraConfig>,
+        lora: Option<LoraInit>,
     ) -> Result<Self> {
+        let _generator = lora.map(|init| {
+            let guard = generator();
+            tch::manual_seed(init.seed as i64);
+            guard
+        });
         let mut vars = nn::VarStore::new(device);
         vars.set_kind(kind);
         // Adapters over half-precision base weights stay float32 (their
@@ -78,7 +82,7 @@ impl Qwen25Vl {
             other => other,
         };
         let mut adapters = lora
-            .map(|c| Lora::new(c.clone(), device, adapter_kind))
+            .map(|init| Lora::new(init.config.clone(), device, adapter_kind))
             .transpose()?;
         let root = vars.root();
         let visual = VisionTower::new(&(&root / "visual"), &config.vision)?;
@@ -111,7 +115,7 @@ impl Qwen25Vl {
         dir: &Path,
         device: Device,
         kind: Kind,
-        lora: Option<&LoraConfig>,
+        lora: Option<LoraInit>,
     ) -> Result<Self> {
         let config = Config::from_dir(dir)?;
         let checkpoint = Checkpoint::open(dir)?;
