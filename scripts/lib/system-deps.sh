@@ -3,7 +3,10 @@
 # optional groups named as arguments:
 #   android   a JDK and junit4 (the Android app's Java checks and JNI test),
 #             clang and llvm (the C part of the aarch64-linux-android check);
-#   chromium  Debian's chromium (renders the HTML report in a test).
+#   chromium  Debian's chromium (renders the HTML report in a test);
+#   vulkan    llama.cpp's Vulkan backend: loader and headers, SPIR-V headers,
+#             the glslc shader compiler, and Mesa's drivers (lavapipe, a
+#             Vulkan device on the CPU).
 # Sourced by scripts/test and scripts/run-agent; needs root for apt-get.
 install_system_deps() {
     local missing=""
@@ -21,6 +24,12 @@ install_system_deps() {
                 ;;
             chromium)
                 command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+                ;;
+            vulkan)
+                local pkg
+                for pkg in libvulkan-dev spirv-headers glslc mesa-vulkan-drivers; do
+                    dpkg -s "$pkg" >/dev/null 2>&1 || missing="$missing $pkg"
+                done
                 ;;
             *)
                 echo "install_system_deps: unknown group '$group'" >&2

@@ -59,6 +59,11 @@ pub struct PolicyArgs {
     /// CPU threads of llama.cpp.
     #[arg(long, default_value_t = 2)]
     pub threads: i32,
+    /// Model layers offloaded to the GPU; 0 keeps everything on the CPU,
+    /// the vision encoder included [default: all in a Vulkan or CUDA build
+    /// of btl, 0 otherwise].
+    #[arg(long)]
+    pub gpu_layers: Option<u32>,
     /// Sample freely instead of constraining decoding to the canonical BTL
     /// answer (the grammar bounds coordinates by the model frame and admits
     /// only the profile's actions).
@@ -259,6 +264,9 @@ fn load_model(args: &PolicyArgs, vote: u32) -> Result<Box<dyn Policy>, Failure> 
     let mut config = LlamaConfig::new(model, mmproj);
     config.max_tokens = args.max_tokens;
     config.threads = args.threads;
+    if let Some(layers) = args.gpu_layers {
+        config.gpu_layers = layers;
+    }
     config.grammar = !args.no_grammar;
     config.temperature = args.temperature.unwrap_or(if vote > 1 { 0.9 } else { 0.0 });
     config.adapters = args.lora.clone();

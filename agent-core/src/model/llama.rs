@@ -30,7 +30,8 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaLoraAdapter, LlamaModel};
 use llama_cpp_2::mtmd::{
-    MtmdBitmap, MtmdContext, MtmdContextParams, MtmdInputText, mtmd_default_marker,
+    MtmdBitmap, MtmdContext, MtmdContextParams, MtmdInputChunkType, MtmdInputText,
+    mtmd_default_marker,
 };
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
@@ -76,6 +77,23 @@ pub struct LlamaConfig {
     /// the context's set), so loading refuses more than one.
     #[serde(default)]
     pub adapters: Vec<LoraAdapter>,
+    /// Transformer layers offloaded to the GPU backend ([`ALL_LAYERS`]: every
+    /// one). 0 runs everything on the CPU, the vision encoder included;
+    /// above 0 the vision encoder runs on the GPU too. Without a GPU backend
+    /// compiled in (features `vulkan`, `cuda`) the count has no effect.
+    #[serde(default = "default_gpu_layers")]
+    pub gpu_layers: u32,
+}
+
+/// `gpu_layers` for "all of them": llama.cpp caps the count at the model's.
+pub const ALL_LAYERS: u32 = u32::MAX;
+
+/// Whether this build has a GPU backend of llama.cpp to offload to.
+pub const GPU_BACKEND: bool = cfg!(any(feature = "vulkan", feature = "cuda"));
+
+/// Everything on the GPU when there is a GPU backend, else the CPU.
+pub fn default_gpu_layers() -> u32 {
+    if GPU_BACKEND { ALL_LAYERS } else { 0 }
 }
 
 fn yes() -> bool {
@@ -97,6 +115,7 @@ impl LlamaConfig {
             grammar: true,
             reuse_prefix: true,
             adapters: Vec::new(),
+            gpu_layers: default_gpu_layers(),
         }
     }
 }
@@ -125,19 +144,26 @@ pub enum LoadError {
     Backend(String),
 }
 
+/// Set to anything but `0` to let llama.cpp, ggml and mtmd write their own
+/// log to stderr (devices found, layers offloaded, timings), which btl
+/// otherwise silences.
+pub const LOG_ENV: &str = "BTL_LLAMA_LOG";
+
 /// llama.cpp's global state may be initialised once per process.
 pub(super) fn backend() -> Result<&'static LlamaBackend, LoadError> {
     static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
     BACKEND
         .get_or_init(|| {
-            llama_cpp_2::send_logs_to_tracing(
-                llama_cpp_2::LogOptions::default().with_logs_enabled(false),
-            );
-            // llama.cpp's and ggml's own sink (mtmd keeps the one above):
-            // their reasons for refusing a file exist only as log lines.
-            // SAFETY: `keep_errors` matches ggml_log_callback, ignores its
-            // null user data and never unwinds.
-            unsafe { sys::llama_log_set(Some(keep_errors), std::ptr::null_mut()) };
+            if std::env::var_os(LOG_ENV).is_none_or(|v| v == "0") {
+                llama_cpp_2::send_logs_to_tracing(
+                    llama_cpp_2::LogOptions::default().with_logs_enabled(false),
+                );
+                // llama.cpp's and ggml's own sink (mtmd keeps the one above):
+                // their reasons for refusing a file exist only as log lines.
+                // SAFETY: `keep_errors` matches ggml_log_callback, ignores its
+                // null user data and never unwinds.
+                unsafe { sys::llama_log_set(Some(keep_errors), std::ptr::null_mut()) };
+            }
             LlamaBackend::init().map_err(|e| e.to_string())
         })
         .as_ref()
@@ -295,12 +321,14 @@ impl LlamaPolicy {
             check_adapter_file(&adapter.path)?;
         }
         let backend = backend()?;
+        let model_params = LlamaModelParams::default().with_n_gpu_layers(config.gpu_layers);
         let mut model =
-            LlamaModel::load_from_file(backend, &config.model, &LlamaModelParams::default())
-                .map_err(|e| LoadError::Model {
+            LlamaModel::load_from_file(backend, &config.model, &model_params).map_err(|e| {
+                LoadError::Model {
                     path: config.model.clone(),
                     reason: e.to_string(),
-                })?;
+                }
+            })?;
         let adapter = adapter
             .map(|a| Ok::<_, LoadError>((load_adapter(&mut model, &a.path)?, a.scale)))
             .transpose()?;
@@ -311,7 +339,7 @@ impl LlamaPolicy {
         let marker =
             CString::new(mtmd_default_marker()).map_err(|e| projector_error(e.to_string()))?;
         let params = MtmdContextParams {
-            use_gpu: false,
+            use_gpu: config.gpu_layers > 0,
             print_timings: false,
             n_threads: config.threads,
             media_marker: marker,
@@ -462,7 +490,10 @@ impl LlamaPolicy {
                     .with_n_batch(n_batch)
                     .with_n_ubatch(n_ubatch)
                     .with_n_threads(config.threads)
-                    .with_n_threads_batch(config.threads);
+                    .with_n_threads_batch(config.threads)
+                    // With no layer offloaded, llama.cpp would still ship
+                    // large prompt batches' weights to a GPU it finds.
+                    .with_op_offload(config.gpu_layers > 0);
                 let mut ctx = model
                     .new_context(backend, params)
                     .map_err(|e| format!("cannot create a context of {n_ctx} tokens: {e}"))?;
@@ -586,6 +617,39 @@ impl LlamaPolicy {
             }
             Ok(generations)
         })
+    }
+
+    /// Runs the vision encoder alone on `image` and returns how long it took.
+    ///
+    /// Generation cannot report the encoder's share of prompt evaluation:
+    /// mtmd's helper encodes an image and decodes its embeddings in one call,
+    /// and llama-cpp-2 wraps neither half on its own (nor hands out the raw
+    /// contexts to call them), so [`GenerationStats::encode_ms`] stays 0 and
+    /// `prefill_ms` includes the encoder. Benchmarks call this to tell the
+    /// two apart; it costs one more encoding.
+    pub fn encode_only(&mut self, image: &RgbImage) -> Result<std::time::Duration, String> {
+        let bitmap = MtmdBitmap::from_image_data(image.width(), image.height(), image.as_raw())
+            .map_err(|e| e.to_string())?;
+        let chunks = self
+            .mtmd
+            .tokenize(
+                MtmdInputText {
+                    text: mtmd_default_marker().to_string(),
+                    add_special: false,
+                    parse_special: true,
+                },
+                &[&bitmap],
+            )
+            .map_err(|e| e.to_string())?;
+        let chunk = (0..chunks.len())
+            .filter_map(|i| chunks.get(i))
+            .find(|c| c.chunk_type() == MtmdInputChunkType::Image)
+            .ok_or_else(|| "mtmd made no image chunk of the image".to_string())?;
+        let started = Instant::now();
+        self.mtmd
+            .encode_chunk(&chunk)
+            .map_err(|e| format!("the vision encoder failed: {e}"))?;
+        Ok(started.elapsed())
     }
 
     /// What `act` and `act_many` feed the model: the screenshot at the
@@ -781,6 +845,67 @@ mod tests {
             "text tokens plus 128 image tokens, as transformers counts"
         );
         assert_eq!(image.tokens, ids(&r["cases"]["image"]["generated_ids"]));
+    }
+
+    /// The greedy ids of the text case and of the BTL image case, with the
+    /// model's layers (and the vision encoder) on the GPU or not.
+    #[cfg(feature = "vulkan")]
+    fn greedy_ids(r: &Value, gpu_layers: u32) -> (Vec<i32>, Vec<i32>) {
+        let mut config = LlamaConfig::new(
+            fixture("tiny-qwen25vl-f16.gguf"),
+            fixture("mmproj-tiny-qwen25vl-f16.gguf"),
+        );
+        config.max_tokens = 32;
+        config.context_tokens = 2048;
+        config.gpu_layers = gpu_layers;
+        let mut p = LlamaPolicy::load(config).unwrap();
+        let text = p
+            .generate(r["cases"]["text"]["prompt_text"].as_str().unwrap(), None, 0)
+            .unwrap();
+        let screenshot = image::open(fixture("test-screenshot.png"))
+            .unwrap()
+            .to_rgb8();
+        let image = p.generate(&image_prompt(r), Some(&screenshot), 0).unwrap();
+        (text.tokens, image.tokens)
+    }
+
+    /// On a Vulkan device the answers are the CPU's and transformers'.
+    /// scripts/check-vulkan runs this on Mesa's software device (lavapipe),
+    /// with the environment it needs and a look at llama.cpp's log for the
+    /// offload.
+    #[cfg(feature = "vulkan")]
+    #[test]
+    #[ignore = "needs a Vulkan device; scripts/check-vulkan runs it on lavapipe"]
+    fn vulkan_greedy_tokens_equal_the_cpu_and_transformers() {
+        backend().unwrap();
+        let devices = llama_cpp_2::list_llama_ggml_backend_devices();
+        assert!(
+            devices.iter().any(|d| d.backend == "Vulkan"),
+            "no Vulkan device among {devices:?} (a CPU-type device such as lavapipe needs GGML_VK_VISIBLE_DEVICES)"
+        );
+        let r = reference();
+        let gpu = greedy_ids(&r, ALL_LAYERS);
+        let cpu = greedy_ids(&r, 0);
+        assert_eq!(gpu, cpu);
+        assert_eq!(gpu.0, ids(&r["cases"]["text"]["generated_ids"]));
+        assert_eq!(gpu.1, ids(&r["cases"]["image"]["generated_ids"]));
+    }
+
+    /// The encoder alone runs between generations without changing them
+    /// (generation encodes the image again itself).
+    #[test]
+    fn encoding_alone_leaves_answers_unchanged() {
+        let r = reference();
+        let mut p = policy("tiny-qwen25vl-f16.gguf");
+        let screenshot = image::open(fixture("test-screenshot.png"))
+            .unwrap()
+            .to_rgb8();
+        p.encode_only(&screenshot).unwrap();
+        let image = p.generate(&image_prompt(&r), Some(&screenshot), 0).unwrap();
+        assert_eq!(image.tokens, ids(&r["cases"]["image"]["generated_ids"]));
+        p.encode_only(&screenshot).unwrap();
+        let again = p.generate(&image_prompt(&r), Some(&screenshot), 0).unwrap();
+        assert_eq!(again.tokens, image.tokens);
     }
 
     /// The KV cache of the text before the screenshot is kept between

@@ -113,24 +113,19 @@ fn load_llama(
     backend: crate::config::Backend,
 ) -> Result<Box<dyn Policy>, BridgeError> {
     use crate::config::Backend;
-    use agent_core::model::llama::{LlamaConfig, LlamaPolicy};
-    // A Vulkan build of llama.cpp offloads every layer it can, and
-    // agent-core's LlamaConfig has no layer count to keep them on the CPU.
-    match (backend, cfg!(feature = "vulkan")) {
-        (Backend::Vulkan, false) => {
-            return Err(BridgeError::Policy(
-                "backend vulkan: this libbtl_android was built without the vulkan feature".into(),
-            ));
-        }
-        (Backend::Cpu, true) => {
-            return Err(BridgeError::Policy(
-                "backend cpu: this libbtl_android is a Vulkan build, which offloads to the GPU; choose vulkan".into(),
-            ));
-        }
-        _ => {}
+    use agent_core::model::llama::{ALL_LAYERS, LlamaConfig, LlamaPolicy};
+    if backend == Backend::Vulkan && !cfg!(feature = "vulkan") {
+        return Err(BridgeError::Policy(
+            "backend vulkan: this libbtl_android was built without the vulkan feature".into(),
+        ));
     }
     let mut config = LlamaConfig::new(model, mmproj);
     config.threads = i32::try_from(threads).unwrap_or(i32::MAX);
+    // A Vulkan build runs on the CPU too when asked: nothing is offloaded.
+    config.gpu_layers = match backend {
+        Backend::Cpu => 0,
+        Backend::Vulkan => ALL_LAYERS,
+    };
     let policy = LlamaPolicy::load(config).map_err(|e| BridgeError::Policy(e.to_string()))?;
     Ok(Box::new(policy))
 }
