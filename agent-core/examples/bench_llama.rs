@@ -2,7 +2,9 @@
 //! run, for `scripts/bench/llama-vs-mtmd-cli`, which runs llama.cpp's own
 //! `llama-mtmd-cli` on the same inputs and compares.
 //!
-//! Runs, after one untimed warm-up (as llama-mtmd-cli warms up at start):
+//! Runs:
+//! - `first`: the first generation after loading (llama.cpp allocates its
+//!   buffers then), which every other run follows;
 //! - `full`: the whole prompt evaluated from scratch (no prefix reuse), then
 //!   greedy decoding; plus the vision encoder alone (`encode_only`), since
 //!   generation counts it inside prompt evaluation;
@@ -106,7 +108,8 @@ fn main() -> anyhow::Result<()> {
     let fail = |e: String| anyhow::anyhow!(e);
 
     let mut fresh = policy(&args, false)?;
-    fresh.generate(&step1, Some(&image), 0).map_err(fail)?;
+    let first = fresh.generate(&step1, Some(&image), 0).map_err(fail)?;
+    report("first", 0, &fresh, &first);
     for run in 0..args.repeats {
         let g = fresh.generate(&step1, Some(&image), 0).map_err(fail)?;
         report("full", run, &fresh, &g);
