@@ -4,8 +4,8 @@
 //! An episode-like sequence of observations — the virtual phone's home
 //! screen, the BTL prompt with a history growing by one Plan per step — is
 //! answered once with `reuse_prefix` on and once with it off; the table gives
-//! the summed prompt-evaluation time (`prefill_ms`: text, image encoding and
-//! image decoding) of the steps after the first, where the cache can help, and
+//! the summed prompt-evaluation time (`encode_ms` + `prefill_ms`: text,
+//! image encoding and image decoding) of the steps after the first, where the cache can help, and
 //! the ratio. Two frame sizes: the training `max_pixels` (3,354 image tokens
 //! for a 1080×2400 screen, which dominate) and a small 200k-pixel frame (where
 //! the text does).
@@ -63,7 +63,7 @@ fn episode(reuse_prefix: bool, max_pixels: u64) -> (f64, u32) {
             })
             .expect("an answer");
         if step > 0 {
-            ms += answer.stats.prefill_ms;
+            ms += answer.stats.encode_ms + answer.stats.prefill_ms;
             cached += answer.stats.cached_prompt_tokens;
         }
         history.push(format!("Step {}: tap the thing number {step}.", step + 1));

@@ -6,8 +6,7 @@
 //! - `first`: the first generation after loading (llama.cpp allocates its
 //!   buffers then), which every other run follows;
 //! - `full`: the whole prompt evaluated from scratch (no prefix reuse), then
-//!   greedy decoding; plus the vision encoder alone (`encode_only`), since
-//!   generation counts it inside prompt evaluation;
+//!   greedy decoding;
 //! - `step2-reuse` / `step2-no-reuse`: the second step of an episode — the
 //!   same prompt with one more line of action history — after the first,
 //!   with `LlamaPolicy`'s prefix cache on and off.
@@ -73,6 +72,7 @@ fn report(case: &str, run: u32, p: &LlamaPolicy, g: &agent_core::model::llama::G
             "prompt_tokens": s.prompt_tokens,
             "cached_prompt_tokens": s.cached_prompt_tokens,
             "generated_tokens": s.generated_tokens,
+            "encode_ms": s.encode_ms,
             "prefill_ms": s.prefill_ms,
             "decode_ms": s.decode_ms,
             "text": p.detokenize(&g.tokens),
@@ -113,11 +113,6 @@ fn main() -> anyhow::Result<()> {
     for run in 0..args.repeats {
         let g = fresh.generate(&step1, Some(&image), 0).map_err(fail)?;
         report("full", run, &fresh, &g);
-        let encode = fresh.encode_only(&image).map_err(fail)?;
-        println!(
-            "{}",
-            serde_json::json!({"case": "encode", "run": run, "encode_ms": encode.as_secs_f64() * 1e3})
-        );
     }
     for (case, reuse) in [("step2-reuse", true), ("step2-no-reuse", false)] {
         let mut p = policy(&args, reuse)?;

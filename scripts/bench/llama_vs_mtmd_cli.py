@@ -19,11 +19,11 @@ threadpool. One more row gives mtmd-cli's prompt evaluation with the default.
 
 What each side reports, and so what the rows compare:
 - image encode: mtmd-cli's "mtmd batch encoding done in N ms"; btl's
-  `encode_only` (the same encoder call, timed on its own, because btl's
-  generation statistics count the encoder inside prompt evaluation);
+  `encode_ms` (the same encoder call, inside its prompt evaluation);
 - prompt evaluation, image encoding included: mtmd-cli's llama_perf "prompt
   eval time" (llama.cpp's clock runs from the first prompt batch to the first
-  read of logits, so it spans the encoder too); btl's `prefill_ms`;
+  read of logits, so it spans the encoder too); btl's `encode_ms` +
+  `prefill_ms`;
 - decode: mtmd-cli's llama_perf "eval time" per run; btl's `decode_ms` per
   generated token, which also counts sampling (mtmd-cli's does not);
 - total: prompt evaluation + decode.
@@ -141,13 +141,14 @@ def main() -> None:
             cli.append(timings)
             answers.add(answer.strip())
             polling.append(run_cli(args, system, user, n_ctx, poll=50)[0])
+    for r in btl:
+        r["prompt_ms"] = r["encode_ms"] + r["prefill_ms"]
     full = [r for r in btl if r["case"] == "full"]
-    encode = [r for r in btl if r["case"] == "encode"]
     firsts = [r for r in btl if r["case"] == "first"]
 
     b = {
-        "encode": median(encode, "encode_ms"),
-        "prefill": median(full, "prefill_ms"),
+        "encode": median(full, "encode_ms"),
+        "prefill": median(full, "prompt_ms"),
         "per_token": statistics.median(r["decode_ms"] / max(r["generated_tokens"], 1) for r in full),
     }
     c = {
@@ -179,12 +180,12 @@ def main() -> None:
 
     spin = median(polling, "prefill_ms")
     print(f"{'mtmd-cli --poll 50: prompt eval':34} {b['prefill']:>10.2f} {spin:>10.2f} {b['prefill'] / spin:>8.2f}x")
-    first = median(firsts, "prefill_ms")
+    first = median(firsts, "prompt_ms")
     print(f"{'btl first call: prompt eval (ms)':34} {first:>10.2f} {c['prefill']:>10.2f} {first / c['prefill']:>8.2f}x")
 
     reuse = [r for r in btl if r["case"] == "step2-reuse"]
     fresh = [r for r in btl if r["case"] == "step2-no-reuse"]
-    with_ms, without_ms = median(reuse, "prefill_ms"), median(fresh, "prefill_ms")
+    with_ms, without_ms = median(reuse, "prompt_ms"), median(fresh, "prompt_ms")
     print()
     print("btl, second step of an episode (one more history line), prompt evaluation:")
     print(f"  prefix reuse  {with_ms:>10.2f} ms ({reuse[0]['cached_prompt_tokens']} of "

@@ -30,18 +30,19 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaLoraAdapter, LlamaModel};
 use llama_cpp_2::mtmd::{
-    MtmdBitmap, MtmdContext, MtmdContextParams, MtmdInputChunkType, MtmdInputText,
-    mtmd_default_marker,
+    MtmdBitmap, MtmdContext, MtmdContextParams, MtmdInputText, mtmd_default_marker,
 };
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_sys_2 as sys;
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char, c_void};
+use std::io::Write;
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 use thiserror::Error;
 
 /// Side of one merged vision patch: image tokens = (w / 28) · (h / 28).
@@ -154,26 +155,99 @@ pub(super) fn backend() -> Result<&'static LlamaBackend, LoadError> {
     static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
     BACKEND
         .get_or_init(|| {
-            if std::env::var_os(LOG_ENV).is_none_or(|v| v == "0") {
+            let to_stderr = std::env::var_os(LOG_ENV).is_some_and(|v| v != "0");
+            LOG_TO_STDERR.store(to_stderr, Ordering::Relaxed);
+            if !to_stderr {
                 llama_cpp_2::send_logs_to_tracing(
                     llama_cpp_2::LogOptions::default().with_logs_enabled(false),
                 );
-                // llama.cpp's and ggml's own sink (mtmd keeps the one above):
-                // their reasons for refusing a file exist only as log lines.
+                // llama.cpp's and ggml's own sink: their reasons for
+                // refusing a file exist only as log lines.
                 // SAFETY: `keep_errors` matches ggml_log_callback, ignores its
                 // null user data and never unwinds.
                 unsafe { sys::llama_log_set(Some(keep_errors), std::ptr::null_mut()) };
             }
+            // SAFETY: `mtmd_log` matches ggml_log_callback, ignores its null
+            // user data and never unwinds.
+            unsafe { sys::mtmd_helper_log_set(Some(mtmd_log), std::ptr::null_mut()) };
             LlamaBackend::init().map_err(|e| e.to_string())
         })
         .as_ref()
         .map_err(|e| LoadError::Backend(e.clone()))
 }
 
+/// Whether llama.cpp's log goes to stderr ([`LOG_ENV`]); set once, by
+/// [`backend`].
+static LOG_TO_STDERR: AtomicBool = AtomicBool::new(false);
+
 thread_local! {
     /// Error lines llama.cpp logs on this thread while [`llama_errors`]
     /// runs; `None` outside such a call.
     static LOGGED_ERRORS: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// The vision encoder's time on this thread while [`timing_encoder`]
+    /// runs; `None` outside such a call.
+    static ENCODER_CLOCK: RefCell<Option<EncoderClock>> = const { RefCell::new(None) };
+}
+
+/// Times the vision encoder inside mtmd's prompt evaluation. The helper
+/// encodes an image and decodes its embeddings in one call, and llama-cpp-2
+/// wraps neither half on its own; the only sign of where one ends is the
+/// helper's log, which announces each encoding right before and right
+/// after it runs. Those two lines start and stop this clock.
+#[derive(Debug, Default)]
+struct EncoderClock {
+    running: Option<Instant>,
+    total: Duration,
+}
+
+impl EncoderClock {
+    fn observe(&mut self, line: &[u8], now: Instant) {
+        let line = line.trim_ascii_end();
+        if line.starts_with(b"encoding ") && line.ends_with(b" slice...") {
+            self.running = Some(now);
+        } else if line.windows(18).any(|w| w == b" slice encoded in ") {
+            if let Some(started) = self.running.take() {
+                self.total += now.saturating_duration_since(started);
+            }
+        }
+    }
+}
+
+/// mtmd's log sink: feeds the [`EncoderClock`] of a [`timing_encoder`] call
+/// on this thread, then writes the line to stderr if llama.cpp's log is
+/// wanted there, or keeps it like llama.cpp's own error lines.
+unsafe extern "C" fn mtmd_log(level: sys::ggml_log_level, text: *const c_char, user: *mut c_void) {
+    if text.is_null() {
+        return;
+    }
+    // SAFETY: mtmd passes a NUL-terminated string that outlives the call.
+    let line = unsafe { CStr::from_ptr(text) }.to_bytes();
+    if level == sys::GGML_LOG_LEVEL_INFO {
+        let now = Instant::now();
+        // try_*: see keep_errors.
+        let _ = ENCODER_CLOCK.try_with(|clock| {
+            if let Ok(mut clock) = clock.try_borrow_mut() {
+                if let Some(clock) = clock.as_mut() {
+                    clock.observe(line, now);
+                }
+            }
+        });
+    }
+    if LOG_TO_STDERR.load(Ordering::Relaxed) {
+        let _ = std::io::stderr().write_all(line);
+    } else {
+        // SAFETY: the arguments are mtmd's, as keep_errors expects them.
+        unsafe { keep_errors(level, text, user) };
+    }
+}
+
+/// Runs `f` and returns how long the vision encoder ran meanwhile on this
+/// thread (see [`EncoderClock`]).
+fn timing_encoder<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    ENCODER_CLOCK.with(|clock| *clock.borrow_mut() = Some(EncoderClock::default()));
+    let out = f();
+    let clock = ENCODER_CLOCK.with(|clock| clock.borrow_mut().take());
+    (out, clock.unwrap_or_default().total)
 }
 
 /// llama.cpp's log sink: keeps the error lines of a [`llama_errors`] call
@@ -427,8 +501,9 @@ impl LlamaPolicy {
     /// image: between candidates the KV cache is cut back to the prompt and
     /// the prompt's last token is decoded again for fresh logits, so the
     /// image is encoded once however many candidates are drawn. The first
-    /// candidate's `prefill_ms` holds the prompt evaluation (image encoding
-    /// included: mtmd encodes inside it); the others', that one token.
+    /// candidate's `encode_ms` holds the vision encoder's time and its
+    /// `prefill_ms` the rest of the prompt evaluation; the others' hold 0
+    /// and that one token.
     pub fn generate_many(
         &mut self,
         prompt: &str,
@@ -542,9 +617,9 @@ impl LlamaPolicy {
                 ctx.decode(&mut batch)
                     .map_err(|e| format!("prompt evaluation failed: {e}"))?;
             }
-            let prompt_end = if suffix_tokens > 0 {
-                chunks
-                    .eval_chunks(
+            let (prompt_end, encoding) = if suffix_tokens > 0 {
+                let (evaluated, encoding) = timing_encoder(|| {
+                    chunks.eval_chunks(
                         mtmd,
                         ctx,
                         n_past,
@@ -552,9 +627,11 @@ impl LlamaPolicy {
                         i32::try_from(n_batch).unwrap_or(2048),
                         true,
                     )
-                    .map_err(|e| format!("prompt evaluation failed: {e}"))?
+                });
+                let end = evaluated.map_err(|e| format!("prompt evaluation failed: {e}"))?;
+                (end, encoding)
             } else {
-                n_past
+                (n_past, Duration::ZERO)
             };
             session.prefix = prefix.clone();
             let last_prompt_token = (0..chunks.len())
@@ -562,7 +639,9 @@ impl LlamaPolicy {
                 .find_map(|i| chunks.get(i)?.text_tokens()?.last().copied())
                 .or_else(|| prefix.last().copied())
                 .ok_or_else(|| "the prompt has no text token".to_string())?;
-            let mut prefill_ms = (started.elapsed() - prepared).as_secs_f64() * 1e3;
+            let mut encode_ms = encoding.as_secs_f64() * 1e3;
+            let mut prefill_ms =
+                (started.elapsed().saturating_sub(prepared + encoding)).as_secs_f64() * 1e3;
             let cached_prompt_tokens = u32::try_from(cached).unwrap_or(u32::MAX);
             let mut one = LlamaBatch::new(1, 1);
             let mut generations = Vec::with_capacity(seeds.len());
@@ -577,6 +656,7 @@ impl LlamaPolicy {
                         .map_err(|e| e.to_string())?;
                     ctx.decode(&mut one)
                         .map_err(|e| format!("decoding failed: {e}"))?;
+                    encode_ms = 0.0;
                     prefill_ms = again.elapsed().as_secs_f64() * 1e3;
                 }
                 let decoding = Instant::now();
@@ -606,9 +686,7 @@ impl LlamaPolicy {
                             prompt_tokens.saturating_sub(1)
                         },
                         generated_tokens: u32::try_from(tokens.len()).unwrap_or(u32::MAX),
-                        // mtmd encodes the image inside prompt evaluation,
-                        // so its time is part of the prefill figure.
-                        encode_ms: 0.0,
+                        encode_ms,
                         prefill_ms,
                         decode_ms: decoding.elapsed().as_secs_f64() * 1e3,
                     },
@@ -617,39 +695,6 @@ impl LlamaPolicy {
             }
             Ok(generations)
         })
-    }
-
-    /// Runs the vision encoder alone on `image` and returns how long it took.
-    ///
-    /// Generation cannot report the encoder's share of prompt evaluation:
-    /// mtmd's helper encodes an image and decodes its embeddings in one call,
-    /// and llama-cpp-2 wraps neither half on its own (nor hands out the raw
-    /// contexts to call them), so [`GenerationStats::encode_ms`] stays 0 and
-    /// `prefill_ms` includes the encoder. Benchmarks call this to tell the
-    /// two apart; it costs one more encoding.
-    pub fn encode_only(&mut self, image: &RgbImage) -> Result<std::time::Duration, String> {
-        let bitmap = MtmdBitmap::from_image_data(image.width(), image.height(), image.as_raw())
-            .map_err(|e| e.to_string())?;
-        let chunks = self
-            .mtmd
-            .tokenize(
-                MtmdInputText {
-                    text: mtmd_default_marker().to_string(),
-                    add_special: false,
-                    parse_special: true,
-                },
-                &[&bitmap],
-            )
-            .map_err(|e| e.to_string())?;
-        let chunk = (0..chunks.len())
-            .filter_map(|i| chunks.get(i))
-            .find(|c| c.chunk_type() == MtmdInputChunkType::Image)
-            .ok_or_else(|| "mtmd made no image chunk of the image".to_string())?;
-        let started = Instant::now();
-        self.mtmd
-            .encode_chunk(&chunk)
-            .map_err(|e| format!("the vision encoder failed: {e}"))?;
-        Ok(started.elapsed())
     }
 
     /// What `act` and `act_many` feed the model: the screenshot at the
@@ -811,6 +856,58 @@ mod tests {
         assert_eq!(tidy_errors(""), "");
     }
 
+    /// The two lines mtmd's helper logs around each encoding, as
+    /// tools/mtmd/mtmd-helper.cpp writes them.
+    #[test]
+    fn the_encoder_clock_runs_between_mtmds_two_lines() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut clock = EncoderClock::default();
+        clock.observe(b"image slice encoded in 3 ms\n", t0);
+        assert_eq!(clock.total, Duration::ZERO, "an end without a start");
+        clock.observe(b"encoding image slice...\n", t0);
+        clock.observe(
+            b"decoding image batch 1/1, n_tokens_batch = 128\n",
+            t0 + ms(2),
+        );
+        clock.observe(b"image slice encoded in 5 ms\n", t0 + ms(5));
+        clock.observe(b"image decoded (batch 1/1) in 9 ms\n", t0 + ms(14));
+        assert_eq!(clock.total, ms(5));
+        clock.observe(b"encoding audio slice...", t0 + ms(20));
+        clock.observe(b"audio slice encoded in 1 ms", t0 + ms(21));
+        clock.observe(b"audio slice encoded in 1 ms", t0 + ms(30));
+        assert_eq!(clock.total, ms(6));
+    }
+
+    /// Generation reports the vision encoder's share of prompt evaluation
+    /// apart from the rest, once per prompt evaluation.
+    #[test]
+    fn the_encoder_time_is_reported_apart_from_prefill() {
+        let r = reference();
+        let mut p = policy("tiny-qwen25vl-f16.gguf");
+        let screenshot = image::open(fixture("test-screenshot.png"))
+            .unwrap()
+            .to_rgb8();
+        let with_image = p
+            .generate_many(&image_prompt(&r), Some(&screenshot), &[0, 1], None)
+            .unwrap();
+        assert_eq!(
+            with_image[0].tokens,
+            ids(&r["cases"]["image"]["generated_ids"])
+        );
+        let first = with_image[0].stats;
+        assert!(first.encode_ms > 0.0, "{first:?}");
+        assert!(first.prefill_ms > 0.0, "{first:?}");
+        assert_eq!(
+            with_image[1].stats.encode_ms, 0.0,
+            "the image is encoded once"
+        );
+        let text = r["cases"]["text"]["prompt_text"].as_str().unwrap();
+        let no_image = p.generate(text, None, 0).unwrap().stats;
+        assert_eq!(no_image.encode_ms, 0.0, "{no_image:?}");
+        assert!(no_image.prefill_ms > 0.0, "{no_image:?}");
+    }
+
     #[test]
     fn our_chat_text_is_the_qwen_template_of_the_official_messages() {
         let r = reference();
@@ -889,23 +986,6 @@ mod tests {
         assert_eq!(gpu, cpu);
         assert_eq!(gpu.0, ids(&r["cases"]["text"]["generated_ids"]));
         assert_eq!(gpu.1, ids(&r["cases"]["image"]["generated_ids"]));
-    }
-
-    /// The encoder alone runs between generations without changing them
-    /// (generation encodes the image again itself).
-    #[test]
-    fn encoding_alone_leaves_answers_unchanged() {
-        let r = reference();
-        let mut p = policy("tiny-qwen25vl-f16.gguf");
-        let screenshot = image::open(fixture("test-screenshot.png"))
-            .unwrap()
-            .to_rgb8();
-        p.encode_only(&screenshot).unwrap();
-        let image = p.generate(&image_prompt(&r), Some(&screenshot), 0).unwrap();
-        assert_eq!(image.tokens, ids(&r["cases"]["image"]["generated_ids"]));
-        p.encode_only(&screenshot).unwrap();
-        let again = p.generate(&image_prompt(&r), Some(&screenshot), 0).unwrap();
-        assert_eq!(again.tokens, image.tokens);
     }
 
     /// The KV cache of the text before the screenshot is kept between

@@ -69,10 +69,10 @@ pub struct GenerationStats {
     #[serde(default)]
     pub cached_prompt_tokens: u32,
     pub generated_tokens: u32,
-    /// Vision encoder time, where the backend can tell it apart; llama.cpp's
-    /// multimodal helper cannot, so `LlamaPolicy` counts it in `prefill_ms`
-    /// and leaves this 0 (`LlamaPolicy::encode_only` times it on its own).
+    /// The vision encoder's time.
     pub encode_ms: f64,
+    /// The rest of prompt evaluation: the text, and the image's embeddings
+    /// through the language model.
     pub prefill_ms: f64,
     pub decode_ms: f64,
 }
