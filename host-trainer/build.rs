@@ -1,5 +1,6 @@
 //! Links host-trainer's binaries and tests to the libtorch that torch-sys found.
 //!
+//! - Compiles the autocast shim (`csrc/autocast.cpp`) against its headers.
 //! - Checks that it is torch 2.13.0, the one release tch 0.26 is made for.
 //!   torch-sys checks only libtorch archives (`build-version`) and
 //!   `LIBTORCH_USE_PYTORCH`; a PyPI `site-packages/torch` given as `LIBTORCH`
@@ -33,6 +34,7 @@ fn main() {
         check_version(lib);
     }
     println!("cargo:rustc-link-arg=-Wl,-rpath,{}", lib.display());
+    compile_autocast_shim(lib);
     // tch's C++ glue and llama.cpp's mtmd helper each compile stb_image's
     // implementation, so a binary with both (btl-train next to agent-core's
     // `llama` feature, as a workspace build unifies it) defines every public
@@ -43,6 +45,33 @@ fn main() {
     if link_cuda(lib) {
         println!("cargo:rustc-link-arg=-Wl,--no-as-needed,-ltorch_cuda,--as-needed");
     }
+}
+
+/// `csrc/autocast.cpp` (see `src/autocast.rs`), against the headers next
+/// to libtorch's lib dir and with its C++ ABI, as torch-sys builds its glue.
+fn compile_autocast_shim(lib: &Path) {
+    println!("cargo:rerun-if-changed=csrc/autocast.cpp");
+    println!("cargo:rerun-if-env-changed=LIBTORCH_CXX11_ABI");
+    let include = lib.parent().unwrap_or(lib).join("include");
+    if !include.join("ATen/autocast_mode.h").exists() {
+        fail(&format!(
+            "libtorch's headers are not at {} (ATen/autocast_mode.h is missing)",
+            include.display()
+        ));
+    }
+    let abi = std::env::var("LIBTORCH_CXX11_ABI").unwrap_or_else(|_| "1".to_owned());
+    cc::Build::new()
+        .cpp(true)
+        .file("csrc/autocast.cpp")
+        .include(&include)
+        .include(include.join("torch/csrc/api/include"))
+        .flag("-std=c++17")
+        .flag(format!("-D_GLIBCXX_USE_CXX11_ABI={abi}"))
+        // libtorch's headers are not ours to keep warning-free.
+        .warnings(false)
+        .extra_warnings(false)
+        .flag_if_supported("-w")
+        .compile("btl_autocast");
 }
 
 fn link_cuda(lib: &Path) -> bool {

@@ -17,14 +17,16 @@
 //! - [`export`]: GGUF files for llama.cpp (text model, projector, LoRA
 //!   adapter) made from trained weights with the user's GGUF files as templates;
 //! - [`peft`]: LoRA adapters in Hugging Face PEFT's directory layout;
+//! - [`autocast`]: libtorch's mixed precision in bfloat16 (or float16);
 //! - [`error`]: the error type.
 //!
 //! The crate links the libtorch of torch 2.13.0 (tch 0.26). `scripts/test`
 //! installs a CPU copy; on a GPU host, a CUDA build of the same release (see
 //! the README's "Training on a GPU host"). Tests run on the CPU in float32 and
-//! float64; training runs on CUDA in bfloat16.
+//! float64; training runs on CUDA under bfloat16 autocast.
 
 mod atomic;
+pub mod autocast;
 pub mod cli;
 pub mod config;
 pub mod data;

@@ -314,27 +314,39 @@ fn the_grpo_command_trains_and_resumes() {
     );
 }
 
-/// bfloat16 base weights with float32 adapters and optimizer (the CUDA
-/// default) train on the CPU too.
+/// `precision = "bf16"` (the CUDA default) on the CPU: bfloat16 autocast
+/// over bfloat16 frozen base weights, float32 adapters and optimizer; in
+/// full fine-tuning the trained weights stay float32 (the master copy) and
+/// the frozen reference is bfloat16.
 #[test]
-fn bf16_base_weights_train_float32_adapters() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = toy_config(dir.path(), 2);
-    config.model.precision = Some(host_trainer::grpo::config::Precision::Bf16);
-    // A flat group still runs its β·KL update, so the backward always runs.
-    config.grpo.skip_flat_groups = false;
-    let mut trainer = Trainer::new(config, Box::new(Digits)).unwrap();
-    let m = trainer.step().unwrap();
-    assert!(
-        m.loss.is_finite() && m.grad_norm.is_finite() && m.grad_norm >= 0.0,
-        "{m:?}"
-    );
-    assert_eq!(trainer.model().lora().unwrap().modules().len(), 14);
-    let model = trainer.model();
-    let (_, a, b) = &model.lora().unwrap().modules()[0];
-    assert_eq!((a.kind(), b.kind()), (tch::Kind::Float, tch::Kind::Float));
-    let base = &model.vars().variables()["model.layers.0.self_attn.q_proj.weight"];
-    assert_eq!(base.kind(), tch::Kind::BFloat16);
+fn bf16_trains_float32_weights_under_bfloat16_autocast() {
+    use host_trainer::grpo::config::{Precision, TrainMode};
+    for mode in [TrainMode::Lora, TrainMode::Full] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = toy_config(dir.path(), 2);
+        config.model.precision = Some(Precision::Bf16);
+        config.model.mode = mode;
+        // A flat group still runs its β·KL update, so the backward always runs.
+        config.grpo.skip_flat_groups = false;
+        let mut trainer = Trainer::new(config, Box::new(Digits)).unwrap();
+        assert_eq!(trainer.autocast(), Some(tch::Kind::BFloat16));
+        let m = trainer.step().unwrap();
+        assert!(
+            m.loss.is_finite() && m.grad_norm.is_finite() && m.grad_norm > 0.0,
+            "{mode:?}: {m:?}"
+        );
+        let model = trainer.model();
+        let weight = &model.vars().variables()["model.layers.0.self_attn.q_proj.weight"];
+        match mode {
+            TrainMode::Lora => {
+                assert_eq!(model.lora().unwrap().modules().len(), 14);
+                let (_, a, b) = &model.lora().unwrap().modules()[0];
+                assert_eq!((a.kind(), b.kind()), (tch::Kind::Float, tch::Kind::Float));
+                assert_eq!(weight.kind(), tch::Kind::BFloat16);
+            }
+            TrainMode::Full => assert_eq!(weight.kind(), tch::Kind::Float),
+        }
+    }
 }
 
 /// Full fine-tuning moves the text model's weights, leaves the frozen vision

@@ -35,7 +35,7 @@ pub struct GrpoArgs {
     /// [model] lora or full.
     #[arg(long, help_heading = "Model")]
     mode: Option<String>,
-    /// [model] f32, f64 or bf16 [default: bf16 on CUDA, f32 on the CPU].
+    /// [model] f32, f64 or bf16 (bfloat16 autocast, float32 trained weights) [default: bf16 on CUDA, f32 on the CPU].
     #[arg(long, help_heading = "Model")]
     precision: Option<String>,
     /// [model] cpu, cuda or cuda:N [default: CUDA if available].

@@ -50,7 +50,10 @@ pub enum TrainMode {
 pub enum Precision {
     F32,
     F64,
-    /// bfloat16 autocast on CUDA over float32 weights (the CPU ignores it).
+    /// Mixed precision: every forward pass under bfloat16 autocast
+    /// ([`crate::autocast`]), trained weights (adapters, or the text model
+    /// in full mode) and the optimizer in float32, frozen weights stored in
+    /// bfloat16. Meant for CUDA; the CPU runs it too.
     Bf16,
 }
 

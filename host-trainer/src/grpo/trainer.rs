@@ -22,6 +22,7 @@ use super::loss::{Objective, group_advantages, is_flat, objective};
 use super::optim::{AdamW, cosine_with_warmup};
 use super::prompt::PromptTokenizer;
 use super::rollout::{Prompt, completion_log_probs, pad_completions, sample_group};
+use crate::autocast::autocast;
 use crate::error::{Error, Result};
 use crate::lora::{LoraInit, generator};
 use crate::model::{Grid, Qwen25Vl};
@@ -86,6 +87,8 @@ pub struct Trainer {
     items: Vec<Item>,
     reward: Box<dyn Reward>,
     done: u64,
+    /// The dtype forward passes autocast to (`precision = "bf16"`).
+    autocast: Option<Kind>,
 }
 
 /// A well-mixed 64-bit value from a seed and two counters (SplitMix64's finalizer).
@@ -164,12 +167,23 @@ impl Trainer {
     pub fn new(config: TrainConfig, reward: Box<dyn Reward>) -> Result<Self> {
         config.validate()?;
         let device = parse_device(config.model.device.as_deref())?;
-        let kind = match config.model.precision {
-            Some(Precision::F64) => Kind::Double,
-            Some(Precision::F32) => Kind::Float,
-            Some(Precision::Bf16) => Kind::BFloat16,
-            None if device.is_cuda() => Kind::BFloat16,
-            None => Kind::Float,
+        let precision = match config.model.precision {
+            Some(precision) => precision,
+            None if device.is_cuda() => Precision::Bf16,
+            None => Precision::F32,
+        };
+        // `kind` is the frozen weights' dtype; trained weights stay at
+        // least float32 (the optimizer's master copy), and under bf16 every
+        // forward pass autocasts to bfloat16.
+        let (kind, autocast) = match precision {
+            Precision::F64 => (Kind::Double, None),
+            Precision::F32 => (Kind::Float, None),
+            Precision::Bf16 => (Kind::BFloat16, Some(Kind::BFloat16)),
+        };
+        let trained_kind = if kind == Kind::BFloat16 {
+            Kind::Float
+        } else {
+            kind
         };
         let items = load_items(&config.data.samples)?;
         let tokenizer = PromptTokenizer::from_file(&config.tokenizer_path())?;
@@ -197,7 +211,8 @@ impl Trainer {
                 (model, None, params)
             }
             TrainMode::Full => {
-                let model = Qwen25Vl::from_checkpoint(&config.model.checkpoint, device, kind)?;
+                let model =
+                    Qwen25Vl::from_checkpoint(&config.model.checkpoint, device, trained_kind)?;
                 let mut reference =
                     Qwen25Vl::from_checkpoint(&config.model.checkpoint, device, kind)?;
                 reference.freeze_base();
@@ -227,6 +242,7 @@ impl Trainer {
             items,
             reward,
             done: 0,
+            autocast,
         })
     }
 
@@ -339,6 +355,20 @@ impl Trainer {
         })
     }
 
+    /// Runs a forward pass in the run's precision: under autocast for
+    /// `bf16`, as is. Backward passes run outside, as in PyTorch.
+    fn forward<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        match self.autocast {
+            Some(dtype) => autocast(self.model.device(), dtype, f)?,
+            None => f(),
+        }
+    }
+
+    /// The dtype forward passes autocast to, if any.
+    pub fn autocast(&self) -> Option<Kind> {
+        self.autocast
+    }
+
     /// One optimizer step.
     pub fn step(&mut self) -> Result<StepMetrics> {
         let started = Instant::now();
@@ -375,15 +405,17 @@ impl Trainer {
             let mut rng =
                 ChaCha8Rng::seed_from_u64(derive_seed(cfg.run.seed, 3 + slot as u64, step));
             let stop = self.tokenizer.stop_ids();
-            let completions = sample_group(
-                &self.model,
-                &prompt,
-                g.num_generations,
-                g.max_completion_length,
-                &g.sampling(),
-                &stop,
-                &mut rng,
-            )?;
+            let completions = self.forward(|| {
+                sample_group(
+                    &self.model,
+                    &prompt,
+                    g.num_generations,
+                    g.max_completion_length,
+                    &g.sampling(),
+                    &stop,
+                    &mut rng,
+                )
+            })?;
             let mut rewards = Vec::with_capacity(completions.len());
             for c in &completions {
                 completion_tokens += c.len();
@@ -410,8 +442,8 @@ impl Trainer {
                 let end = (start + micro).min(ids.len());
                 let rows = &ids[start..end];
                 let reference = if g.beta > 0.0 {
-                    Some(tch::no_grad(|| -> Result<Tensor> {
-                        match &self.reference {
+                    Some(self.forward(|| {
+                        tch::no_grad(|| match &self.reference {
                             Some(reference) => {
                                 completion_log_probs(reference, &prompt, rows, g.temperature)
                             }
@@ -422,13 +454,14 @@ impl Trainer {
                                 self.model.set_lora_enabled(true);
                                 out
                             }
-                        }
+                        })
                     })?)
                 } else {
                     None
                 };
                 self.model.set_training(true);
-                let logp = completion_log_probs(&self.model, &prompt, rows, g.temperature)?;
+                let logp = self
+                    .forward(|| completion_log_probs(&self.model, &prompt, rows, g.temperature))?;
                 self.model.set_training(false);
                 let old = logp.f_detach()?;
                 let device = self.model.device();
