@@ -17,6 +17,8 @@ use tch::{Device, Kind, Tensor};
 use crate::util::{Golden, checkpoint_dir, golden, max_rel_diff};
 
 const F64_TOLERANCE: f64 = 1e-9;
+const BF16_TOLERANCE: f64 = 1e-5;
+const BF16_GRADIENT_TOLERANCE: f64 = 2.5e-2;
 
 fn lora_config(g: &Golden) -> LoraConfig {
     let c = &g.json["grpo_lora"];
@@ -137,28 +139,34 @@ fn model_kind(model: &Qwen25Vl) -> Kind {
     model.vars().variables()["model.embed_tokens.weight"].kind()
 }
 
-/// The largest relative error of the case's log-probs and adapter
-/// gradients against transformers + PEFT (float64).
-fn case_errors(g: &Golden, model: &Qwen25Vl, precision: Option<Kind>) -> Vec<(String, f64)> {
+/// The relative error of the case's log-probs, loss and every adapter
+/// gradient against transformers + PEFT's values under `golden` (the case's
+/// prefix in the golden file).
+fn case_errors(
+    g: &Golden,
+    golden: &str,
+    model: &Qwen25Vl,
+    precision: Option<Kind>,
+) -> Vec<(String, f64)> {
     let (_, _, mask) = case(g, Kind::Double);
     let (reference, logp, loss) = case_loss(g, model, precision);
     let mut errors = vec![
         (
             "reference log-probs".to_owned(),
-            masked_rel_diff(&reference, g.tensor("grpo_lora.ref_logp"), &mask),
+            masked_rel_diff(&reference, g.tensor(&format!("{golden}.ref_logp")), &mask),
         ),
         (
             "policy log-probs".to_owned(),
-            masked_rel_diff(&logp, g.tensor("grpo_lora.logp"), &mask),
+            masked_rel_diff(&logp, g.tensor(&format!("{golden}.logp")), &mask),
         ),
         (
             "loss".to_owned(),
-            max_rel_diff(&loss.reshape([1]), g.tensor("grpo_lora.loss")),
+            max_rel_diff(&loss.reshape([1]), g.tensor(&format!("{golden}.loss"))),
         ),
     ];
     for (module, a, b) in model.lora().unwrap().modules() {
         for (name, var) in [("lora_A", a), ("lora_B", b)] {
-            let expected = g.tensor(&format!("grpo_lora.grad.{module}.{name}"));
+            let expected = g.tensor(&format!("{golden}.grad.{module}.{name}"));
             errors.push((
                 format!("gradient of {module}.{name}"),
                 max_rel_diff(&var.grad(), expected),
@@ -172,7 +180,7 @@ fn case_errors(g: &Golden, model: &Qwen25Vl, precision: Option<Kind>) -> Vec<(St
 fn grpo_lora_loss_and_gradients_match_transformers_and_peft_in_float64() {
     let g = golden();
     let model = adapted_model(&g, Kind::Double);
-    for (what, diff) in case_errors(&g, &model, None) {
+    for (what, diff) in case_errors(&g, "grpo_lora", &model, None) {
         assert!(diff <= F64_TOLERANCE, "{what}: relative error {diff:e}");
     }
     // The base weights are frozen: no gradient reaches them.
@@ -186,41 +194,38 @@ fn grpo_lora_loss_and_gradients_match_transformers_and_peft_in_float64() {
 }
 
 /// `precision = "bf16"`: float32 adapters over bfloat16 base weights, every
-/// forward pass under bfloat16 autocast. There is no bfloat16 reference to
-/// match bit for bit, so this checks the size of the error against
-/// transformers' float64 values: within bfloat16's band (measured here:
-/// log-probs 2.4% and 5.1% of their largest magnitude, gradient direction
-/// cosine 0.85 — the GRPO gradient is a difference of near-equal terms),
-/// and far beyond float32's (1e-6), so bfloat16 did the arithmetic. The
-/// gradients reach the adapters in float32.
+/// forward pass under bfloat16 autocast, against transformers + PEFT doing
+/// the same under `torch.autocast` (`case_grpo_lora_bf16`). Measured: the
+/// log-probs are identical, the loss within 3e-7; the gradients pass
+/// through bfloat16 in the backward too and differ by a bfloat16 step or
+/// two (up to 1.1e-2 of the largest entry), where the two order their
+/// operations differently. (Against float64 the same run is 2–5% off in
+/// log-probs: the error bfloat16 brings, the same on both sides.)
 #[test]
-fn bf16_autocast_stays_within_bfloat16_error_of_transformers() {
+fn bf16_autocast_matches_transformers_under_torch_autocast() {
     let g = golden();
     let model = adapted_model(&g, Kind::BFloat16);
-    let errors = case_errors(&g, &model, Some(Kind::BFloat16));
-    for (what, diff) in &errors[..2] {
-        assert!(*diff <= 0.2, "{what}: relative error {diff:e}");
-        assert!(
-            *diff > 1e-4,
-            "{what}: relative error {diff:e}: was bfloat16 used?"
+    let errors = case_errors(&g, "grpo_lora_bf16", &model, Some(Kind::BFloat16));
+    for (what, diff) in &errors {
+        let tolerance = if what.starts_with("gradient") {
+            BF16_GRADIENT_TOLERANCE
+        } else {
+            BF16_TOLERANCE
+        };
+        assert!(*diff <= tolerance, "{what}: relative error {diff:e}");
+    }
+    let (_, to_f64) = &case_errors(&g, "grpo_lora", &model, Some(Kind::BFloat16))[1];
+    assert!(
+        *to_f64 > 1e-3,
+        "{to_f64:e} from float64: was bfloat16 used?"
+    );
+    for (module, a, b) in model.lora().unwrap().modules() {
+        assert_eq!(
+            (a.grad().kind(), b.grad().kind()),
+            (Kind::Float, Kind::Float),
+            "{module}"
         );
     }
-    let (mut got, mut expected) = (Vec::new(), Vec::new());
-    for (module, a, b) in model.lora().unwrap().modules() {
-        for (name, var) in [("lora_A", a), ("lora_B", b)] {
-            assert_eq!(var.grad().kind(), Kind::Float, "{module}.{name}");
-            got.push(var.grad().to_kind(Kind::Double).flatten(0, -1));
-            expected.push(
-                g.tensor(&format!("grpo_lora.grad.{module}.{name}"))
-                    .to_kind(Kind::Double)
-                    .flatten(0, -1),
-            );
-        }
-    }
-    let (got, expected) = (Tensor::cat(&got, 0), Tensor::cat(&expected, 0));
-    let cosine = (&got * &expected).sum(Kind::Double).double_value(&[])
-        / (got.norm().double_value(&[]) * expected.norm().double_value(&[]));
-    assert!(cosine >= 0.7, "gradient direction: cosine {cosine}");
 }
 
 /// Merging `(α / r) · B A` into the weights gives the model transformers'

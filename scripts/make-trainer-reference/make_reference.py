@@ -26,6 +26,10 @@ Cases (the Rust test that reads each names the function here):
                     ratio, KL to the adapter-free model, masked completions of unequal length),
                     the adapter's values and the gradient of each LoRA matrix; PEFT's saved key
                     layout and adapter_config.json; float32 greedy ids of the merged model
+  case_grpo_lora_bf16
+                    the same GRPO loss in mixed precision: bfloat16 base weights, float32
+                    adapters, forward passes under torch.autocast(bfloat16); log-probs, loss and
+                    LoRA gradients
 
 float64 in transformers: its RMSNorm and vision rotary cast "to float32" (meant as an upcast
 for half precision), which in a float64 model is a downcast. The script patches those two to
@@ -382,6 +386,66 @@ def case_grpo_lora(load, tok, prompt: list[int], grid: list[int], pixel_values, 
     }
 
 
+def case_grpo_lora_bf16(load, tensors: dict, meta: dict) -> None:
+    """case_grpo_lora in mixed precision, as a bf16 GRPO run computes it.
+
+    Model: the committed checkpoint loaded in bfloat16 (sdpa attention; the float64 patches, still
+    set, compute in float32 for it, as transformers' own code does),
+    wrapped by `get_peft_model` with case_grpo_lora's config; PEFT keeps the adapters in float32
+    (`autocast_adapter_dtype`), and they get case_grpo_lora's values. Every forward pass runs under
+    `torch.autocast("cpu", dtype=torch.bfloat16)`; log-probs are `log_softmax` of the logits cast to
+    float32, then float64, and the loss is case_grpo_lora's on the same batch, advantages and
+    constants. Stored under `grpo_lora_bf16.`: `logp`, `ref_logp` (4, 8), `loss` (1,) and the
+    float32 gradient of every LoRA matrix, `grad.<module>.lora_A` / `.lora_B`.
+    """
+    import torch
+    from peft import get_peft_model
+
+    c = meta["grpo_lora"]
+    model = get_peft_model(load(torch.bfloat16), lora_config())
+    model.train()
+    modules = lora_modules(model)
+    with torch.no_grad():
+        for name, module in modules.items():
+            for part in ("lora_A", "lora_B"):
+                weight = getattr(module, part)["default"].weight
+                assert weight.dtype == torch.float32, (name, part, weight.dtype)
+                weight.copy_(tensors[f"grpo_lora.lora.{name}.{part}"].float())
+    ids = torch.tensor(c["input_ids"])
+    p = c["prompt_len"]
+    mask = torch.tensor(c["completion_mask"], dtype=torch.float64)
+    image_id = model.config.image_token_id
+    pixel_values = tensors["images.a.pixel_values"].float()
+    inputs = dict(input_ids=ids, mm_token_type_ids=(ids == image_id).int(),
+                  pixel_values=torch.cat([pixel_values] * len(ids)), image_grid_thw=torch.tensor([c["grid"]] * len(ids)))
+
+    def completion_logp():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            logits = model(**inputs).logits
+        assert logits.dtype == torch.bfloat16, logits.dtype
+        return torch.log_softmax(logits[:, p - 1:-1].float(), dim=-1).gather(-1, ids[:, p:, None])[..., 0].double()
+
+    rewards = torch.tensor(c["rewards"], dtype=torch.float64)
+    adv = (rewards - rewards.mean()) / (rewards.std() + 1e-4)
+    with torch.no_grad(), model.disable_adapter():
+        ref_logp = completion_logp()
+    logp = completion_logp()
+    _, loss = grpo_lora_terms(logp, logp.detach(), ref_logp, mask, adv, c["beta"], c["epsilon"])
+    loss.backward()
+    assert math.isfinite(loss.item())
+    tensors["grpo_lora_bf16.logp"] = logp.detach()
+    tensors["grpo_lora_bf16.ref_logp"] = ref_logp
+    tensors["grpo_lora_bf16.loss"] = loss.detach().reshape(1)
+    for name, module in modules.items():
+        for part in ("lora_A", "lora_B"):
+            grad = getattr(module, part)["default"].weight.grad
+            assert grad is not None and grad.dtype == torch.float32, (name, part)
+            tensors[f"grpo_lora_bf16.grad.{name}.{part}"] = grad.detach().clone()
+    meta["grpo_lora_bf16"] = {"autocast": {"device_type": "cpu", "dtype": "bfloat16"},
+                              "base_weights": "bfloat16", "adapters": "float32", "attn_implementation": "sdpa",
+                              "log_probs": "log_softmax(logits.float()), as float64"}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hf-dir", required=True, help="tiny HF checkpoint from scripts/make-tiny-model")
@@ -581,6 +645,7 @@ def main() -> None:
     # --- case_grpo_lora (float64; merged greedy in float32) ----------------------------------
     case_grpo_lora(load, tok, prompt, grid_a, pv_a, n_text, reference["cases"]["text"]["prompt_ids"], image_id,
                    tensors, meta)
+    case_grpo_lora_bf16(load, tensors, meta)
 
     safetensors.torch.save_file({k: v.contiguous() for k, v in sorted(tensors.items())},
                                 str(out / "reference.safetensors"), metadata={"format": FORMAT})
