@@ -824,6 +824,13 @@ mod tests {
     /// transformers' prompt text for the image case with its vision span
     /// (`<|vision_start|>`, 128 × `<|image_pad|>`, `<|vision_end|>`) replaced
     /// by llama.cpp's media marker: mtmd writes that span itself.
+    /// The fixture's screenshot, already at its model frame.
+    fn screenshot() -> RgbImage {
+        image::open(fixture("test-screenshot.png"))
+            .unwrap()
+            .to_rgb8()
+    }
+
     fn image_prompt(r: &Value) -> String {
         let text = r["cases"]["image"]["prompt_text"].as_str().unwrap();
         let start = text.find("<|vision_start|>").unwrap();
@@ -885,9 +892,7 @@ mod tests {
     fn the_encoder_time_is_reported_apart_from_prefill() {
         let r = reference();
         let mut p = policy("tiny-qwen25vl-f16.gguf");
-        let screenshot = image::open(fixture("test-screenshot.png"))
-            .unwrap()
-            .to_rgb8();
+        let screenshot = screenshot();
         let with_image = p
             .generate_many(&image_prompt(&r), Some(&screenshot), &[0, 1], None)
             .unwrap();
@@ -933,9 +938,7 @@ mod tests {
         assert_eq!(text.stats.prompt_tokens, 42);
         assert_eq!(text.tokens, ids(&r["cases"]["text"]["generated_ids"]));
 
-        let screenshot = image::open(fixture("test-screenshot.png"))
-            .unwrap()
-            .to_rgb8();
+        let screenshot = screenshot();
         let image = p.generate(&image_prompt(&r), Some(&screenshot), 0).unwrap();
         assert_eq!(
             image.stats.prompt_tokens, 774,
@@ -959,9 +962,7 @@ mod tests {
         let text = p
             .generate(r["cases"]["text"]["prompt_text"].as_str().unwrap(), None, 0)
             .unwrap();
-        let screenshot = image::open(fixture("test-screenshot.png"))
-            .unwrap()
-            .to_rgb8();
+        let screenshot = screenshot();
         let image = p.generate(&image_prompt(r), Some(&screenshot), 0).unwrap();
         (text.tokens, image.tokens)
     }
@@ -994,9 +995,7 @@ mod tests {
     fn a_reused_prefix_changes_no_answer() {
         let r = reference();
         let mut p = policy("tiny-qwen25vl-f16.gguf");
-        let screenshot = image::open(fixture("test-screenshot.png"))
-            .unwrap()
-            .to_rgb8();
+        let screenshot = screenshot();
         let image_ids = ids(&r["cases"]["image"]["generated_ids"]);
         let text_prompt = r["cases"]["text"]["prompt_text"].as_str().unwrap();
         let first = p.generate(&image_prompt(&r), Some(&screenshot), 0).unwrap();
@@ -1043,9 +1042,7 @@ mod tests {
             text.tokens[..8],
             ids(&r["cases"]["text"]["generated_ids"])[..8]
         );
-        let screenshot = image::open(fixture("test-screenshot.png"))
-            .unwrap()
-            .to_rgb8();
+        let screenshot = screenshot();
         let image = p.generate(&image_prompt(&r), Some(&screenshot), 0).unwrap();
         assert_eq!(
             image.tokens[..8],
