@@ -12,6 +12,7 @@ import sys
 
 import gguf
 import numpy as np
+from gguf_copy import copy_metadata
 
 HIDDEN = 128
 WIDTH = 96
@@ -19,15 +20,7 @@ WIDTH = 96
 
 def main() -> None:
     src, dst = sys.argv[1], sys.argv[2]
-    reader = gguf.GGUFReader(src)
-    arch = reader.fields["general.architecture"].contents()
-    writer = gguf.GGUFWriter(dst, arch)
-    for name, field in reader.fields.items():
-        if name.startswith("GGUF.") or name == "general.architecture":
-            continue
-        vtype = field.types[0]
-        sub = field.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
-        writer.add_key_value(name, field.contents(), vtype, sub_type=sub)
+    reader, writer = copy_metadata(src, dst)
     rng = np.random.default_rng(7)
     changed = 0
     for t in reader.tensors:

@@ -9,26 +9,15 @@ Usage: python mismatch_mmproj.py IN_MMPROJ.gguf OUT.gguf (byte-reproducible).
 
 import sys
 
-import gguf
 import numpy as np
+from gguf_copy import copy_metadata
 
 WIDTH = 96
 
 
 def main() -> None:
     src, dst = sys.argv[1], sys.argv[2]
-    reader = gguf.GGUFReader(src)
-    arch = reader.fields["general.architecture"].contents()
-    writer = gguf.GGUFWriter(dst, arch)
-    for name, field in reader.fields.items():
-        if name.startswith("GGUF.") or name == "general.architecture":
-            continue
-        value = field.contents()
-        if name == "clip.vision.projection_dim":
-            value = WIDTH
-        vtype = field.types[0]
-        sub = field.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
-        writer.add_key_value(name, value, vtype, sub_type=sub)
+    reader, writer = copy_metadata(src, dst, {"clip.vision.projection_dim": WIDTH})
     rng = np.random.default_rng(7)
     for t in reader.tensors:
         data = np.array(t.data)
