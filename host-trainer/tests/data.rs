@@ -25,8 +25,9 @@ use host_trainer::data::ms_swift::{DATASET_FILE, ExportOptions, export_ms_swift}
 use host_trainer::data::{ConvertOptions, DEFAULT_LAMBDA, from_trajectories, load_samples};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
+
+use crate::util::{btl_train, btl_train_succeeds};
 
 /// Tasks whose oracles between them tap (a slider off its centre too),
 /// long-press, type and swipe; with their seeds.
@@ -390,13 +391,6 @@ fn the_ms_swift_export_carries_every_sample_and_its_image() {
     );
 }
 
-fn btl_train(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_btl-train"))
-        .args(args)
-        .output()
-        .expect("btl-train runs")
-}
-
 #[test]
 fn the_cli_converts_and_exports_and_reports_bad_input() {
     let tmp = tempfile::tempdir().unwrap();
@@ -404,7 +398,7 @@ fn the_cli_converts_and_exports_and_reports_bad_input() {
     record(&episode, "wifi_on", 0, None);
     let steps = read_trajectory(&episode).unwrap().steps.len();
     let samples = tmp.path().join("s.json");
-    let out = btl_train(&[
+    let stdout = btl_train_succeeds(&[
         "data",
         "from-trajectories",
         episode.to_str().unwrap(),
@@ -413,12 +407,6 @@ fn the_cli_converts_and_exports_and_reports_bad_input() {
         "--lambda",
         "3",
     ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert!(
         stdout.starts_with(&format!("{steps} samples from {steps} steps of 1 episodes")),
         "{stdout}"
@@ -428,7 +416,7 @@ fn the_cli_converts_and_exports_and_reports_bad_input() {
     assert!(written.iter().all(|s| s.rois.len() <= 3));
 
     let swift = tmp.path().join("swift");
-    let out = btl_train(&[
+    let stdout = btl_train_succeeds(&[
         "data",
         "export",
         "--format",
@@ -438,12 +426,7 @@ fn the_cli_converts_and_exports_and_reports_bad_input() {
         "--out",
         swift.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stdout).starts_with(&format!("{steps} rows in ")));
+    assert!(stdout.starts_with(&format!("{steps} rows in ")), "{stdout}");
     assert!(swift.join(DATASET_FILE).is_file());
 
     let missing = tmp.path().join("nowhere");

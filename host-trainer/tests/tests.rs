@@ -14,7 +14,7 @@ mod parity;
 mod gradients;
 // Checkpoint formats (4.x config, shards, dtypes) and the errors bad checkpoints and inputs give.
 mod checkpoint;
-// GRPO objective with LoRA vs transformers + PEFT (float64); merging adapters.
+// GRPO objective with LoRA vs transformers + PEFT (float64, and bfloat16 autocast); merging adapters.
 mod grpo;
 // Training runs: the reward rises on a toy task, resume is exact, bad input is named.
 mod training;

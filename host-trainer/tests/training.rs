@@ -9,7 +9,7 @@ use host_trainer::grpo::log::read_metrics;
 use host_trainer::grpo::run::run;
 use host_trainer::grpo::{Reward, TrainConfig, Trainer};
 
-use crate::util::{checkpoint_dir, tokenizer_file};
+use crate::util::{btl_train, btl_train_succeeds, checkpoint_dir, tokenizer_file};
 
 /// Toy reward that varies inside groups: the share of the completion's
 /// characters that are ASCII digits.
@@ -245,27 +245,18 @@ fn bad_data_and_configs_are_named() {
 fn the_grpo_command_trains_and_resumes() {
     let dir = tempfile::tempdir().unwrap();
     toy_config(dir.path(), 2);
-    let bin = env!("CARGO_BIN_EXE_btl-train");
     let config = dir.path().join("train.toml");
-    let out = std::process::Command::new(bin)
-        .args(["grpo", "--config"])
-        .arg(&config)
-        .args([
-            "--steps",
-            "2",
-            "--num-generations",
-            "4",
-            "--save-every",
-            "1",
-        ])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let config = config.to_str().unwrap();
+    let run = [
+        "grpo",
+        "--config",
+        config,
+        "--num-generations",
+        "4",
+        "--save-every",
+        "1",
+    ];
+    let stdout = btl_train_succeeds(&[&run[..], &["--steps", "2"]].concat());
     assert!(stdout.contains("trained 2 steps"), "{stdout}");
     let state =
         std::fs::read_to_string(dir.path().join("out/checkpoint-000002/trainer_state.json"))
@@ -275,37 +266,13 @@ fn the_grpo_command_trains_and_resumes() {
         "the flag reached the run: {state}"
     );
 
-    let out = std::process::Command::new(bin)
-        .args(["grpo", "--config"])
-        .arg(&config)
-        .args([
-            "--steps",
-            "3",
-            "--num-generations",
-            "4",
-            "--save-every",
-            "1",
-            "--resume",
-        ])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = btl_train_succeeds(&[&run[..], &["--steps", "3", "--resume"]].concat());
     assert!(
         stdout.contains("resumed at step 2") && stdout.contains("trained 3 steps"),
         "{stdout}"
     );
 
-    let out = std::process::Command::new(bin)
-        .args(["grpo", "--config"])
-        .arg(&config)
-        .args(["--top-p", "1.5"])
-        .output()
-        .unwrap();
+    let out = btl_train(&["grpo", "--config", config, "--top-p", "1.5"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(

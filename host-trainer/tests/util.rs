@@ -7,6 +7,26 @@ use host_trainer::{Grid, Qwen25Vl};
 use serde_json::Value;
 use tch::{Device, Kind, Tensor};
 
+/// Runs the `btl-train` binary.
+pub fn btl_train(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_btl-train"))
+        .args(args)
+        .output()
+        .expect("btl-train runs")
+}
+
+/// Runs `btl-train`, which must succeed, and returns what it printed.
+pub fn btl_train_succeeds(args: &[&str]) -> String {
+    let out = btl_train(args);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "btl-train {args:?}: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 pub fn data_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data")
 }
