@@ -106,7 +106,15 @@ fn an_exported_checkpoint_runs_in_llama_cpp_as_the_trainer_runs_it() {
         "base GGUF + GGUF LoRA adapter in llama.cpp vs the trainer"
     );
 
-    // The merged HF checkpoint loads back into the trainer with the same answer.
+    // The merged HF checkpoint is stored like the base (float16 here) and
+    // loads back into the trainer with the same answer.
+    assert_eq!(
+        host_trainer::weights::Checkpoint::open(&exported.hf)
+            .unwrap()
+            .stored_kind()
+            .unwrap(),
+        tch::Kind::Half
+    );
     let reloaded =
         host_trainer::Qwen25Vl::from_checkpoint(&exported.hf, tch::Device::Cpu, tch::Kind::Float)
             .unwrap();

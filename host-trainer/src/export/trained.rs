@@ -13,6 +13,7 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::grpo::checkpoint::{adapter_weights, load_trained};
+use crate::weights::Checkpoint;
 
 /// What to write.
 pub struct ExportOptions<'a> {
@@ -29,6 +30,7 @@ pub struct ExportOptions<'a> {
 /// The files written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Exported {
+    /// The merged Hugging Face checkpoint, in the base checkpoint's dtype.
     pub hf: PathBuf,
     pub text: PathBuf,
     pub mmproj: Option<PathBuf>,
@@ -74,14 +76,14 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
                 std::fs::copy(&path, staging.join(&name)).map_err(io(&path))?;
             }
         }
-        let tensors: Vec<(String, Tensor)> = {
-            let mut t: Vec<_> = merged
-                .iter()
-                .map(|(n, v)| (n.clone(), v.shallow_clone()))
-                .collect();
-            t.sort_by(|a, b| a.0.cmp(&b.0));
-            t
-        };
+        // Merged in float32, stored as the base is (bfloat16 for most
+        // checkpoints), as PEFT's merge_and_unload + save_pretrained do.
+        let kind = Checkpoint::open(base)?.stored_kind()?;
+        let mut tensors = merged
+            .iter()
+            .map(|(n, v)| Ok((n.clone(), v.f_to_kind(kind)?)))
+            .collect::<Result<Vec<(String, Tensor)>>>()?;
+        tensors.sort_by(|a, b| a.0.cmp(&b.0));
         let path = staging.join("model.safetensors");
         Tensor::write_safetensors(&tensors, &path).map_err(|e| Error::Checkpoint {
             path: path.clone(),
