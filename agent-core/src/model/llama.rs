@@ -821,9 +821,6 @@ mod tests {
         LlamaPolicy::load(config).unwrap()
     }
 
-    /// transformers' prompt text for the image case with its vision span
-    /// (`<|vision_start|>`, 128 × `<|image_pad|>`, `<|vision_end|>`) replaced
-    /// by llama.cpp's media marker: mtmd writes that span itself.
     /// The fixture's screenshot, already at its model frame.
     fn screenshot() -> RgbImage {
         image::open(fixture("test-screenshot.png"))
@@ -831,6 +828,9 @@ mod tests {
             .to_rgb8()
     }
 
+    /// transformers' prompt text for the image case with its vision span
+    /// (`<|vision_start|>`, 128 × `<|image_pad|>`, `<|vision_end|>`) replaced
+    /// by llama.cpp's media marker: mtmd writes that span itself.
     fn image_prompt(r: &Value) -> String {
         let text = r["cases"]["image"]["prompt_text"].as_str().unwrap();
         let start = text.find("<|vision_start|>").unwrap();

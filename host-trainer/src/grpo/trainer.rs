@@ -172,18 +172,12 @@ impl Trainer {
             None if device.is_cuda() => Precision::Bf16,
             None => Precision::F32,
         };
-        // `kind` is the frozen weights' dtype; trained weights stay at
-        // least float32 (the optimizer's master copy), and under bf16 every
-        // forward pass autocasts to bfloat16.
-        let (kind, autocast) = match precision {
-            Precision::F64 => (Kind::Double, None),
-            Precision::F32 => (Kind::Float, None),
-            Precision::Bf16 => (Kind::BFloat16, Some(Kind::BFloat16)),
-        };
-        let trained_kind = if kind == Kind::BFloat16 {
-            Kind::Float
-        } else {
-            kind
+        // Frozen weights, trained weights (the optimizer's master copy) and
+        // the dtype every forward pass autocasts to.
+        let (frozen_kind, trained_kind, autocast) = match precision {
+            Precision::F64 => (Kind::Double, Kind::Double, None),
+            Precision::F32 => (Kind::Float, Kind::Float, None),
+            Precision::Bf16 => (Kind::BFloat16, Kind::Float, Some(Kind::BFloat16)),
         };
         let items = load_items(&config.data.samples)?;
         let tokenizer = PromptTokenizer::from_file(&config.tokenizer_path())?;
@@ -192,7 +186,7 @@ impl Trainer {
                 let mut model = Qwen25Vl::from_checkpoint_with_lora(
                     &config.model.checkpoint,
                     device,
-                    kind,
+                    frozen_kind,
                     Some(LoraInit {
                         config: &config.lora,
                         seed: derive_seed(config.run.seed, u64::MAX, 0),
@@ -214,7 +208,7 @@ impl Trainer {
                 let model =
                     Qwen25Vl::from_checkpoint(&config.model.checkpoint, device, trained_kind)?;
                 let mut reference =
-                    Qwen25Vl::from_checkpoint(&config.model.checkpoint, device, kind)?;
+                    Qwen25Vl::from_checkpoint(&config.model.checkpoint, device, frozen_kind)?;
                 reference.freeze_base();
                 let mut params = Vec::new();
                 for (name, t) in model.vars().variables() {
