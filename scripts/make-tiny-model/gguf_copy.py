@@ -1,5 +1,6 @@
 """Shared by the mismatched-fixture scripts: a GGUF writer that starts as a
-copy of another GGUF's metadata, for writing a variant of that file."""
+copy of another GGUF's metadata, for writing a variant of that file, and
+the calls that write it out."""
 
 import gguf
 
@@ -18,3 +19,11 @@ def copy_metadata(src: str, dst: str, overrides: dict | None = None) -> tuple[gg
         sub = field.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
         writer.add_key_value(name, overrides.get(name, field.contents()), vtype, sub_type=sub)
     return reader, writer
+
+
+def write(writer: gguf.GGUFWriter) -> None:
+    """Writes the header, the metadata and the tensors added, and closes."""
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()

@@ -12,7 +12,7 @@ import sys
 
 import gguf
 import numpy as np
-from gguf_copy import copy_metadata
+from gguf_copy import copy_metadata, write
 
 HIDDEN = 128
 WIDTH = 96
@@ -30,10 +30,7 @@ def main() -> None:
         data = (rng.standard_normal(shape) * 0.1).astype(np.float32)
         writer.add_tensor(t.name, data, raw_dtype=t.tensor_type)
     assert changed, "no tensor of the adapter has the hidden size"
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    write(writer)
 
 
 if __name__ == "__main__":

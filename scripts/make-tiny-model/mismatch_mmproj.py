@@ -10,7 +10,7 @@ Usage: python mismatch_mmproj.py IN_MMPROJ.gguf OUT.gguf (byte-reproducible).
 import sys
 
 import numpy as np
-from gguf_copy import copy_metadata
+from gguf_copy import copy_metadata, write
 
 WIDTH = 96
 
@@ -26,10 +26,7 @@ def main() -> None:
         elif t.name == "mm.2.bias":
             data = np.zeros(WIDTH, dtype=np.float32)
         writer.add_tensor(t.name, data, raw_dtype=t.tensor_type)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    write(writer)
 
 
 if __name__ == "__main__":

@@ -813,12 +813,17 @@ mod tests {
             .collect()
     }
 
-    fn policy(text_gguf: &str) -> LlamaPolicy {
+    /// The fixture's text GGUF `text_gguf` and projector, 32-token answers.
+    fn fixture_config(text_gguf: &str) -> LlamaConfig {
         let mut config =
             LlamaConfig::new(fixture(text_gguf), fixture("mmproj-tiny-qwen25vl-f16.gguf"));
         config.max_tokens = 32;
         config.context_tokens = 2048;
-        LlamaPolicy::load(config).unwrap()
+        config
+    }
+
+    fn policy(text_gguf: &str) -> LlamaPolicy {
+        LlamaPolicy::load(fixture_config(text_gguf)).unwrap()
     }
 
     /// The fixture's screenshot, already at its model frame.
@@ -951,12 +956,7 @@ mod tests {
     /// model's layers (and the vision encoder) on the GPU or not.
     #[cfg(feature = "vulkan")]
     fn greedy_ids(r: &Value, gpu_layers: u32) -> (Vec<i32>, Vec<i32>) {
-        let mut config = LlamaConfig::new(
-            fixture("tiny-qwen25vl-f16.gguf"),
-            fixture("mmproj-tiny-qwen25vl-f16.gguf"),
-        );
-        config.max_tokens = 32;
-        config.context_tokens = 2048;
+        let mut config = fixture_config("tiny-qwen25vl-f16.gguf");
         config.gpu_layers = gpu_layers;
         let mut p = LlamaPolicy::load(config).unwrap();
         let text = p
@@ -1148,10 +1148,7 @@ mod tests {
     }
 
     fn sampling_policy(temperature: f32) -> LlamaPolicy {
-        let mut config = LlamaConfig::new(
-            fixture("tiny-qwen25vl-f16.gguf"),
-            fixture("mmproj-tiny-qwen25vl-f16.gguf"),
-        );
+        let mut config = fixture_config("tiny-qwen25vl-f16.gguf");
         // Room for the longest answer the grammar admits.
         config.max_tokens = 3000;
         config.context_tokens = 4096;
