@@ -55,7 +55,7 @@ fn the_bundled_model_runs_the_suite_without_errors() {
             "--max-steps",
             "2",
             "--max-tokens",
-            "48",
+            "300",
         ],
     );
     for task in result["tasks"].as_array().unwrap() {

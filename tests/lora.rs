@@ -209,7 +209,7 @@ fn predict_applies_and_announces_the_adapter() {
         "--samples",
         path_str(&samples),
         "--max-tokens",
-        "4",
+        "300",
         "--lora",
         &lora,
     ]);

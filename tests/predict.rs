@@ -33,7 +33,7 @@ fn predictions_for_every_sample_are_scored_by_btl_metrics() {
         "--samples",
         path_str(&samples),
         "--max-tokens",
-        "48",
+        "300",
     ]);
     assert!(run.status.success(), "{}", stderr(&run));
     let lines: Vec<Value> = stdout(&run)

@@ -171,7 +171,7 @@ fn an_episode_through_real_adb_with_the_bundled_model_stops_cleanly() {
             "--max-steps",
             "3",
             "--max-tokens",
-            "64",
+            "300",
         ],
     );
     assert!(result["outcome"]["stop"]["reason"].is_string(), "{result}");

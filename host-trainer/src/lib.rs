@@ -10,6 +10,8 @@
 //! - [`lora`]: LoRA adapters on the text model's projections;
 //! - [`grpo`]: GRPO training with the BTL reward (sampling, objective,
 //!   optimizer, checkpoints);
+//! - [`sft`]: supervised fine-tuning's objective, masked cross-entropy on
+//!   the answer tokens;
 //! - [`data`]: training samples from trajectories (target boxes and ranked
 //!   ROIs from the UI tree) and dataset exports (ms-swift);
 //! - [`cli`]: the `btl-train` command line; `src/main.rs` only calls
@@ -36,6 +38,7 @@ pub mod grpo;
 pub mod lora;
 pub mod model;
 pub mod peft;
+pub mod sft;
 pub mod weights;
 
 pub use config::Config;

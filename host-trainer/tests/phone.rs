@@ -132,7 +132,7 @@ fn an_exported_checkpoint_runs_in_llama_cpp_as_the_trainer_runs_it() {
     let phone = Arc::new(VirtualPhone::new(PhoneConfig::default()));
     phone.with_phone(|p| task.setup(p));
     let mut llama = LlamaConfig::new(&exported.text, mmproj);
-    llama.max_tokens = 64;
+    llama.max_tokens = 300;
     let policy = LlamaPolicy::load(llama).unwrap();
     let episode = Agent::new(
         &dir.path().join("episode"),

@@ -14,6 +14,8 @@ mod parity;
 mod gradients;
 // Checkpoint formats (4.x config, shards, dtypes) and the errors bad checkpoints and inputs give.
 mod checkpoint;
+// Supervised fine-tuning: masked cross-entropy vs transformers in float64; memorising an answer.
+mod sft;
 // GRPO objective with LoRA vs transformers + PEFT (float64, and bfloat16 autocast); merging adapters.
 mod grpo;
 // Training runs: the reward rises on a toy task, resume is exact, bad input is named.

@@ -237,6 +237,11 @@ fn bad_data_and_configs_are_named() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("another configuration"), "{err}");
+    // The refusal names the key and both values, and nothing else.
+    assert!(
+        err.contains("(grpo.beta is 0.04 in the checkpoint, 0.5 now; only run.steps"),
+        "{err}"
+    );
 }
 
 /// `btl-train grpo` with a configuration file and flags over it; a bad flag
@@ -255,6 +260,8 @@ fn the_grpo_command_trains_and_resumes() {
         "4",
         "--save-every",
         "1",
+        "--skip-flat-groups",
+        "false",
     ];
     let stdout = btl_train_succeeds(&[&run[..], &["--steps", "2"]].concat());
     assert!(stdout.contains("trained 2 steps"), "{stdout}");
@@ -262,8 +269,8 @@ fn the_grpo_command_trains_and_resumes() {
         std::fs::read_to_string(dir.path().join("out/checkpoint-000002/trainer_state.json"))
             .unwrap();
     assert!(
-        state.contains("\"num_generations\": 4"),
-        "the flag reached the run: {state}"
+        state.contains("\"num_generations\": 4") && state.contains("\"skip_flat_groups\": false"),
+        "the flags reached the run: {state}"
     );
 
     let stdout = btl_train_succeeds(&[&run[..], &["--steps", "3", "--resume"]].concat());
@@ -346,4 +353,68 @@ fn full_fine_tuning_trains_the_text_model_and_checkpoints_it() {
     let loaded_text =
         Vec::<f32>::try_from(loaded.vars().variables()[text].detach().flatten(0, -1)).unwrap();
     assert_eq!(loaded_text, value(&trainer, text));
+}
+
+/// Two text-only steps whose solutions carry a Plan, as
+/// `btl-train data from-trajectories` writes them; the second has a ranked
+/// ROI, so its answer's blink is not empty.
+const SFT_SAMPLES: &str = r#"[
+ {"id": "a", "images": [], "image_sizes": [[100, 100]], "bbox": [],
+  "solution": "[{\"Plan\": \"Go back.\", \"Action\": {\"function\": \"Back\"}}]",
+  "messages": [{"role": "user", "content": "Leave this screen."}]},
+ {"id": "b", "images": [], "image_sizes": [[100, 100]], "bbox": [10, 10, 50, 30],
+  "solution": "[{\"Plan\": \"Tap OK.\", \"Action\": {\"function\": \"Tap\", \"point_2d\": [30, 20]}}]",
+  "rois": [{"bbox_2d": [10, 10, 50, 30], "label": "OK", "priority": 1}],
+  "messages": [{"role": "user", "content": "Confirm the dialog."}]}
+]"#;
+
+/// `btl-train sft`: the loss of the two canonical answers falls, the
+/// run resumes, every step is an optimizer update, and a sample with no
+/// answer to learn is named.
+#[test]
+fn the_sft_command_lowers_the_answer_loss_and_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    toy_config(dir.path(), 8);
+    std::fs::write(dir.path().join("samples.json"), SFT_SAMPLES).unwrap();
+    let config = dir.path().join("train.toml");
+    let config = config.to_str().unwrap();
+    let run = ["sft", "--config", config, "--samples-per-step", "2"];
+    let stdout = btl_train_succeeds(&[&run[..], &["--steps", "8"]].concat());
+    assert!(
+        stdout.contains("trained 8 steps (8 optimizer updates)"),
+        "{stdout}"
+    );
+    let metrics = read_metrics(&dir.path().join("out/metrics.jsonl")).unwrap();
+    let (first, last) = (metrics[0].loss, metrics[7].loss);
+    assert!(last < 0.5 * first, "loss {first} → {last}");
+    assert!(
+        metrics
+            .iter()
+            .all(|m| m.groups == 2 && m.completion_tokens_mean > 10.0)
+    );
+    let state =
+        std::fs::read_to_string(dir.path().join("out/checkpoint-000008/trainer_state.json"))
+            .unwrap();
+    assert!(state.contains("\"objective\": \"sft\""), "{state}");
+
+    let stdout = btl_train_succeeds(&[&run[..], &["--steps", "10", "--resume"]].concat());
+    assert!(
+        stdout.contains("resumed at step 8")
+            && stdout.contains("trained 10 steps (10 optimizer updates)"),
+        "{stdout}"
+    );
+
+    let grounding = SFT_SAMPLES.replace(
+        r#"[{\"Plan\": \"Go back.\", \"Action\": {\"function\": \"Back\"}}]"#,
+        r#"[{\"point_2d\": [1, 2]}]"#,
+    );
+    std::fs::write(dir.path().join("samples.json"), grounding).unwrap();
+    let other = dir.path().join("other");
+    let out = btl_train(&[&run[..], &["--output-dir", other.to_str().unwrap()]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("a: ") && stderr.contains("grounding"),
+        "{stderr}"
+    );
 }

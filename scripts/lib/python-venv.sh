@@ -1,5 +1,6 @@
 # Creates (or refreshes) a Python venv from a pinned requirements file.
-# Sourced by scripts that need transformers (never by scripts/test).
+# Sourced by scripts that need transformers (scripts/test too, for the
+# reference venv of host-trainer's bfloat16 test).
 #
 # ensure_venv VENV REQUIREMENTS: installs REQUIREMENTS into VENV unless VENV
 # was made from a file with the same sha256 (recorded in VENV/.requirements.sha256).

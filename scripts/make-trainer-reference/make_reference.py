@@ -26,10 +26,13 @@ Cases (the Rust test that reads each names the function here):
                     ratio, KL to the adapter-free model, masked completions of unequal length),
                     the adapter's values and the gradient of each LoRA matrix; PEFT's saved key
                     layout and adapter_config.json; float32 greedy ids of the merged model
+  case_sft          float64: supervised fine-tuning's masked cross-entropy over two canonical BTL
+                    answers after the image prompt, per-token log-probs and gradients
   case_grpo_lora_bf16
                     the same GRPO loss in mixed precision: bfloat16 base weights, float32
                     adapters, forward passes under torch.autocast(bfloat16); log-probs, loss and
-                    LoRA gradients
+                    LoRA gradients. Not committed: `--bf16-only` computes it on the machine that
+                    runs the test (see bf16_only)
 
 float64 in transformers: its RMSNorm and vision rotary cast "to float32" (meant as an upcast
 for half precision), which in a float64 model is a downcast. The script patches those two to
@@ -446,11 +449,159 @@ def case_grpo_lora_bf16(load, tensors: dict, meta: dict) -> None:
                               "log_probs": "log_softmax(logits.float()), as float64"}
 
 
+SFT_ANSWERS = [
+    '<blink>```json\n[{"bbox_2d": [10, 60, 214, 92], "label": "Wi-Fi"}]\n```</blink>\n<think>Open the Wi-Fi '
+    'row.</think>\n<link>```json\n[{"Plan": "Open the Wi-Fi row.", "Action": {"function": "Tap", '
+    '"point_2d": [112, 76]}}]\n```</link><|im_end|>',
+    '<blink>```json\n[]\n```</blink>\n<think>Go back.</think>\n<link>```json\n[{"Plan": "Go back.", '
+    '"Action": {"function": "Back"}}]\n```</link><|im_end|>',
+]
+
+
+def case_sft(load, tok, tensors: dict, meta: dict) -> None:
+    """Supervised fine-tuning's masked cross-entropy (float64, RMSNorm and vision rotary patched as
+    for case_grpo).
+
+    Batch: two rows, each case_grpo_lora's prompt (image A + "Open Wi-Fi settings.", chat format up
+    to "<|im_start|>assistant\n") followed by one of SFT_ANSWERS tokenized with the tiny tokenizer
+    (canonical BTL answers ending in <|im_end|>; the second has an empty blink), the shorter right-
+    padded with <|endoftext|>. Labels are -100 on every prompt position (image tokens included) and
+    on the padding, the ids elsewhere.
+
+    Loss: transformers' causal-LM loss (`ForCausalLMLoss`: logits shifted by one, cross-entropy
+    with ignore_index -100, mean over every non-ignored token of the batch), written out here in
+    float64 because transformers' own function casts the logits to float32 first; the script checks
+    that `model(..., labels=labels).loss` agrees to float32 precision. Stored under `sft.`: `loss`
+    (1,), `token_logp` (rows, answer length: log p of each answer token, 0 on padding) and the
+    gradient of every GRADIENT_PARAMS entry (`grad.<name>`).
+    """
+    import torch
+
+    c = meta["grpo_lora"]
+    prompt = c["input_ids"][0][:c["prompt_len"]]
+    answers = [tok.encode(a, add_special_tokens=False).ids for a in SFT_ANSWERS]
+    pad = tok.token_to_id("<|endoftext|>")
+    width = max(map(len, answers))
+    ids = torch.tensor([prompt + a + [pad] * (width - len(a)) for a in answers])
+    labels = ids.clone()
+    labels[:, :len(prompt)] = -100
+    for row, a in enumerate(answers):
+        labels[row, len(prompt) + len(a):] = -100
+    model = load(torch.float64)
+    model.train()
+    image_id = model.config.image_token_id
+    pixel_values = tensors["images.a.pixel_values"].double()
+    out = model(input_ids=ids, mm_token_type_ids=(ids == image_id).int(),
+                pixel_values=torch.cat([pixel_values] * len(ids)),
+                image_grid_thw=torch.tensor([c["grid"]] * len(ids)), labels=labels)
+    logits = out.logits
+    assert logits.dtype == torch.float64
+    shift_logits, shift_labels = logits[:, :-1], labels[:, 1:]
+    loss = torch.nn.functional.cross_entropy(shift_logits.reshape(-1, shift_logits.shape[-1]),
+                                             shift_labels.reshape(-1), ignore_index=-100, reduction="mean")
+    assert abs(loss.item() - out.loss.item()) <= 1e-5 * abs(loss.item()), (loss.item(), out.loss.item())
+    logp = torch.log_softmax(shift_logits, dim=-1)
+    p = len(prompt)
+    answer_logp = logp[:, p - 1:].gather(-1, ids[:, p:, None].clamp(min=0))[..., 0]
+    answer_mask = (labels[:, p:] != -100).double()
+    loss.backward()
+    named = {checkpoint_name(k): v for k, v in model.named_parameters()}
+    for name in GRADIENT_PARAMS:
+        tensors[f"sft.grad.{name}"] = named[name].grad.detach().clone()
+    tensors["sft.loss"] = loss.detach().reshape(1)
+    tensors["sft.token_logp"] = (answer_logp * answer_mask).detach()
+    meta["sft"] = {"input_ids": ids.tolist(), "prompt_len": p, "grid": c["grid"],
+                   "answer_lengths": [len(a) for a in answers], "answers": SFT_ANSWERS,
+                   "loss": "mean over the batch's answer tokens of -log p(token | everything before it)",
+                   "gradient_params": GRADIENT_PARAMS,
+                   "patched_for_float64": ["Qwen2_5_VLRMSNorm.forward", "apply_rotary_pos_emb_vision"]}
+    assert math.isfinite(loss.item())
+    del model
+
+
+def add_case(golden: Path, name: str) -> None:
+    """Computes one case from the committed checkpoint and golden files in `golden` and adds it to
+    them, every other entry unchanged (a new case without regenerating the rest)."""
+    import safetensors.torch
+    import torch
+    from safetensors import safe_open
+    from tokenizers import Tokenizer
+    from transformers.models.qwen2_5_vl import modeling_qwen2_5_vl
+
+    torch.manual_seed(GRPO_SEED)
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(1)
+    path = golden / "reference.safetensors"
+    with safe_open(str(path), "pt") as f:
+        metadata = f.metadata()
+    tensors = safetensors.torch.load_file(str(path))
+    meta = json.loads((golden / "reference.json").read_text())
+    patch_float64(modeling_qwen2_5_vl)
+    ckpt = golden / "tiny-qwen25vl-hf"
+    tok = Tokenizer.from_file(str(TINY / "tokenizer.json"))
+    cases = {"sft": lambda: case_sft(lambda dtype: load_checkpoint(ckpt, dtype), tok, tensors, meta)}
+    cases[name]()
+    safetensors.torch.save_file({k: v.contiguous() for k, v in sorted(tensors.items())}, str(path),
+                                metadata=metadata)
+    (golden / "reference.json").write_text(dump_json(meta))
+
+
+def load_checkpoint(ckpt: Path, dtype, config_file: str = "config.json"):
+    """The committed checkpoint in `dtype` (sdpa attention), from `config_file` as its config."""
+    from transformers import Qwen2_5_VLForConditionalGeneration
+
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copy(ckpt / "model.safetensors", tmp)
+        shutil.copy(ckpt / config_file, Path(tmp) / "config.json")
+        model = Qwen2_5_VLForConditionalGeneration.from_pretrained(tmp, dtype=dtype, attn_implementation="sdpa")
+    return model.eval()
+
+
+def bf16_only(golden: Path, out: Path) -> None:
+    """case_grpo_lora_bf16 alone, from the committed checkpoint and golden files in `golden`.
+
+    bfloat16 kernels round differently from one CPU to the next (oneDNN's native bf16 dot products
+    on CPUs that have them, ATen's float-accumulating loops elsewhere, vector widths chosen at run
+    time), so this case is not committed: host-trainer's test runs this on the machine and in the
+    environment it runs in, and compares with what it computes itself. The threads are left at
+    torch's default, which is also libtorch's in the test process.
+    """
+    import safetensors.torch
+    import torch
+    from transformers.models.qwen2_5_vl import modeling_qwen2_5_vl
+
+    torch.manual_seed(GRPO_SEED)
+    tensors = safetensors.torch.load_file(str(golden / "reference.safetensors"))
+    meta = json.loads((golden / "reference.json").read_text())
+    # The committed case was made after case_grpo's float64 patches; for bfloat16 they compute
+    # in float32, as transformers' own code does.
+    patch_float64(modeling_qwen2_5_vl)
+    ckpt = golden / "tiny-qwen25vl-hf"
+    before = set(tensors)
+    case_grpo_lora_bf16(lambda dtype: load_checkpoint(ckpt, dtype), tensors, meta)
+    case = {k: v.contiguous() for k, v in tensors.items() if k not in before}
+    versions = {"torch": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+                "threads": str(torch.get_num_threads())}
+    safetensors.torch.save_file(case, str(out), metadata={"format": FORMAT, **versions})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--hf-dir", required=True, help="tiny HF checkpoint from scripts/make-tiny-model")
-    ap.add_argument("--out", required=True, help="host-trainer/tests/data")
+    ap.add_argument("--hf-dir", help="tiny HF checkpoint from scripts/make-tiny-model")
+    ap.add_argument("--out", required=True, help="host-trainer/tests/data (with --bf16-only: the file to write)")
+    ap.add_argument("--bf16-only", metavar="GOLDEN_DIR",
+                    help="compute case_grpo_lora_bf16 alone from the committed files in GOLDEN_DIR")
+    ap.add_argument("--add-case", choices=["sft"],
+                    help="compute this case alone and add it to the committed files in --out")
     args = ap.parse_args()
+    if args.add_case:
+        add_case(Path(args.out), args.add_case)
+        return
+    if args.bf16_only:
+        bf16_only(Path(args.bf16_only), Path(args.out))
+        return
+    if not args.hf_dir:
+        ap.error("--hf-dir is required (except with --bf16-only)")
 
     import numpy as np
     import peft
@@ -459,7 +610,6 @@ def main() -> None:
     import transformers
     from PIL import Image
     from tokenizers import Tokenizer
-    from transformers import Qwen2_5_VLForConditionalGeneration
     from transformers.models.qwen2_5_vl import modeling_qwen2_5_vl
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
@@ -484,13 +634,7 @@ def main() -> None:
     (ckpt / "config-4x.json").write_text(json.dumps(flatten_4x(config), indent=2, sort_keys=True) + "\n")
 
     def load(dtype, config_file="config.json"):
-        with tempfile.TemporaryDirectory() as tmp:
-            shutil.copy(ckpt / "model.safetensors", tmp)
-            shutil.copy(ckpt / config_file, Path(tmp) / "config.json")
-            model = Qwen2_5_VLForConditionalGeneration.from_pretrained(
-                tmp, dtype=dtype, attn_implementation="sdpa"
-            )
-        return model.eval()
+        return load_checkpoint(ckpt, dtype, config_file)
 
     model = load(torch.float32)
     cfg = model.config
@@ -645,7 +789,7 @@ def main() -> None:
     # --- case_grpo_lora (float64; merged greedy in float32) ----------------------------------
     case_grpo_lora(load, tok, prompt, grid_a, pv_a, n_text, reference["cases"]["text"]["prompt_ids"], image_id,
                    tensors, meta)
-    case_grpo_lora_bf16(load, tensors, meta)
+    case_sft(load, tok, tensors, meta)
 
     safetensors.torch.save_file({k: v.contiguous() for k, v in sorted(tensors.items())},
                                 str(out / "reference.safetensors"), metadata={"format": FORMAT})

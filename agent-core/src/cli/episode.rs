@@ -49,8 +49,10 @@ pub struct PolicyArgs {
     /// adapter at a time.
     #[arg(long = "lora", value_name = "FILE[:SCALE]")]
     pub lora: Vec<LoraAdapter>,
-    /// Longest answer in tokens.
-    #[arg(long, default_value_t = 256)]
+    /// Longest answer in tokens. The grammar's limits shrink to fit it, so
+    /// a constrained answer always closes; the default holds the longest
+    /// answer of the default limits.
+    #[arg(long, default_value_t = crate::model::grammar::DEFAULT_MAX_TOKENS)]
     pub max_tokens: u32,
     /// Sampling temperature, 0 for greedy decoding [default: 0, or 0.9 with
     /// --vote above 1, the temperature BTL-UI samples with in training].

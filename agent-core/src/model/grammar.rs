@@ -5,10 +5,16 @@
 //! tagged parts with their `` ```json `` fences, Python `json.dumps`
 //! separators, keys in the official order, whole-number coordinates bounded
 //! by the model frame (a point or box off the screenshot cannot be sampled),
-//! a bounded `<think>`, and only the actions of the prompt's profile. JSON
-//! strings are printable ASCII with escapes, as `json.dumps` writes them by
-//! default (`ensure_ascii`), and never contain `<`, so no string can close a
-//! tag early.
+//! a bounded `<think>`, and only the actions of the prompt's profile. The
+//! blink list may be empty, as the oracle writes it for actions without a
+//! target (Type, Back, Home, Swipe). JSON strings hold any character but `"`,
+//! `\`, control characters and `<` (raw UTF-8, as the renderer writes them),
+//! or a two-character escape; without `<` no string can close a tag early.
+//!
+//! The answer is bounded in bytes ([`GrammarLimits::max_answer_bytes`]):
+//! every token a model samples decodes to at least one byte, so an answer
+//! under the grammar always closes within that many tokens, whatever the
+//! tokenizer. [`GrammarLimits::fit`] shrinks the limits to a token budget.
 //!
 //! Pure: it only builds text; `LlamaPolicy` hands it to llama.cpp's grammar
 //! sampler.
@@ -19,48 +25,176 @@ use std::fmt::Write as _;
 /// Length bounds that keep a constrained answer finite.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GrammarLimits {
-    /// Regions in `<blink>` (at least one).
+    /// Regions in `<blink>` (0 to this many).
     pub max_regions: usize,
+    /// Characters of a region's label (an escape counts as one).
+    pub max_label_chars: usize,
     /// Characters of the `<think>` text.
     pub max_think_chars: usize,
-    /// Characters of a label, Plan, typed text or Finish answer (escapes
-    /// count as one).
+    /// Characters of the Plan, a typed text or a Finish answer.
     pub max_string_chars: usize,
 }
 
+/// The widest character the grammar admits: four bytes of UTF-8 (an escape
+/// takes two).
+const WIDEST_CHAR: char = '\u{1D11E}';
+
 impl Default for GrammarLimits {
+    /// Room for every answer the suite's oracles write (over ten instances
+    /// of every template: longest label 36 characters, Plan and think 73,
+    /// typed text 26, printed by the llama test
+    /// `llama_cpp_grammar_admits_every_oracle_answer`) with margin; the
+    /// longest admitted answer is [`DEFAULT_MAX_TOKENS`] bytes or less on
+    /// any frame up to 9999 pixels a side.
     fn default() -> Self {
         Self {
-            max_regions: 5,
-            max_think_chars: 600,
-            max_string_chars: 120,
+            max_regions: 3,
+            max_label_chars: 48,
+            max_think_chars: 128,
+            max_string_chars: 96,
         }
+    }
+}
+
+/// The decoding budget that holds the longest answer the default limits
+/// admit, for CLIs and configs.
+pub const DEFAULT_MAX_TOKENS: u32 = 2200;
+
+/// The budget is smaller than the shortest useful limits' longest answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "a budget of {budget} tokens cannot hold a constrained BTL answer on a {frame} frame: \
+     give at least {needed}"
+)]
+pub struct BudgetTooSmall {
+    pub budget: usize,
+    pub needed: usize,
+    pub frame: String,
+}
+
+impl GrammarLimits {
+    /// The most bytes an answer that [`btl_grammar`] admits with these
+    /// limits can have: the length of [`Self::longest_answer`].
+    pub fn max_answer_bytes(&self, frame: Size, profile: Profile) -> usize {
+        self.longest_answer(frame, profile).len()
+    }
+
+    /// An answer the grammar admits that no admitted answer is longer than
+    /// in bytes: every region, the largest coordinates, every string at its
+    /// limit in the widest character, and the longest action.
+    pub fn longest_answer(&self, frame: Size, profile: Profile) -> String {
+        let fill = |n: usize| WIDEST_CHAR.to_string().repeat(n);
+        let (x, y) = (frame.width, frame.height);
+        let region = format!(
+            "{{\"bbox_2d\": [{x}, {y}, {x}, {y}], \"label\": \"{}\"}}",
+            fill(self.max_label_chars)
+        );
+        let blink = vec![region; self.max_regions].join(", ");
+        let text = fill(self.max_string_chars);
+        let mut actions = vec![
+            format!("{{\"function\": \"LongPress\", \"point_2d\": [{x}, {y}]}}"),
+            format!("{{\"function\": \"Type\", \"text\": \"{text}\"}}"),
+            "{\"function\": \"Swipe\", \"direction\": \"right\"}".to_string(),
+        ];
+        if profile == Profile::BtlExtended {
+            actions.push(format!(
+                "{{\"function\": \"Finish\", \"answer\": \"{text}\"}}"
+            ));
+        }
+        let action = actions
+            .into_iter()
+            .max_by_key(String::len)
+            .unwrap_or_default();
+        format!(
+            "<blink>```json\n[{blink}]\n```</blink>\n<think>{}</think>\n<link>```json\n[{{\"Plan\": \"{text}\", \"Action\": {action}}}]\n```</link>",
+            fill(self.max_think_chars)
+        )
+    }
+
+    /// These limits, shrunk in proportion until the longest answer fits
+    /// `budget` tokens (one byte each at least). Limits that already fit
+    /// are returned as they are.
+    pub fn fit(
+        &self,
+        budget: usize,
+        frame: Size,
+        profile: Profile,
+    ) -> Result<Self, BudgetTooSmall> {
+        if self.max_answer_bytes(frame, profile) <= budget {
+            return Ok(*self);
+        }
+        // The skeleton with one short region and a few characters of each
+        // string: below this a model has no room to say anything useful.
+        let floor = Self {
+            max_regions: self.max_regions.min(1),
+            max_label_chars: self.max_label_chars.min(4),
+            max_think_chars: self.max_think_chars.min(4),
+            max_string_chars: self.max_string_chars.min(4),
+        };
+        let needed = floor.max_answer_bytes(frame, profile);
+        if needed > budget {
+            return Err(BudgetTooSmall {
+                budget,
+                needed,
+                frame: format!("{}x{}", frame.width, frame.height),
+            });
+        }
+        // The answer's length grows with the scale, so the largest scale
+        // that fits is found by bisection over per-mille steps.
+        let scaled = |permille: usize| {
+            let s = |limit: usize, least: usize| (limit * permille / 1000).max(least);
+            Self {
+                max_regions: s(self.max_regions, floor.max_regions),
+                max_label_chars: s(self.max_label_chars, floor.max_label_chars),
+                max_think_chars: s(self.max_think_chars, floor.max_think_chars),
+                max_string_chars: s(self.max_string_chars, floor.max_string_chars),
+            }
+        };
+        let (mut lo, mut hi) = (0usize, 1000usize);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if scaled(mid).max_answer_bytes(frame, profile) <= budget {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        Ok(scaled(lo))
     }
 }
 
 /// The grammar for answers on a model frame of `frame` pixels.
 pub fn btl_grammar(frame: Size, profile: Profile, limits: &GrammarLimits) -> String {
     let mut g = String::new();
-    let extra_regions = limits.max_regions.saturating_sub(1);
+    let blink = match limits.max_regions {
+        0 => String::new(),
+        1 => "region?".to_string(),
+        n => format!("(region (\", \" region){{0,{}}})?", n - 1),
+    };
     let _ = writeln!(
         g,
-        "root ::= \"<blink>```json\\n[\" region (\", \" region){{0,{extra_regions}}} \"]\\n```</blink>\\n<think>\" think \"</think>\\n<link>```json\\n[{{\\\"Plan\\\": \" string \", \\\"Action\\\": \" action \"}}]\\n```</link>\""
+        "root ::= \"<blink>```json\\n[\" {blink} \"]\\n```</blink>\\n<think>\" think \"</think>\\n<link>```json\\n[{{\\\"Plan\\\": \" string \", \\\"Action\\\": \" action \"}}]\\n```</link>\""
     );
     let _ = writeln!(
         g,
-        "region ::= \"{{\\\"bbox_2d\\\": [\" x \", \" y \", \" x \", \" y \"], \\\"label\\\": \" string \"}}\""
+        "region ::= \"{{\\\"bbox_2d\\\": [\" x \", \" y \", \" x \", \" y \"], \\\"label\\\": \" label \"}}\""
     );
     let _ = writeln!(g, "think ::= [^<]{{0,{}}}", limits.max_think_chars);
+    let _ = writeln!(
+        g,
+        "label ::= \"\\\"\" char{{0,{}}} \"\\\"\"",
+        limits.max_label_chars
+    );
     let _ = writeln!(
         g,
         "string ::= \"\\\"\" char{{0,{}}} \"\\\"\"",
         limits.max_string_chars
     );
-    // Printable ASCII but `"`, `\` and `<`, or an escape as json.dumps
-    // writes them.
-    g.push_str(
-        "char ::= [ !#-;=-\\[\\]-~] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-f] [0-9a-f] [0-9a-f] [0-9a-f])\n",
-    );
+    // Any character but `"`, `\`, `<` and the control characters, or an
+    // escape as json.dumps writes them (`\uXXXX` is left out: the renderer
+    // writes it only for control characters, and it would triple a
+    // character's worst-case length).
+    g.push_str("char ::= [^\"\\\\<\\x00-\\x1F] | \"\\\\\" [\"\\\\/bfnrt]\n");
     let point = "\\\"point_2d\\\": [\" x \", \" y \"]";
     let mut actions = vec![
         format!("\"{{\\\"function\\\": \\\"Tap\\\", {point}}}\""),
@@ -178,6 +312,61 @@ mod tests {
     }
 
     #[test]
+    fn the_longest_answer_holds_every_region_at_its_widest() {
+        // llama.cpp's grammar engine admitting it is checked in the llama
+        // tests; here its length against a hand count.
+        let frame = Size::new(1092, 2408);
+        let limits = GrammarLimits::default();
+        let longest = limits.longest_answer(frame, Profile::BtlExtended);
+        assert_eq!(
+            longest.len(),
+            limits.max_answer_bytes(frame, Profile::BtlExtended)
+        );
+        assert!(longest.len() <= DEFAULT_MAX_TOKENS as usize);
+        // Hand count of the widest region: 13 + 4·4 digits + 3·2 + 13 +
+        // 48 characters · 4 bytes + 2.
+        assert!(longest.contains(&format!(
+            "{{\"bbox_2d\": [1092, 2408, 1092, 2408], \"label\": \"{}\"}}",
+            WIDEST_CHAR.to_string().repeat(48)
+        )));
+        assert_eq!(13 + 16 + 6 + 13 + 48 * 4 + 2, 242);
+    }
+
+    proptest::proptest! {
+        /// `fit` returns limits whose longest answer fits the budget, no
+        /// larger than the limits it started from, or says the budget is
+        /// too small only when even the floor does not fit.
+        #[test]
+        fn fit_respects_the_budget(
+            budget in 0usize..4000,
+            width in 1u32..10_000,
+            height in 1u32..10_000,
+            extended in proptest::bool::ANY,
+        ) {
+            let frame = Size::new(width, height);
+            let profile = if extended { Profile::BtlExtended } else { Profile::BtlUi };
+            let limits = GrammarLimits::default();
+            match limits.fit(budget, frame, profile) {
+                Ok(fit) => {
+                    proptest::prop_assert!(fit.max_answer_bytes(frame, profile) <= budget);
+                    proptest::prop_assert!(fit.max_regions <= limits.max_regions);
+                    proptest::prop_assert!(fit.max_think_chars <= limits.max_think_chars);
+                    proptest::prop_assert!(fit.max_label_chars <= limits.max_label_chars);
+                    proptest::prop_assert!(fit.max_string_chars <= limits.max_string_chars);
+                    if limits.max_answer_bytes(frame, profile) <= budget {
+                        proptest::prop_assert_eq!(fit, limits);
+                    }
+                }
+                Err(e) => {
+                    proptest::prop_assert!(e.needed > budget);
+                    let wanted = format!("give at least {}", e.needed);
+                    proptest::prop_assert!(e.to_string().contains(&wanted));
+                }
+            }
+        }
+    }
+
+    #[test]
     fn the_grammar_names_only_the_profiles_actions_and_the_frame() {
         let frame = Size::new(1092, 2408);
         let ui = btl_grammar(frame, Profile::BtlUi, &GrammarLimits::default());
@@ -186,6 +375,6 @@ mod tests {
         assert!(extended.contains("Finish") && extended.contains("Wait"));
         assert!(ui.contains(&format!("x ::= {}", int_upto(1092))));
         assert!(ui.contains(&format!("y ::= {}", int_upto(2408))));
-        assert!(ui.contains("think ::= [^<]{0,600}"));
+        assert!(ui.contains("think ::= [^<]{0,128}"));
     }
 }

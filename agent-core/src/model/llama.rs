@@ -17,7 +17,7 @@
 //! every context made for it, so it holds for the whole session and the
 //! kept prompt prefix was always computed with it.
 
-use super::grammar::{GrammarLimits, btl_grammar};
+use super::grammar::{DEFAULT_MAX_TOKENS, GrammarLimits, btl_grammar};
 use super::preprocess::{PillowVersion, resize_bicubic_pil};
 use super::{GenerationStats, LoraAdapter, Observation, Policy, PolicyError, PolicyOutput};
 use crate::protocol::prompt::IMAGE_PLACEHOLDER;
@@ -109,7 +109,7 @@ impl LlamaConfig {
             mmproj: mmproj.into(),
             threads: 2,
             context_tokens: 8192,
-            max_tokens: 512,
+            max_tokens: DEFAULT_MAX_TOKENS,
             temperature: 0.0,
             top_p: 0.9,
             top_k: 50,
@@ -712,10 +712,16 @@ impl LlamaPolicy {
         )
         .map_err(|e| PolicyError::Backend(format!("cannot resize the screenshot: {e}")))?;
         let prompt = Self::chat_text(&obs.prompt.system, &obs.prompt.user);
-        let grammar = self
-            .config
-            .grammar
-            .then(|| btl_grammar(frame, obs.profile, &GrammarLimits::default()));
+        let grammar = if self.config.grammar {
+            // Limits whose longest answer fits the budget, so a constrained
+            // answer always closes before decoding stops.
+            let limits = GrammarLimits::default()
+                .fit(self.config.max_tokens as usize, frame, obs.profile)
+                .map_err(|e| PolicyError::Backend(e.to_string()))?;
+            Some(btl_grammar(frame, obs.profile, &limits))
+        } else {
+            None
+        };
         Ok((rgb, prompt, grammar))
     }
 
@@ -1149,18 +1155,19 @@ mod tests {
 
     fn sampling_policy(temperature: f32) -> LlamaPolicy {
         let mut config = fixture_config("tiny-qwen25vl-f16.gguf");
-        // Room for the longest answer the grammar admits.
-        config.max_tokens = 3000;
+        // The budget the CLI decodes with: the grammar fits it, so even a
+        // random model's answer closes.
+        config.max_tokens = DEFAULT_MAX_TOKENS;
         config.context_tokens = 4096;
         config.temperature = temperature;
         LlamaPolicy::load(config).unwrap()
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig { cases: 6, ..Default::default() })]
-        /// Under the grammar even a random model writes canonical BTL: every
-        /// answer parses strictly, holds only the profile's actions and stays
-        /// on the model frame.
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 8, ..Default::default() })]
+        /// Under the grammar even a random model writes canonical BTL within
+        /// the CLI's budget: every answer closes and parses strictly, holds
+        /// only the profile's actions and stays on the model frame.
         #[test]
         fn constrained_answers_always_parse_strictly(
             seed in proptest::prelude::any::<u64>(),
@@ -1192,6 +1199,158 @@ mod tests {
             for roi in &output.blink {
                 let b = roi.bbox;
                 proptest::prop_assert!(b.x1 <= 224.0 && b.x2 <= 224.0 && b.y1 <= 448.0 && b.y2 <= 448.0);
+            }
+        }
+    }
+
+    /// Whether llama.cpp's grammar engine takes `text` whole, token by token
+    /// as the tiny model's tokenizer splits it, and then allows the end of
+    /// the answer. Err names the first token it refuses.
+    fn grammar_admits(model: &LlamaModel, grammar: &str, text: &str) -> Result<(), String> {
+        use llama_cpp_2::token::data::LlamaTokenData;
+        use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+        let vocab = model.vocab();
+        let mut sampler = LlamaSampler::grammar(model, grammar, "root").unwrap();
+        let allowed = |sampler: &mut LlamaSampler, token: LlamaToken| {
+            let mut one =
+                LlamaTokenDataArray::from_iter([LlamaTokenData::new(token, 0.0, 0.0)], false);
+            sampler.apply(&mut one);
+            one.data[0].logit().is_finite()
+        };
+        let mut done = String::new();
+        for token in vocab.tokenize(text.as_bytes(), false, false) {
+            if !allowed(&mut sampler, token) {
+                return Err(format!("refused token {token:?} after {done:?}"));
+            }
+            sampler.accept(token);
+            done.push_str(&String::from_utf8_lossy(
+                &vocab.token_to_piece(token, false, None),
+            ));
+        }
+        if allowed(&mut sampler, vocab.eos()) {
+            Ok(())
+        } else {
+            Err("refused to end the answer".into())
+        }
+    }
+
+    /// Every answer the suite's oracles write — each step of ten instances
+    /// of every template at the CLI's default screenshot size, and the
+    /// closing Finish of `btl-extended` — is one llama.cpp's grammar engine
+    /// admits under the default limits. The longest strings seen are
+    /// printed, the numbers `GrammarLimits::default` cites.
+    #[test]
+    fn llama_cpp_grammar_admits_every_oracle_answer() {
+        use crate::device::Device;
+        use crate::device::sim::SimDevice;
+        use crate::protocol::{FrameMap, Link, Profile, render};
+        use crate::sim::phone::PhoneConfig;
+        use crate::sim::tasks::{sample, templates};
+        use crate::sim::virtual_phone::VirtualPhone;
+        use std::sync::Arc;
+
+        let p = policy("tiny-qwen25vl-f16.gguf");
+        let model = p.loaded.borrow_owner();
+        let limits = GrammarLimits::default();
+        let (mut label, mut plan, mut text, mut answers) = (0, 0, 0, Vec::new());
+        for template in templates() {
+            for seed in 0..10 {
+                let task = sample(template.name, seed).unwrap();
+                let phone = Arc::new(VirtualPhone::new(PhoneConfig {
+                    seed,
+                    ..Default::default()
+                }));
+                phone.with_phone(|p| task.setup(p));
+                let mut device = SimDevice::new(phone.clone());
+                let device_size = device.screen_size().unwrap();
+                let frame = FrameMap::new(device_size, 4_014_080).unwrap();
+                let grammars = [Profile::BtlUi, Profile::BtlExtended]
+                    .map(|profile| btl_grammar(frame.model, profile, &limits));
+                for _ in 0..task.max_steps() {
+                    let screen = device.ui_tree().unwrap().unwrap();
+                    let Some(step) = task.oracle(&screen) else {
+                        break;
+                    };
+                    let output = crate::model::oracle::answer(&step, &frame);
+                    for roi in &output.blink {
+                        label = label.max(roi.label.chars().count());
+                    }
+                    plan = plan.max(output.think.chars().count());
+                    if let Link::Action {
+                        action: crate::protocol::Action::Type { text: typed },
+                        ..
+                    } = &output.link
+                    {
+                        text = text.max(typed.chars().count());
+                    }
+                    let raw = render(&output).unwrap();
+                    answers.push((
+                        format!("{} seed {seed}", task.name()),
+                        raw,
+                        grammars.clone(),
+                    ));
+                    device.perform(&step.action).unwrap();
+                }
+            }
+        }
+        let finish = crate::protocol::BtlOutput {
+            blink: Vec::new(),
+            think: "The task is done.".into(),
+            link: Link::Action {
+                plan: "Finish the task.".into(),
+                action: crate::protocol::Action::Finish { answer: None },
+            },
+        };
+        let frame = crate::protocol::Size::new(1092, 2408);
+        grammar_admits(
+            model,
+            &btl_grammar(frame, Profile::BtlExtended, &limits),
+            &render(&finish).unwrap(),
+        )
+        .unwrap();
+        println!(
+            "{} oracle answers; longest label {label}, plan/think {plan}, typed text {text} characters",
+            answers.len()
+        );
+        assert!(answers.len() >= 10 * templates().len());
+        assert!(label <= limits.max_label_chars && plan <= limits.max_think_chars);
+        assert!(plan <= limits.max_string_chars && text <= limits.max_string_chars);
+        for (what, raw, grammars) in &answers {
+            for grammar in grammars {
+                grammar_admits(model, grammar, raw)
+                    .unwrap_or_else(|e| panic!("{what}: {e}\n{raw}"));
+            }
+        }
+    }
+
+    /// The longest answer the limits describe is one the grammar admits
+    /// (so `max_answer_bytes` is reached, not only a bound), on both
+    /// profiles, and the default limits' fits the CLI's budget.
+    #[test]
+    fn the_longest_admitted_answer_is_admitted_and_fits_the_default_budget() {
+        use crate::protocol::{Profile, Size};
+        let p = policy("tiny-qwen25vl-f16.gguf");
+        let model = p.loaded.borrow_owner();
+        for profile in [Profile::BtlUi, Profile::BtlExtended] {
+            for frame in [Size::new(224, 448), Size::new(9999, 9999)] {
+                let limits = GrammarLimits::default();
+                let longest = limits.longest_answer(frame, profile);
+                grammar_admits(model, &btl_grammar(frame, profile, &limits), &longest)
+                    .unwrap_or_else(|e| panic!("{e}\n{longest}"));
+                assert!(
+                    longest.len() <= DEFAULT_MAX_TOKENS as usize,
+                    "{}",
+                    longest.len()
+                );
+                // One character more anywhere is refused.
+                let more = GrammarLimits {
+                    max_think_chars: limits.max_think_chars + 1,
+                    ..limits
+                }
+                .longest_answer(frame, profile);
+                assert!(
+                    grammar_admits(model, &btl_grammar(frame, profile, &limits), &more).is_err()
+                );
             }
         }
     }

@@ -1,5 +1,7 @@
-//! `btl-train grpo`: a GRPO run from a TOML configuration, every option of
-//! which a flag can also set (flags win).
+//! `btl-train grpo` and `btl-train sft`: a training run from a TOML
+//! configuration, every option of which a flag can also set (flags win).
+//! The two share the configuration, the checkpoints and the logs; `sft`
+//! ignores the `[grpo]` and `[reward]` sections.
 //!
 //! Flags are written into the configuration's TOML table before it is read,
 //! so a flag and a file line go through the same checks and errors.
@@ -12,7 +14,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use toml::{Table, Value};
 
 use crate::error::Error;
-use crate::grpo::config::TrainConfig;
+use crate::grpo::config::{TrainConfig, TrainObjective};
 use crate::grpo::run::run;
 use crate::grpo::trainer::BtlReward;
 
@@ -96,9 +98,14 @@ pub struct GrpoArgs {
     #[arg(long, help_heading = "GRPO")]
     micro_batch: Option<i64>,
 
-    /// [grpo] train on groups whose rewards are all equal (their β·KL term).
-    #[arg(long, help_heading = "GRPO")]
-    keep_flat_groups: bool,
+    /// [grpo] skip groups whose rewards are all equal (false trains on
+    /// their β·KL term, as TRL and ms-swift do) [default: true].
+    #[arg(long, value_name = "BOOL", help_heading = "GRPO")]
+    skip_flat_groups: Option<bool>,
+
+    /// [sft] samples per optimizer step.
+    #[arg(long, help_heading = "SFT")]
+    samples_per_step: Option<i64>,
 
     /// [reward] released or paper.
     #[arg(long, help_heading = "Reward")]
@@ -162,7 +169,7 @@ fn path_value(path: &Path) -> Result<Value, Failure> {
 
 impl GrpoArgs {
     /// The configuration: the file's table with the flags written over it.
-    fn config(&self) -> Result<TrainConfig, Failure> {
+    fn config(&self, objective: TrainObjective) -> Result<TrainConfig, Failure> {
         let (mut table, base, origin) = match &self.config {
             Some(file) => {
                 let text = std::fs::read_to_string(file)
@@ -176,6 +183,11 @@ impl GrpoArgs {
             None => (Table::new(), PathBuf::from("."), "the flags".to_owned()),
         };
         let t = &mut table;
+        let method = match objective {
+            TrainObjective::Grpo => "grpo",
+            TrainObjective::Sft => "sft",
+        };
+        set(t, "run", "objective", Value::String(method.to_owned()));
         if let Some(p) = &self.checkpoint {
             set(t, "model", "checkpoint", path_value(p)?);
         }
@@ -204,8 +216,8 @@ impl GrpoArgs {
                 .collect::<Result<Vec<_>, _>>()?;
             set(t, "data", "samples", Value::Array(files));
         }
-        if self.keep_flat_groups {
-            set(t, "grpo", "skip_flat_groups", Value::Boolean(false));
+        if let Some(skip) = self.skip_flat_groups {
+            set(t, "grpo", "skip_flat_groups", Value::Boolean(skip));
         }
         if self.no_shuffle {
             set(t, "data", "shuffle", Value::Boolean(false));
@@ -218,6 +230,7 @@ impl GrpoArgs {
             ("grpo", "max_completion_length", self.max_completion_length),
             ("grpo", "prompts_per_step", self.prompts_per_step),
             ("grpo", "micro_batch", self.micro_batch),
+            ("sft", "samples_per_step", self.samples_per_step),
             ("run", "steps", self.steps),
             ("run", "seed", self.seed),
             ("run", "save_every", self.save_every),
@@ -274,7 +287,15 @@ impl GrpoArgs {
 }
 
 pub fn run_grpo(args: &GrpoArgs) -> Outcome {
-    let config = args.config()?;
+    run_training(args, TrainObjective::Grpo)
+}
+
+pub fn run_sft(args: &GrpoArgs) -> Outcome {
+    run_training(args, TrainObjective::Sft)
+}
+
+fn run_training(args: &GrpoArgs, objective: TrainObjective) -> Outcome {
+    let config = args.config(objective)?;
     let resume = args
         .resume
         .as_ref()
@@ -292,17 +313,20 @@ pub fn run_grpo(args: &GrpoArgs) -> Outcome {
     );
     let outcome = run(config.clone(), reward, resume.as_deref(), |m| {
         bar.set_position(m.step);
-        bar.set_message(format!(
-            "reward {:.3} kl {:.4} grad-norm {:.3}{}",
-            m.reward_mean,
-            m.kl,
-            m.grad_norm,
-            if m.flat_groups > 0 {
-                format!(" ({} flat group(s))", m.flat_groups)
-            } else {
-                String::new()
-            }
-        ));
+        bar.set_message(match objective {
+            TrainObjective::Sft => format!("loss {:.4} grad-norm {:.3}", m.loss, m.grad_norm),
+            TrainObjective::Grpo => format!(
+                "reward {:.3} kl {:.4} grad-norm {:.3}{}",
+                m.reward_mean,
+                m.kl,
+                m.grad_norm,
+                if m.flat_groups > 0 {
+                    format!(" ({} flat group(s))", m.flat_groups)
+                } else {
+                    String::new()
+                }
+            ),
+        });
     })
     .map_err(|e| match e {
         Error::Io { .. } | Error::Torch(_) => Failure::Failed(e.into()),
@@ -312,7 +336,19 @@ pub fn run_grpo(args: &GrpoArgs) -> Outcome {
     if outcome.resumed_at > 0 {
         println!("resumed at step {}", outcome.resumed_at);
     }
-    println!("trained {} steps", outcome.steps_done);
+    let updates = outcome.optimizer_steps;
+    println!(
+        "trained {} steps ({updates} optimizer update{})",
+        outcome.steps_done,
+        if updates == 1 { "" } else { "s" }
+    );
+    if updates == 0 && objective == TrainObjective::Grpo {
+        eprintln!(
+            "btl-train: warning: no step had a learning signal: every group's rewards were \
+             equal (flat), so nothing was trained; the policy likely never earns a reward \
+             — start from a supervised model (btl-train sft)"
+        );
+    }
     if let Some(c) = &outcome.last_checkpoint {
         println!("checkpoint: {}", c.display());
     }

@@ -32,6 +32,9 @@ enum Command {
     Data(data::Command),
     /// GRPO training with the BTL reward (LoRA or full), resumable.
     Grpo(Box<grpo::GrpoArgs>),
+    /// Supervised fine-tuning on the samples' canonical BTL answers (LoRA
+    /// or full), resumable; the same configuration and flags as grpo.
+    Sft(Box<grpo::GrpoArgs>),
     /// A trained checkpoint for the phone: merged weights as a Hugging Face
     /// checkpoint and GGUF files (and a GGUF LoRA adapter).
     Export(export::ExportArgs),
@@ -46,6 +49,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Data(command) => data::run(&command),
         Command::Grpo(args) => grpo::run_grpo(&args),
+        Command::Sft(args) => grpo::run_sft(&args),
         Command::Export(args) => export::run_export(&args),
     };
     exit_code("btl-train", result)

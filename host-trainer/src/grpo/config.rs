@@ -26,6 +26,8 @@ pub struct TrainConfig {
     #[serde(default)]
     pub grpo: GrpoSection,
     #[serde(default)]
+    pub sft: SftSection,
+    #[serde(default)]
     pub reward: RewardSection,
     #[serde(default)]
     pub optim: OptimSection,
@@ -142,6 +144,38 @@ impl GrpoSection {
     }
 }
 
+/// What a run optimises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TrainObjective {
+    /// GRPO with the BTL reward on sampled completions (`btl-train grpo`).
+    #[default]
+    Grpo,
+    /// Supervised fine-tuning: masked cross-entropy on each sample's
+    /// canonical answer ([`crate::sft`]; `btl-train sft`).
+    Sft,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SftSection {
+    /// Samples per optimizer step (their gradients accumulate; the loss is
+    /// the mean over all their answer tokens).
+    pub samples_per_step: usize,
+    /// Most blink regions a target answer holds: the decoding grammar's
+    /// limit, so the model learns answers it can write back under it.
+    pub max_regions: usize,
+}
+
+impl Default for SftSection {
+    fn default() -> Self {
+        Self {
+            samples_per_step: 8,
+            max_regions: agent_core::model::grammar::GrammarLimits::default().max_regions,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RewardSection {
@@ -177,6 +211,9 @@ impl Default for OptimSection {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunSection {
+    /// `grpo` or `sft`; set by the command (`btl-train grpo` / `sft`).
+    #[serde(default)]
+    pub objective: TrainObjective,
     /// Optimizer steps in the whole run.
     pub steps: u64,
     #[serde(default = "default_seed")]
@@ -274,6 +311,9 @@ impl TrainConfig {
                 "grpo.epsilon",
                 format!("must be in (0, 1), not {}", g.epsilon),
             );
+        }
+        if self.sft.samples_per_step == 0 {
+            return bad("sft.samples_per_step", "must be at least 1".into());
         }
         let o = &self.optim;
         if !(o.lr > 0.0 && o.lr.is_finite()) {

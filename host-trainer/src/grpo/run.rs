@@ -16,6 +16,9 @@ pub const PLOT_FILE: &str = "curves.png";
 #[derive(Debug)]
 pub struct Outcome {
     pub steps_done: u64,
+    /// Optimizer updates over the whole run, resumed part included (GRPO
+    /// skips the update of a step whose groups were all flat).
+    pub optimizer_steps: i64,
     /// The step the run started from (0, or the resumed checkpoint's).
     pub resumed_at: u64,
     pub last_checkpoint: Option<PathBuf>,
@@ -57,6 +60,7 @@ pub fn run(
     }
     Ok(Outcome {
         steps_done: trainer.steps_done(),
+        optimizer_steps: trainer.optimizer_steps(),
         resumed_at,
         last_checkpoint,
         metrics: log.path().to_owned(),

@@ -1,4 +1,5 @@
-//! The GRPO loop: one [`Trainer::step`] is one optimizer step.
+//! The training loop, GRPO or supervised: one [`Trainer::step`] is one
+//! optimizer step.
 //!
 //! Every random choice of a step derives from `(seed, step)`: the data order
 //! of each epoch, the sampling draws and torch's generator (LoRA dropout) are
@@ -17,7 +18,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
-use super::config::{Precision, TrainConfig, TrainMode};
+use super::config::{Precision, TrainConfig, TrainMode, TrainObjective};
 use super::loss::{Objective, group_advantages, is_flat, objective};
 use super::optim::{AdamW, cosine_with_warmup};
 use super::prompt::PromptTokenizer;
@@ -26,6 +27,7 @@ use crate::autocast::autocast;
 use crate::error::{Error, Result};
 use crate::lora::{LoraInit, generator};
 use crate::model::{Grid, Qwen25Vl};
+use crate::sft::{answer_loss, target_answer};
 
 /// Scores one completion of a sample.
 pub trait Reward {
@@ -363,8 +365,82 @@ impl Trainer {
         self.autocast
     }
 
-    /// One optimizer step.
+    /// One optimizer step of the run's objective.
     pub fn step(&mut self) -> Result<StepMetrics> {
+        match self.config.run.objective {
+            TrainObjective::Grpo => self.grpo_step(),
+            TrainObjective::Sft => self.sft_step(),
+        }
+    }
+
+    /// One supervised step: the masked cross-entropy of `samples_per_step`
+    /// samples' canonical answers ([`crate::sft`]), averaged over all their
+    /// answer tokens, the gradients accumulated sample by sample. Logged
+    /// with the GRPO fields that have no meaning here at 0;
+    /// `completion_tokens_mean` is the answers' mean length.
+    fn sft_step(&mut self) -> Result<StepMetrics> {
+        let started = Instant::now();
+        let cfg = self.config.clone();
+        let per_step = cfg.sft.samples_per_step;
+        let step = self.done;
+        let _generator = generator();
+        tch::manual_seed(derive_seed(cfg.run.seed, 2, step) as i64);
+        let lr = cfg.optim.lr
+            * cosine_with_warmup(step as i64, cfg.run.steps as i64, cfg.warmup_steps());
+        self.optimizer.zero_grad();
+        let im_end = self.tokenizer.stop_ids()[0];
+        // The answers first: the step's mean is over every answer token.
+        let mut answers = Vec::with_capacity(per_step);
+        for slot in 0..per_step {
+            let index = step * per_step as u64 + slot as u64;
+            let text = target_answer(&self.item_at(index).sample, cfg.sft.max_regions)?;
+            let mut ids = self.tokenizer.encode_text(&text)?;
+            ids.push(im_end);
+            answers.push((index, ids));
+        }
+        let tokens: usize = answers.iter().map(|(_, ids)| ids.len()).sum();
+        let mut loss_sum = 0.0;
+        self.model.set_lora_enabled(true);
+        for (index, ids) in &answers {
+            let prompt = self.prompt(self.item_at(*index))?;
+            self.model.set_training(true);
+            let out = self.forward(|| {
+                answer_loss(
+                    &self.model,
+                    &prompt,
+                    std::slice::from_ref(ids),
+                    self.tokenizer.pad_id(),
+                )
+            });
+            self.model.set_training(false);
+            let share = out?.loss.f_mul_scalar(ids.len() as f64 / tokens as f64)?;
+            share.f_backward()?;
+            loss_sum += share.f_double_value(&[])?;
+        }
+        let grad_norm = self.optimizer.clip_grad_norm(cfg.optim.max_grad_norm)?;
+        self.optimizer.step(lr)?;
+        self.done += 1;
+        Ok(StepMetrics {
+            step: self.done,
+            lr,
+            loss: loss_sum,
+            reward_mean: 0.0,
+            reward_std: 0.0,
+            format: 0.0,
+            blink: 0.0,
+            link: 0.0,
+            kl: 0.0,
+            clip_fraction: 0.0,
+            grad_norm,
+            groups: per_step,
+            flat_groups: 0,
+            completion_tokens_mean: tokens as f64 / per_step as f64,
+            seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// One GRPO step.
+    fn grpo_step(&mut self) -> Result<StepMetrics> {
         let started = Instant::now();
         let cfg = self.config.clone();
         let g = &cfg.grpo;

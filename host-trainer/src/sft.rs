@@ -1,0 +1,197 @@
+//! Supervised fine-tuning's objective: masked cross-entropy on the answer.
+//!
+//! The prompt (system text, goal, history and the screenshot's image
+//! tokens) conditions the answer but is not learned: only the answer's
+//! tokens count (the canonical BTL text and its closing `<|im_end|>`), each
+//! with weight one, averaged over every answer token of the batch. That is
+//! transformers' causal-LM loss with the prompt and the padding labelled
+//! -100, the loss TRL's `SFTTrainer` minimises on prompt–completion data.
+//! The prompt is evaluated once and its KV cache shared by the batch's
+//! answers (they follow the same prompt), as GRPO scores its completions.
+//!
+//! What a sample teaches is [`target_answer`]: the canonical BTL text of its
+//! step, built from the sample's own fields.
+
+use agent_core::protocol::{
+    BBox, BtlOutput, FrameMap, Link, ParseMode, Roi, parse_link_json, render,
+};
+use agent_core::sample::Sample;
+use tch::{Kind, Tensor};
+
+use crate::error::{Error, Result};
+use crate::grpo::rollout::{Prompt, completion_log_probs, pad_completions};
+use crate::model::Qwen25Vl;
+
+/// The canonical BTL answer a sample teaches (spec §2), in its model frame:
+/// - `<blink>`: the sample's ranked ROIs, best first, at most
+///   `max_regions` (the decoding grammar's limit, so a model trained on it
+///   can write it back), converted from screen pixels to the model frame
+///   and rounded; none when the sample has none;
+/// - `<think>`: the solution's Plan (the oracle's reason for the step);
+/// - `<link>`: the solution itself (Plan and Action).
+///
+/// A grounding sample (a bare `point_2d` solution) teaches no whole answer
+/// and is refused, as is a solution that does not parse strictly.
+pub fn target_answer(sample: &Sample, max_regions: usize) -> Result<String> {
+    let name = sample.id.as_deref().unwrap_or("a sample");
+    let bad = |why: String| Error::Input(format!("{name}: {why}"));
+    let (link, _) = parse_link_json(&sample.solution, ParseMode::Strict)
+        .map_err(|e| bad(format!("its solution is no canonical link: {e}")))?;
+    let Link::Action { plan, .. } = &link else {
+        return Err(bad(
+            "a grounding solution (a bare point) has no BTL answer to learn".to_owned(),
+        ));
+    };
+    let frame = FrameMap::new(sample.image_size(), sample.max_pixels)
+        .map_err(|e| bad(format!("its screenshot size: {e}")))?;
+    let to_model = |x: f64, y: f64| {
+        let (w, h) = (
+            f64::from(frame.device.width),
+            f64::from(frame.device.height),
+        );
+        (
+            (x.clamp(0.0, w) * f64::from(frame.model.width) / w).round(),
+            (y.clamp(0.0, h) * f64::from(frame.model.height) / h).round(),
+        )
+    };
+    let mut rois: Vec<_> = sample.rois.iter().collect();
+    rois.sort_by_key(|r| r.priority);
+    let blink = rois
+        .into_iter()
+        .take(max_regions)
+        .map(|r| {
+            let (x1, y1) = to_model(r.bbox_2d.x1, r.bbox_2d.y1);
+            let (x2, y2) = to_model(r.bbox_2d.x2, r.bbox_2d.y2);
+            Roi {
+                bbox: BBox::new(x1, y1, x2, y2),
+                label: r.label.clone(),
+            }
+        })
+        .collect();
+    let output = BtlOutput {
+        blink,
+        think: plan.clone(),
+        link,
+    };
+    render(&output).map_err(|e| bad(format!("cannot be written as BTL: {e}")))
+}
+
+/// The loss of a batch of answers to one prompt.
+pub struct AnswerLoss {
+    /// Mean of −log p over every answer token of the batch (a scalar with
+    /// the model's gradient).
+    pub loss: Tensor,
+    /// log p of each answer token (rows, longest answer), 0 on padding.
+    pub token_log_probs: Tensor,
+    /// Answer tokens the mean is over.
+    pub tokens: usize,
+}
+
+/// The masked cross-entropy of `answers` (token ids, each ending with its
+/// stop id) after `prompt`; shorter answers are padded with `pad`, which
+/// is masked out.
+pub fn answer_loss(
+    model: &Qwen25Vl,
+    prompt: &Prompt,
+    answers: &[Vec<i64>],
+    pad: i64,
+) -> Result<AnswerLoss> {
+    let tokens: usize = answers.iter().map(Vec::len).sum();
+    if answers.is_empty() || answers.iter().any(Vec::is_empty) {
+        return Err(Error::Input(
+            "supervised fine-tuning needs answers of at least one token".to_owned(),
+        ));
+    }
+    let (padded, mask) = pad_completions(answers, pad);
+    let logp = completion_log_probs(model, prompt, &padded, 1.0)?;
+    let mask = Tensor::f_from_slice(&mask.concat())?
+        .f_reshape([answers.len() as i64, -1])?
+        .f_to_kind(logp.kind())?
+        .f_to_device(logp.device())?;
+    let token_log_probs = logp.f_mul(&mask)?;
+    let loss = token_log_probs
+        .f_sum(Kind::Double)?
+        .f_neg()?
+        .f_div_scalar(tokens as f64)?;
+    Ok(AnswerLoss {
+        loss,
+        token_log_probs,
+        tokens,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_core::sample::{Message, RankedRoi};
+
+    fn sample(solution: &str, rois: Vec<RankedRoi>) -> Sample {
+        Sample {
+            id: Some("ep/step-0001".into()),
+            images: vec!["s.png".into()],
+            // 1080×2400 at 200,704 pixels: the model frame is 280×644
+            // (spec §3: β = √(1080·2400/200704) = 3.594, ⌊2400/β/28⌋·28 =
+            // 23·28 = 644, ⌊1080/β/28⌋·28 = 10·28 = 280).
+            image_sizes: vec![[1080, 2400]],
+            max_pixels: 200_704,
+            messages: vec![Message {
+                role: "user".into(),
+                content: "<image>Turn on Wi-Fi.".into(),
+            }],
+            solution: solution.into(),
+            bbox: vec![],
+            rois,
+        }
+    }
+
+    fn roi(b: [f64; 4], label: &str, priority: u32) -> RankedRoi {
+        RankedRoi {
+            bbox_2d: BBox::new(b[0], b[1], b[2], b[3]),
+            label: label.into(),
+            priority,
+        }
+    }
+
+    #[test]
+    fn the_answer_is_the_ranked_rois_the_plan_and_the_solution() {
+        let s = sample(
+            r#"[{"Plan": "Open Wi-Fi.", "Action": {"function": "Tap", "point_2d": [140, 100]}}]"#,
+            vec![
+                roi([0.0, 300.0, 540.0, 420.0], "Bluetooth", 2),
+                roi([0.0, 240.0, 1080.0, 360.0], "Wi-Fi", 1),
+                roi([10.0, 10.0, 20.0, 20.0], "Clock", 3),
+            ],
+        );
+        // x · 280/1080, y · 644/2400, rounded half away from zero as the
+        // oracle rounds its boxes: 240 → 64.4 → 64, 360 → 96.6 → 97,
+        // 540 → 140, 300 → 80.5 → 81, 420 → 112.7 → 113. Two regions of
+        // three, by priority.
+        let answer = target_answer(&s, 2).unwrap();
+        assert_eq!(
+            answer,
+            "<blink>```json\n[{\"bbox_2d\": [0, 64, 280, 97], \"label\": \"Wi-Fi\"}, \
+             {\"bbox_2d\": [0, 81, 140, 113], \"label\": \"Bluetooth\"}]\n```</blink>\n\
+             <think>Open Wi-Fi.</think>\n<link>```json\n[{\"Plan\": \"Open Wi-Fi.\", \
+             \"Action\": {\"function\": \"Tap\", \"point_2d\": [140, 100]}}]\n```</link>"
+        );
+    }
+
+    #[test]
+    fn no_rois_give_an_empty_blink_and_bad_solutions_are_named() {
+        let s = sample(
+            r#"[{"Plan": "Go back.", "Action": {"function": "Back"}}]"#,
+            vec![],
+        );
+        assert!(
+            target_answer(&s, 3)
+                .unwrap()
+                .starts_with("<blink>```json\n[]\n```</blink>")
+        );
+        let grounding = sample(r#"[{"point_2d": [1, 2]}]"#, vec![]);
+        let e = target_answer(&grounding, 3).unwrap_err().to_string();
+        assert!(e.contains("ep/step-0001") && e.contains("grounding"), "{e}");
+        let broken = sample("[{", vec![]);
+        let e = target_answer(&broken, 3).unwrap_err().to_string();
+        assert!(e.contains("ep/step-0001") && e.contains("solution"), "{e}");
+    }
+}
