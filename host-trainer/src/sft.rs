@@ -13,7 +13,8 @@
 //! step, built from the sample's own fields.
 
 use agent_core::protocol::{
-    BBox, BtlOutput, FrameMap, Link, ParseMode, Roi, parse_link_json, render,
+    Action, BBox, BtlOutput, FrameMap, Link, ParseMode, Point, Roi, parse_link_json, render,
+    smart_resize, to_python_json,
 };
 use agent_core::sample::Sample;
 use tch::{Kind, Tensor};
@@ -22,7 +23,78 @@ use crate::error::{Error, Result};
 use crate::grpo::rollout::{Prompt, completion_log_probs, pad_completions};
 use crate::model::Qwen25Vl;
 
-/// The canonical BTL answer a sample teaches (spec §2), in its model frame:
+/// `sample` as seen at another screenshot size: `max_pixels` set to the
+/// given one and the solution's point moved from the sample's model frame
+/// to the new one (rounded), so the rewards and metrics, which read the
+/// frame from `max_pixels`, judge answers written at that size. The sample
+/// itself when the two frames are equal.
+pub fn in_frame(sample: &Sample, max_pixels: u64) -> Result<Sample> {
+    let bad = |why: String| {
+        let name = sample.id.as_deref().unwrap_or("a sample");
+        Error::Input(format!("{name}: {why}"))
+    };
+    let size = |max_pixels| {
+        smart_resize(sample.image_size(), max_pixels)
+            .map_err(|e| bad(format!("its screenshot size: {e}")))
+    };
+    let (from, to) = (size(sample.max_pixels)?, size(max_pixels)?);
+    let mut out = sample.clone();
+    out.max_pixels = max_pixels;
+    if from == to {
+        return Ok(out);
+    }
+    let (link, _) = parse_link_json(&sample.solution, ParseMode::Strict)
+        .map_err(|e| bad(format!("its solution is no canonical link: {e}")))?;
+    let scale = |v: f64, from: u32, to: u32| (v * f64::from(to) / f64::from(from)).round();
+    let moved = |p: Point| {
+        Point::new(
+            scale(p.x, from.width, to.width),
+            scale(p.y, from.height, to.height),
+        )
+    };
+    out.solution = match link {
+        Link::Action {
+            plan,
+            action: Action::Tap { point_2d },
+        } => solution(
+            &plan,
+            &Action::Tap {
+                point_2d: moved(point_2d),
+            },
+        ),
+        Link::Action {
+            plan,
+            action: Action::LongPress { point_2d },
+        } => solution(
+            &plan,
+            &Action::LongPress {
+                point_2d: moved(point_2d),
+            },
+        ),
+        Link::Action { .. } => sample.solution.clone(),
+        Link::Point(p) => {
+            let p = moved(p);
+            format!("[{{\"point_2d\": [{}, {}]}}]", p.x, p.y)
+        }
+    };
+    Ok(out)
+}
+
+/// A solution list as `btl-train data` writes it: `[{"Plan": …, "Action": …}]`.
+fn solution(plan: &str, action: &Action) -> String {
+    #[derive(serde::Serialize)]
+    struct Item<'a> {
+        #[serde(rename = "Plan")]
+        plan: &'a str,
+        #[serde(rename = "Action")]
+        action: &'a Action,
+    }
+    to_python_json(&[Item { plan, action }])
+}
+
+/// The canonical BTL answer a sample teaches (spec §2), in the model frame
+/// of its screenshot at `max_pixels` (the sample's own, or the run's
+/// `data.max_pixels`, which the image is resized with; see [`in_frame`]):
 /// - `<blink>`: the sample's ranked ROIs, best first, at most
 ///   `max_regions` (the decoding grammar's limit, so a model trained on it
 ///   can write it back), converted from screen pixels to the model frame
@@ -32,9 +104,10 @@ use crate::model::Qwen25Vl;
 ///
 /// A grounding sample (a bare `point_2d` solution) teaches no whole answer
 /// and is refused, as is a solution that does not parse strictly.
-pub fn target_answer(sample: &Sample, max_regions: usize) -> Result<String> {
+pub fn target_answer(sample: &Sample, max_pixels: u64, max_regions: usize) -> Result<String> {
     let name = sample.id.as_deref().unwrap_or("a sample");
     let bad = |why: String| Error::Input(format!("{name}: {why}"));
+    let sample = in_frame(sample, max_pixels)?;
     let (link, _) = parse_link_json(&sample.solution, ParseMode::Strict)
         .map_err(|e| bad(format!("its solution is no canonical link: {e}")))?;
     let Link::Action { plan, .. } = &link else {
@@ -42,6 +115,7 @@ pub fn target_answer(sample: &Sample, max_regions: usize) -> Result<String> {
             "a grounding solution (a bare point) has no BTL answer to learn".to_owned(),
         ));
     };
+    let plan = plan.clone();
     let frame = FrameMap::new(sample.image_size(), sample.max_pixels)
         .map_err(|e| bad(format!("its screenshot size: {e}")))?;
     let to_model = |x: f64, y: f64| {
@@ -70,7 +144,7 @@ pub fn target_answer(sample: &Sample, max_regions: usize) -> Result<String> {
         .collect();
     let output = BtlOutput {
         blink,
-        think: plan.clone(),
+        think: plan,
         link,
     };
     render(&output).map_err(|e| bad(format!("cannot be written as BTL: {e}")))
@@ -166,13 +240,59 @@ mod tests {
         // oracle rounds its boxes: 240 → 64.4 → 64, 360 → 96.6 → 97,
         // 540 → 140, 300 → 80.5 → 81, 420 → 112.7 → 113. Two regions of
         // three, by priority.
-        let answer = target_answer(&s, 2).unwrap();
+        let answer = target_answer(&s, s.max_pixels, 2).unwrap();
         assert_eq!(
             answer,
             "<blink>```json\n[{\"bbox_2d\": [0, 64, 280, 97], \"label\": \"Wi-Fi\"}, \
              {\"bbox_2d\": [0, 81, 140, 113], \"label\": \"Bluetooth\"}]\n```</blink>\n\
              <think>Open Wi-Fi.</think>\n<link>```json\n[{\"Plan\": \"Open Wi-Fi.\", \
              \"Action\": {\"function\": \"Tap\", \"point_2d\": [140, 100]}}]\n```</link>"
+        );
+    }
+
+    /// Trained at another screenshot size, the answer is written in that
+    /// frame: the solution's point and the ROIs move with it.
+    #[test]
+    fn another_max_pixels_moves_the_point_and_the_boxes() {
+        let s = sample(
+            r#"[{"Plan": "Open Wi-Fi.", "Action": {"function": "Tap", "point_2d": [140, 100]}}]"#,
+            vec![roi([0.0, 240.0, 1080.0, 360.0], "Wi-Fi", 1)],
+        );
+        // At 4,014,080 pixels 1080×2400 becomes 1092×2408 (round(1080/28)
+        // = 39 → 1092, round(2400/28) = 86 → 2408, under the limit). The
+        // point: 140 · 1092/280 = 546, 100 · 2408/644 = 373.9 → 374. The
+        // box: 240 · 2408/2400 = 240.8 → 241, 360 · 2408/2400 = 361.2 → 361.
+        let answer = target_answer(&s, 4_014_080, 3).unwrap();
+        assert!(
+            answer.contains(r#"{"bbox_2d": [0, 241, 1092, 361], "label": "Wi-Fi"}"#),
+            "{answer}"
+        );
+        assert!(answer.contains(r#""point_2d": [546, 374]"#), "{answer}");
+    }
+
+    #[test]
+    fn in_frame_moves_points_only() {
+        let tap = sample(
+            r#"[{"Plan": "Open Wi-Fi.", "Action": {"function": "Tap", "point_2d": [140, 100]}}]"#,
+            vec![],
+        );
+        assert_eq!(in_frame(&tap, tap.max_pixels).unwrap(), tap);
+        let moved = in_frame(&tap, 4_014_080).unwrap();
+        assert_eq!(moved.max_pixels, 4_014_080);
+        assert_eq!(
+            moved.solution,
+            r#"[{"Plan": "Open Wi-Fi.", "Action": {"function": "Tap", "point_2d": [546, 374]}}]"#
+        );
+        let back = sample(
+            r#"[{"Plan": "Go back.", "Action": {"function": "Back"}}]"#,
+            vec![],
+        );
+        assert_eq!(in_frame(&back, 4_014_080).unwrap().solution, back.solution);
+        let grounding = sample(r#"[{"point_2d": [28, 64]}]"#, vec![]);
+        // 28 · 1092/280 = 109.2 → 109, 64 · 2408/644 = 239.3 → 239.
+        assert_eq!(
+            in_frame(&grounding, 4_014_080).unwrap().solution,
+            r#"[{"point_2d": [109, 239]}]"#
         );
     }
 
@@ -183,15 +303,17 @@ mod tests {
             vec![],
         );
         assert!(
-            target_answer(&s, 3)
+            target_answer(&s, s.max_pixels, 3)
                 .unwrap()
                 .starts_with("<blink>```json\n[]\n```</blink>")
         );
         let grounding = sample(r#"[{"point_2d": [1, 2]}]"#, vec![]);
-        let e = target_answer(&grounding, 3).unwrap_err().to_string();
+        let e = target_answer(&grounding, 200_704, 3)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("ep/step-0001") && e.contains("grounding"), "{e}");
         let broken = sample("[{", vec![]);
-        let e = target_answer(&broken, 3).unwrap_err().to_string();
+        let e = target_answer(&broken, 200_704, 3).unwrap_err().to_string();
         assert!(e.contains("ep/step-0001") && e.contains("solution"), "{e}");
     }
 }

@@ -377,6 +377,11 @@ fn the_sft_command_lowers_the_answer_loss_and_resumes() {
     toy_config(dir.path(), 8);
     std::fs::write(dir.path().join("samples.json"), SFT_SAMPLES).unwrap();
     let config = dir.path().join("train.toml");
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "samples = [\"samples.json\"]",
+        "samples = [\"samples.json\"]\nheldout = [\"samples.json\"]",
+    );
+    std::fs::write(&config, text).unwrap();
     let config = config.to_str().unwrap();
     let run = ["sft", "--config", config, "--samples-per-step", "2"];
     let stdout = btl_train_succeeds(&[&run[..], &["--steps", "8"]].concat());
@@ -391,6 +396,20 @@ fn the_sft_command_lowers_the_answer_loss_and_resumes() {
         metrics
             .iter()
             .all(|m| m.groups == 2 && m.completion_tokens_mean > 10.0)
+    );
+    // Held-out numbers at the checkpoints (every 3 steps and the last).
+    let evaluated: Vec<u64> = metrics
+        .iter()
+        .filter(|m| m.heldout_loss.is_some() && m.heldout_accuracy.is_some())
+        .map(|m| m.step)
+        .collect();
+    assert_eq!(evaluated, [3, 6, 8]);
+    let heldout = |step: usize| metrics[step - 1].heldout_loss.unwrap();
+    assert!(
+        heldout(8) < heldout(3),
+        "held-out loss {} → {}",
+        heldout(3),
+        heldout(8)
     );
     let state =
         std::fs::read_to_string(dir.path().join("out/checkpoint-000008/trainer_state.json"))
@@ -417,4 +436,28 @@ fn the_sft_command_lowers_the_answer_loss_and_resumes() {
         stderr.contains("a: ") && stderr.contains("grounding"),
         "{stderr}"
     );
+}
+
+/// A model that has learnt the answers gets every held-out action right;
+/// the random model it started from gets none.
+#[test]
+fn heldout_accuracy_counts_right_greedy_actions() {
+    use host_trainer::grpo::config::{TrainMode, TrainObjective};
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = toy_config(dir.path(), 40);
+    std::fs::write(dir.path().join("samples.json"), SFT_SAMPLES).unwrap();
+    config.run.objective = TrainObjective::Sft;
+    config.model.mode = TrainMode::Full;
+    config.optim.lr = 3e-3;
+    config.sft.samples_per_step = 2;
+    config.data.heldout = config.data.samples.clone();
+    let mut trainer = Trainer::new(config, Box::new(Digits)).unwrap();
+    let before = trainer.evaluate().unwrap().unwrap();
+    assert_eq!(before.accuracy, 0.0, "{before:?}");
+    for _ in 0..40 {
+        trainer.step().unwrap();
+    }
+    let after = trainer.evaluate().unwrap().unwrap();
+    assert_eq!(after.accuracy, 1.0, "{after:?}");
+    assert!(after.loss < 0.1 * before.loss, "{before:?} → {after:?}");
 }

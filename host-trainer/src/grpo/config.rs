@@ -91,6 +91,11 @@ pub struct DataSection {
     /// Reshuffle the samples every epoch (seeded).
     #[serde(default = "yes")]
     pub shuffle: bool,
+    /// Held-out sample files, never trained on: at every checkpoint the
+    /// run logs their answer loss and the share whose greedy answer has the
+    /// right action (`btl` metric preset).
+    #[serde(default)]
+    pub heldout: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -269,6 +274,7 @@ impl TrainConfig {
             fix(t);
         }
         self.data.samples.iter_mut().for_each(fix);
+        self.data.heldout.iter_mut().for_each(fix);
         fix(&mut self.run.output_dir);
     }
 

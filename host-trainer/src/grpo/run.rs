@@ -48,12 +48,17 @@ pub fn run(
     let plot_path = out.join(PLOT_FILE);
     let mut last_checkpoint = None;
     while trainer.steps_done() < config.run.steps {
-        let metrics = trainer.step()?;
-        log.append(&metrics)?;
-        on_step(&metrics);
+        let mut metrics = trainer.step()?;
         let done = trainer.steps_done();
         let every = config.run.save_every;
-        if done == config.run.steps || (every > 0 && done % every == 0) {
+        let save = done == config.run.steps || (every > 0 && done % every == 0);
+        if save && let Some(heldout) = trainer.evaluate()? {
+            metrics.heldout_loss = Some(heldout.loss);
+            metrics.heldout_accuracy = Some(heldout.accuracy);
+        }
+        log.append(&metrics)?;
+        on_step(&metrics);
+        if save {
             last_checkpoint = Some(checkpoint::save(&trainer)?);
             plot(&read_metrics(log.path())?, &plot_path)?;
         }

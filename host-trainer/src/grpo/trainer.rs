@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use agent_core::metrics::{Preset, evaluate};
 use agent_core::model::preprocess::Qwen2VlImageProcessor;
 use agent_core::reward::{RewardBreakdown, RewardMode, Weights};
 use agent_core::sample::{Sample, parse_samples};
@@ -26,8 +27,8 @@ use super::rollout::{Prompt, completion_log_probs, pad_completions, sample_group
 use crate::autocast::autocast;
 use crate::error::{Error, Result};
 use crate::lora::{LoraInit, generator};
-use crate::model::{Grid, Qwen25Vl};
-use crate::sft::{answer_loss, target_answer};
+use crate::model::{Grid, Images, Qwen25Vl};
+use crate::sft::{answer_loss, in_frame, target_answer};
 
 /// Scores one completion of a sample.
 pub trait Reward {
@@ -69,6 +70,24 @@ pub struct StepMetrics {
     pub flat_groups: usize,
     pub completion_tokens_mean: f64,
     pub seconds: f64,
+    /// Mean answer loss over the held-out samples (`data.heldout`), at
+    /// checkpoint steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heldout_loss: Option<f64>,
+    /// Share of held-out samples whose greedy answer has the right action
+    /// and arguments (the `btl` preset's SR), at checkpoint steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heldout_accuracy: Option<f64>,
+}
+
+/// How the model does on the held-out samples.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HeldOut {
+    /// Mean −log p over every held-out answer token.
+    pub loss: f64,
+    /// Share of the held-out samples (those whose solution is an action)
+    /// whose greedy answer's action is right under the `btl` preset.
+    pub accuracy: f64,
 }
 
 /// One training sample and the directory its image paths are relative to.
@@ -87,6 +106,8 @@ pub struct Trainer {
     tokenizer: PromptTokenizer,
     optimizer: AdamW,
     items: Vec<Item>,
+    /// `data.heldout`: evaluated, never trained on.
+    heldout: Vec<Item>,
     reward: Box<dyn Reward>,
     done: u64,
     /// The dtype forward passes autocast to (`precision = "bf16"`).
@@ -182,6 +203,11 @@ impl Trainer {
             Precision::Bf16 => (Kind::BFloat16, Kind::Float, Some(Kind::BFloat16)),
         };
         let items = load_items(&config.data.samples)?;
+        let heldout = if config.data.heldout.is_empty() {
+            Vec::new()
+        } else {
+            load_items(&config.data.heldout)?
+        };
         let tokenizer = PromptTokenizer::from_file(&config.tokenizer_path())?;
         let (model, reference, params) = match config.model.mode {
             TrainMode::Lora => {
@@ -236,6 +262,7 @@ impl Trainer {
             tokenizer,
             optimizer,
             items,
+            heldout,
             reward,
             done: 0,
             autocast,
@@ -365,6 +392,65 @@ impl Trainer {
         self.autocast
     }
 
+    /// The model on the held-out samples, or `None` without any: the
+    /// answer loss of each sample's [`target_answer`] (no gradient) and
+    /// whether greedy decoding, up to twice the target's length, writes an
+    /// answer whose action is right (`metrics::evaluate`, `btl` preset,
+    /// judged in the run's screenshot frame). Adapters on, dropout off.
+    pub fn evaluate(&self) -> Result<Option<HeldOut>> {
+        if self.heldout.is_empty() {
+            return Ok(None);
+        }
+        let cfg = &self.config;
+        self.model.set_lora_enabled(true);
+        self.model.set_training(false);
+        let stop = self.tokenizer.stop_ids();
+        let (mut loss, mut tokens, mut right, mut counted) = (0.0, 0usize, 0usize, 0usize);
+        for item in &self.heldout {
+            let max_pixels = cfg.data.max_pixels.unwrap_or(item.sample.max_pixels);
+            let sample = in_frame(&item.sample, max_pixels)?;
+            let text = target_answer(&sample, max_pixels, cfg.sft.max_regions)?;
+            let mut ids = self.tokenizer.encode_text(&text)?;
+            ids.push(stop[0]);
+            let prompt = self.prompt(item)?;
+            let out = self.forward(|| {
+                tch::no_grad(|| {
+                    answer_loss(
+                        &self.model,
+                        &prompt,
+                        std::slice::from_ref(&ids),
+                        self.tokenizer.pad_id(),
+                    )
+                })
+            })?;
+            loss += out.loss.f_double_value(&[])? * ids.len() as f64;
+            tokens += ids.len();
+            let grids = prompt.image.as_ref().map(|(_, grid)| [*grid]);
+            let images =
+                prompt
+                    .image
+                    .as_ref()
+                    .zip(grids.as_ref())
+                    .map(|((pixel_values, _), grids)| Images {
+                        pixel_values,
+                        grids,
+                    });
+            let greedy = self.forward(|| {
+                self.model
+                    .generate_greedy(&prompt.ids, images, 2 * ids.len(), &stop)
+            })?;
+            let answer = self.tokenizer.decode(&greedy)?;
+            if let Some(success) = evaluate(&sample, &answer, Preset::Btl).and_then(|o| o.success) {
+                counted += 1;
+                right += usize::from(success);
+            }
+        }
+        Ok(Some(HeldOut {
+            loss: loss / tokens.max(1) as f64,
+            accuracy: right as f64 / counted.max(1) as f64,
+        }))
+    }
+
     /// One optimizer step of the run's objective.
     pub fn step(&mut self) -> Result<StepMetrics> {
         match self.config.run.objective {
@@ -393,7 +479,9 @@ impl Trainer {
         let mut answers = Vec::with_capacity(per_step);
         for slot in 0..per_step {
             let index = step * per_step as u64 + slot as u64;
-            let text = target_answer(&self.item_at(index).sample, cfg.sft.max_regions)?;
+            let sample = &self.item_at(index).sample;
+            let max_pixels = cfg.data.max_pixels.unwrap_or(sample.max_pixels);
+            let text = target_answer(sample, max_pixels, cfg.sft.max_regions)?;
             let mut ids = self.tokenizer.encode_text(&text)?;
             ids.push(im_end);
             answers.push((index, ids));
@@ -436,6 +524,8 @@ impl Trainer {
             flat_groups: 0,
             completion_tokens_mean: tokens as f64 / per_step as f64,
             seconds: started.elapsed().as_secs_f64(),
+            heldout_loss: None,
+            heldout_accuracy: None,
         })
     }
 
@@ -586,6 +676,8 @@ impl Trainer {
             flat_groups: flat,
             completion_tokens_mean: completion_tokens as f64 / n,
             seconds: started.elapsed().as_secs_f64(),
+            heldout_loss: None,
+            heldout_accuracy: None,
         })
     }
 }
