@@ -409,7 +409,7 @@ impl Trainer {
         for item in &self.heldout {
             let max_pixels = cfg.data.max_pixels.unwrap_or(item.sample.max_pixels);
             let sample = in_frame(&item.sample, max_pixels)?;
-            let text = target_answer(&sample, max_pixels, cfg.sft.max_regions)?;
+            let text = target_answer(&item.sample, max_pixels, cfg.sft.max_regions)?;
             let mut ids = self.tokenizer.encode_text(&text)?;
             ids.push(stop[0]);
             let prompt = self.prompt(item)?;
