@@ -81,3 +81,63 @@ fn collect_without_devices_is_bad_usage() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no devices"), "{}", stderr(&out));
 }
+
+#[test]
+fn relabelled_collection_records_the_oracle_s_answer_at_every_step() {
+    let dir = Dir::new();
+    let out = dir.path("data");
+    // The bundled random model acts; the oracle labels every screen it sees.
+    let mut args = vec![
+        "collect",
+        "--sim",
+        "1",
+        "--tasks",
+        "wifi_on",
+        "--policy",
+        "model",
+        "--relabel",
+        "oracle",
+        "--max-steps",
+        "2",
+        "--max-pixels",
+        "200704",
+        "--max-tokens",
+        "300",
+        "--out",
+        path_str(&out),
+    ];
+    args.extend_from_slice(&FAST_SETTLE);
+    let run = dir.btl(&args);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let episode = out.join("wifi_on-s0");
+    let steps: Vec<Value> = std::fs::read_to_string(episode.join("steps.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!steps.is_empty());
+    // The first screen is the launcher: the oracle opens Settings, whatever
+    // the model did.
+    let first = steps[0]["target"].as_str().expect("a recorded target");
+    assert!(first.contains("Open the Settings app."), "{first}");
+    for step in &steps {
+        assert!(step["target"].is_string(), "{step}");
+    }
+    assert!(
+        episode_json(&episode)["policy"]
+            .as_str()
+            .unwrap()
+            .contains("relabelled by the oracle of wifi_on"),
+        "{}",
+        episode_json(&episode)
+    );
+
+    // Without a task there is nothing to relabel against.
+    let bad = dir.btl(["run", "Turn on Wi-Fi", "--relabel", "oracle"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains("--relabel oracle needs a task"),
+        "{}",
+        stderr(&bad)
+    );
+}

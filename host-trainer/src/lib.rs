@@ -10,6 +10,8 @@
 //! - [`lora`]: LoRA adapters on the text model's projections;
 //! - [`grpo`]: GRPO training with the BTL reward (sampling, objective,
 //!   optimizer, checkpoints);
+//! - [`init`]: a new model of a chosen size with random weights (HF
+//!   directory and GGUFs);
 //! - [`sft`]: supervised fine-tuning's objective, masked cross-entropy on
 //!   the answer tokens;
 //! - [`data`]: training samples from trajectories (target boxes and ranked
@@ -35,6 +37,7 @@ pub mod data;
 pub mod error;
 pub mod export;
 pub mod grpo;
+pub mod init;
 pub mod lora;
 pub mod model;
 pub mod peft;

@@ -14,8 +14,11 @@ use agent_core::agent::trajectory::{
 use agent_core::agent::{Agent, AgentConfig};
 use agent_core::device::DeviceAction;
 use agent_core::device::sim::SimDevice;
-use agent_core::model::OraclePolicy;
-use agent_core::protocol::{Link, ParseMode, TRAINING_MAX_PIXELS, parse_link_json};
+use agent_core::model::{OraclePolicy, Policy, Relabelled, ScriptedPolicy};
+use agent_core::protocol::{
+    Action, BtlOutput, DevicePoint, FrameMap, Link, ParseMode, Point, Size, TRAINING_MAX_PIXELS,
+    parse_link_json, render,
+};
 use agent_core::reward::{RewardMode, Weights, score};
 use agent_core::sample::Sample;
 use agent_core::sim::phone::{PhoneConfig, parse_uiautomator_xml};
@@ -41,6 +44,18 @@ const TASKS: [(&str, u64); 4] = [
 /// Records one episode of `name` (seed `seed`) in `dir` with the oracle as
 /// the policy; `budget` overrides the task's step budget.
 fn record(dir: &Path, name: &str, seed: u64, budget: Option<u32>) -> Outcome {
+    let oracle = OraclePolicy::new(tasks::sample(name, seed).expect("a suite task"));
+    record_with(dir, name, seed, budget, Box::new(oracle))
+}
+
+/// [`record`] with another policy.
+fn record_with(
+    dir: &Path,
+    name: &str,
+    seed: u64,
+    budget: Option<u32>,
+    policy: Box<dyn Policy>,
+) -> Outcome {
     let task: Arc<dyn Task> = Arc::from(tasks::sample(name, seed).expect("a suite task"));
     let phone = Arc::new(VirtualPhone::new(PhoneConfig {
         seed,
@@ -66,20 +81,14 @@ fn record(dir: &Path, name: &str, seed: u64, budget: Option<u32>) -> Outcome {
         let (phone, task) = (phone.clone(), task.clone());
         move || phone.with_phone(|p| task.is_successful(p.state()))
     };
-    let oracle = OraclePolicy::new(tasks::sample(name, seed).expect("a suite task"));
-    Agent::new(
-        dir,
-        config,
-        Box::new(SimDevice::new(phone)),
-        Box::new(oracle),
-    )
-    .expect("the agent starts")
-    .with_clock(ManualClock::default())
-    .with_task(serde_json::json!({"name": name, "params": task.params()}))
-    .expect("the task is recorded")
-    .with_checker(checker)
-    .run()
-    .expect("the episode runs")
+    Agent::new(dir, config, Box::new(SimDevice::new(phone)), policy)
+        .expect("the agent starts")
+        .with_clock(ManualClock::default())
+        .with_task(serde_json::json!({"name": name, "params": task.params()}))
+        .expect("the task is recorded")
+        .with_checker(checker)
+        .run()
+        .expect("the episode runs")
 }
 
 /// Records every task of [`TASKS`] under `root` and returns their directories.
@@ -235,6 +244,82 @@ fn only_successful_episodes_are_used_unless_asked() {
     );
     assert_eq!(all.len(), solved_steps + 1);
     assert_eq!(all.last().unwrap().id.as_deref(), Some("cut/step-0001"));
+}
+
+/// A canonical answer with no blink.
+fn plain_answer(plan: &str, action: Action) -> String {
+    render(&BtlOutput {
+        blink: Vec::new(),
+        think: plan.into(),
+        link: Link::Action {
+            plan: plan.into(),
+            action,
+        },
+    })
+    .unwrap()
+}
+
+#[test]
+fn relabelled_episodes_teach_the_teacher_s_answers_even_when_they_fail() {
+    let tmp = tempfile::tempdir().unwrap();
+    let phone = agent_core::sim::phone::Phone::new(PhoneConfig::default());
+    let screen = phone.ui_tree();
+    let icon = |label: &str| {
+        screen
+            .find(|n| n.content_desc == label && n.clickable)
+            .cloned()
+            .unwrap()
+    };
+    let (contacts, settings) = (icon("Contacts"), icon("Settings"));
+    let size = Size::new(PhoneConfig::default().width, PhoneConfig::default().height);
+    let frame = FrameMap::new(size, TRAINING_MAX_PIXELS).unwrap();
+    let tap = |node: &agent_core::sim::phone::UiNode| {
+        let (x, y) = node.center();
+        let p = frame.to_model(DevicePoint {
+            x: x as u32,
+            y: y as u32,
+        });
+        Action::Tap {
+            point_2d: Point::new(p.x.round(), p.y.round()),
+        }
+    };
+    // Wrong app, Home: two steps, and the episode fails (budget 2).
+    let student = ScriptedPolicy::new([
+        plain_answer("Open Contacts.", tap(&contacts)),
+        plain_answer("Go home.", Action::Home),
+    ]);
+    let teacher = OraclePolicy::new(tasks::sample("wifi_on", 0).unwrap());
+    let dir = tmp.path().join("relabelled");
+    let outcome = record_with(
+        &dir,
+        "wifi_on",
+        0,
+        Some(2),
+        Box::new(Relabelled::new(Box::new(student), Box::new(teacher))),
+    );
+    assert_eq!(outcome.success, Some(false));
+
+    let out = tmp.path().join("samples.json");
+    let report = from_trajectories(&[dir], &out, &ConvertOptions::default()).unwrap();
+    assert_eq!(
+        (report.samples, report.relabelled, report.episodes_skipped),
+        (2, 2, 0)
+    );
+    let samples = load_samples(&out).unwrap();
+    let action = |s: &Sample| match parse_link_json(&s.solution, ParseMode::Strict).unwrap().0 {
+        Link::Action { action, .. } => action,
+        other => panic!("{other:?}"),
+    };
+    // Step 1 teaches the oracle's Settings tap, aimed at the Settings icon,
+    // not the Contacts tap the student made; step 2 (in Contacts) teaches Home.
+    assert_eq!(action(&samples[0]), tap(&settings));
+    let [x1, y1, x2, y2] = settings.bounds;
+    assert_eq!(
+        samples[0].bbox,
+        vec![x1 as f64, y1 as f64, x2 as f64, y2 as f64]
+    );
+    assert_eq!(action(&samples[1]), Action::Home);
+    assert!(samples[1].bbox.is_empty());
 }
 
 #[test]

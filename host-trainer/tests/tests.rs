@@ -28,5 +28,7 @@ mod gguf;
 mod export;
 // PEFT LoRA adapters read and written; the GGUF adapter matches llama.cpp's convert_lora_to_gguf.py.
 mod adapter;
+// btl-train init: a new model's GGUFs as the converter writes them, loaded by transformers and llama.cpp.
+mod init;
 // Export of a trained checkpoint: llama.cpp runs the GGUFs as the trainer runs the model.
 mod phone;

@@ -173,7 +173,9 @@ fn the_run_loop_writes_metrics_checkpoints_and_a_plot_and_resumes() {
             .is_file()
     );
     let png = image::open(&outcome.plot).unwrap();
-    assert_eq!((png.width(), png.height()), (900, 700));
+    // GRPO's six panels (reward, KL, loss, gradient norm, flat groups,
+    // held-out accuracy), two per row.
+    assert_eq!((png.width(), png.height()), (1200, 3 * 330));
     let lines = read_metrics(&outcome.metrics).unwrap();
     assert_eq!(
         lines.iter().map(|m| m.step).collect::<Vec<_>>(),
@@ -384,11 +386,28 @@ fn the_sft_command_lowers_the_answer_loss_and_resumes() {
     std::fs::write(&config, text).unwrap();
     let config = config.to_str().unwrap();
     let run = ["sft", "--config", config, "--samples-per-step", "2"];
-    let stdout = btl_train_succeeds(&[&run[..], &["--steps", "8"]].concat());
+    let out = btl_train(&[&run[..], &["--steps", "8"]].concat());
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
     assert!(
         stdout.contains("trained 8 steps (8 optimizer updates)"),
         "{stdout}"
     );
+    // Not a terminal: one log line per step, held-out numbers where evaluated.
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("btl-train: step "))
+        .collect();
+    assert_eq!(lines.len(), 8, "{stderr}");
+    assert!(
+        lines[0].starts_with("btl-train: step 1/8 loss "),
+        "{stderr}"
+    );
+    assert!(lines[2].contains("held-out loss"), "{stderr}");
+    assert!(!lines[3].contains("held-out"), "{stderr}");
     let metrics = read_metrics(&dir.path().join("out/metrics.jsonl")).unwrap();
     let (first, last) = (metrics[0].loss, metrics[7].loss);
     assert!(last < 0.5 * first, "loss {first} → {last}");

@@ -447,6 +447,7 @@ impl Agent {
                 ..StepTimings::default()
             },
             vote: None,
+            target: None,
             reward: None,
         };
         let stop = self.decide_and_act(&mut record, &screenshot, ui_tree.as_ref());
@@ -588,6 +589,9 @@ impl Agent {
                     StopReason::PolicyFailed { error },
                 )
             })?;
+            if record.target.is_none() {
+                record.target = answers.iter().find_map(|a| a.target.clone());
+            }
             let mut valid = Vec::new();
             for (seed, answer) in seeds.iter().zip(answers) {
                 let (attempt, judged) =

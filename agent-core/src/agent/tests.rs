@@ -1036,3 +1036,60 @@ fn a_cancel_flag_stops_the_episode_before_the_next_step() {
     let episode = read_trajectory(dir.path()).unwrap().episode;
     assert_eq!(episode.outcome.unwrap().stop, StopReason::Cancelled);
 }
+
+/// The action of a recorded teacher target.
+fn target_action(step: &super::trajectory::StepRecord) -> Action {
+    let raw = step.target.as_deref().expect("the step has a target");
+    match crate::protocol::parse(raw, crate::protocol::ParseMode::Strict)
+        .unwrap()
+        .output
+        .link
+    {
+        Link::Action { action, .. } => action,
+        other => panic!("not an action: {other:?}"),
+    }
+}
+
+#[test]
+fn relabelled_steps_record_the_oracle_s_way_back_from_wrong_moves() {
+    use crate::model::{OraclePolicy, Relabelled};
+    use crate::sim::tasks;
+
+    let phone = new_phone();
+    let task = tasks::sample("wifi_on", 0).unwrap();
+    phone.with_phone(|p| task.setup(p));
+    let (contacts, settings) =
+        phone.with_phone(|p| (launcher_icon(p, "Contacts"), launcher_icon(p, "Settings")));
+    // The student opens the wrong app, goes home, then opens the right one.
+    let student = ScriptedPolicy::new([
+        tap_answer("Open the Contacts app", &contacts),
+        answer("Go home", Action::Home, None),
+        tap_answer("Open the Settings app", &settings),
+    ]);
+    let teacher = OraclePolicy::new(tasks::sample("wifi_on", 0).unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let outcome = Agent::new(
+        dir.path(),
+        AgentConfig {
+            max_steps: 3,
+            ..config(&task.goal())
+        },
+        Box::new(SimDevice::new(phone.clone())),
+        Box::new(Relabelled::new(Box::new(student), Box::new(teacher))),
+    )
+    .unwrap()
+    .with_clock(ManualClock::default())
+    .run()
+    .unwrap();
+    assert_eq!(outcome.steps, 3);
+    let steps = read_trajectory(dir.path()).unwrap().steps;
+    let executed = |i: usize| steps[i].executed.as_ref().unwrap().model.clone();
+    // Home screen: the student taps Contacts; the oracle would open Settings.
+    assert_eq!(executed(0), tap(&contacts));
+    assert_eq!(target_action(&steps[0]), tap(&settings));
+    // In Contacts, where the oracle never goes: its way back is Home.
+    assert_eq!(target_action(&steps[1]), Action::Home);
+    // Home again: the student now does what the oracle says.
+    assert_eq!(executed(2), tap(&settings));
+    assert_eq!(target_action(&steps[2]), tap(&settings));
+}

@@ -83,6 +83,11 @@ pub struct StepRecord {
     /// How the vote went, when the step voted among several answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vote: Option<super::vote::VoteRecord>,
+    /// The teacher's answer at this state, when the policy was relabelled
+    /// (`btl collect --relabel oracle`): what training teaches here,
+    /// whatever the policy did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
     /// Filled in by offline scoring; the agent does not know it.
     #[serde(default)]
     pub reward: Option<f64>,

@@ -318,7 +318,7 @@ fn one_episode(
         seed,
         dir,
         &args.agent,
-        args.policy.policy,
+        args.policy.choice(),
         shared,
     ) {
         Ok(outcome) => outcome,

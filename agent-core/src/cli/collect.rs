@@ -13,8 +13,8 @@
 //! resumed.
 
 use super::episode::{
-    AgentArgs, EpisodeFailure, PolicyArgs, PolicyKind, SharedPolicy, Target, load_policy,
-    run_task_episode,
+    AgentArgs, EpisodeFailure, PolicyArgs, PolicyChoice, PolicyKind, SharedPolicy, Target,
+    load_policy, run_task_episode,
 };
 use super::{Failure, Outcome};
 use crate::agent::StopReason;
@@ -125,7 +125,7 @@ pub fn run(args: &Args) -> Outcome {
         let (queue, tx, shared, out) =
             (queue.clone(), tx.clone(), shared.clone(), args.out.clone());
         let agent = args.agent.clone();
-        let kind = args.policy.policy;
+        let choice = args.policy.choice();
         runtime.spawn_blocking(move || {
             worker(
                 &name,
@@ -133,7 +133,7 @@ pub fn run(args: &Args) -> Outcome {
                 &queue,
                 &tx,
                 &agent,
-                kind,
+                choice,
                 shared.as_ref(),
                 &out,
             )
@@ -256,7 +256,7 @@ fn worker(
     queue: &Mutex<VecDeque<Job>>,
     tx: &tokio::sync::mpsc::UnboundedSender<Report>,
     agent: &AgentArgs,
-    kind: PolicyKind,
+    choice: PolicyChoice,
     shared: Option<&SharedPolicy>,
     out: &Path,
 ) {
@@ -274,7 +274,7 @@ fn worker(
             adb => adb.clone(),
         };
         let dir = episode_dir(out, &job);
-        let result = run_task_episode(&target, &job.task, job.seed, &dir, agent, kind, shared);
+        let result = run_task_episode(&target, &job.task, job.seed, &dir, agent, choice, shared);
         let device = device.to_string();
         match result {
             Ok(outcome) => {

@@ -11,7 +11,9 @@ use crate::agent::{Agent, AgentConfig, SuccessCheck};
 use crate::device::adb::{AdbDevice, DEFAULT_SERVER_PORT, DEFAULT_TIMEOUT};
 use crate::device::sim::SimDevice;
 use crate::device::{Device, DeviceError};
-use crate::model::{LoraAdapter, Observation, OraclePolicy, Policy, PolicyError, PolicyOutput};
+use crate::model::{
+    LoraAdapter, Observation, OraclePolicy, Policy, PolicyError, PolicyOutput, Relabelled,
+};
 use crate::protocol::{Profile, TRAINING_MAX_PIXELS};
 use crate::sim::phone::PhoneConfig;
 use crate::sim::tasks::{self, SettingCheck, Task};
@@ -33,10 +35,29 @@ pub enum PolicyKind {
     Oracle,
 }
 
+/// Who labels the states a policy reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Teacher {
+    /// The suite task's oracle (needs a suite task and a UI tree).
+    Oracle,
+}
+
+/// Who acts at each step, and who (if anyone) says what it should have done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PolicyChoice {
+    pub kind: PolicyKind,
+    pub relabel: Option<Teacher>,
+}
+
 #[derive(Debug, Clone, clap::Args)]
 pub struct PolicyArgs {
     #[arg(long, value_enum, default_value_t = PolicyKind::Model)]
     pub policy: PolicyKind,
+    /// While the policy acts, record at every step what the teacher would
+    /// answer on that screen (`target` in steps.jsonl): training targets
+    /// for the states the policy reaches, mistakes included (DAgger).
+    #[arg(long, value_enum)]
+    pub relabel: Option<Teacher>,
     /// Text model GGUF (default: the bundled tiny test model).
     #[arg(long, requires = "mmproj")]
     pub model: Option<PathBuf>,
@@ -234,6 +255,15 @@ pub fn prepare(target: &Target, task: Option<&Arc<dyn Task>>) -> Result<Prepared
 
 /// Loads the policy once; the returned handle can be given to any number
 /// of episodes, one at a time.
+impl PolicyArgs {
+    pub fn choice(&self) -> PolicyChoice {
+        PolicyChoice {
+            kind: self.policy,
+            relabel: self.relabel,
+        }
+    }
+}
+
 pub fn load_policy(args: &PolicyArgs, vote: u32) -> Result<SharedPolicy, Failure> {
     match args.policy {
         PolicyKind::Oracle => Err(Failure::BadInput(anyhow!(
@@ -317,6 +347,25 @@ impl Policy for SharedPolicy {
 
 /// The policy for one episode of `task`.
 pub fn episode_policy(
+    choice: PolicyChoice,
+    shared: Option<&SharedPolicy>,
+    task: Option<&Arc<dyn Task>>,
+    seed: u64,
+) -> Result<Box<dyn Policy>, Failure> {
+    let policy = acting_policy(choice.kind, shared, task, seed)?;
+    match (choice.relabel, task) {
+        (None, _) => Ok(policy),
+        (Some(Teacher::Oracle), Some(_)) => {
+            let teacher = acting_policy(PolicyKind::Oracle, None, task, seed)?;
+            Ok(Box::new(Relabelled::new(policy, teacher)))
+        }
+        (Some(Teacher::Oracle), None) => Err(Failure::BadInput(anyhow!(
+            "--relabel oracle needs a task (--task NAME): the oracle labels suite tasks only"
+        ))),
+    }
+}
+
+fn acting_policy(
     kind: PolicyKind,
     shared: Option<&SharedPolicy>,
     task: Option<&Arc<dyn Task>>,
@@ -531,14 +580,14 @@ pub fn run_task_episode(
     seed: u64,
     dir: &Path,
     agent_args: &AgentArgs,
-    kind: PolicyKind,
+    choice: PolicyChoice,
     shared: Option<&SharedPolicy>,
 ) -> Result<crate::agent::trajectory::Outcome, EpisodeFailure> {
     let other = |e: anyhow::Error| EpisodeFailure::Other(e);
     let failure = |f: Failure| match f {
         Failure::BadInput(e) | Failure::Failed(e) => EpisodeFailure::Other(e),
     };
-    let policy = episode_policy(kind, shared, Some(task), seed).map_err(failure)?;
+    let policy = episode_policy(choice, shared, Some(task), seed).map_err(failure)?;
     let agent = if dir.join(crate::agent::trajectory::EPISODE_FILE).exists() {
         let recorded = read_trajectory(dir).map_err(|e| other(e.into()))?;
         if let Some(outcome) = recorded.episode.outcome {

@@ -140,7 +140,7 @@ fn start(args: &Args, target: &Target) -> Result<Started, Failure> {
         PolicyKind::Oracle => None,
     };
     let policy = episode_policy(
-        args.policy.policy,
+        args.policy.choice(),
         shared.as_ref(),
         task.as_ref(),
         args.seed,
@@ -188,7 +188,7 @@ fn resume(args: &Args, target: &Target, dir: &Path) -> Result<Started, Failure> 
         PolicyKind::Oracle => None,
     };
     let policy = episode_policy(
-        args.policy.policy,
+        args.policy.choice(),
         shared.as_ref(),
         task.as_ref(),
         settings.seed,

@@ -786,6 +786,7 @@ impl Policy for LlamaPolicy {
             .map(|g| PolicyOutput {
                 raw: self.detokenize(&g.tokens),
                 stats: g.stats,
+                target: None,
             })
             .collect())
     }

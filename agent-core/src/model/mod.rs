@@ -17,6 +17,8 @@
 //! - `quantize` (feature `llama`): llama.cpp's quantizer for text GGUFs.
 //! - [`oracle`]: [`OraclePolicy`], a virtual-phone task's oracle answering
 //!   in BTL (reference runs, demonstrations).
+//! - [`relabel`]: [`Relabelled`], a student policy whose every answer
+//!   carries a teacher's answer for the same screen (DAgger collection).
 //! - [`preprocess`]: Qwen2.5-VL's image preprocessing as in training
 //!   (Pillow's BICUBIC resize, transformers' `pixel_values`), bit for bit.
 
@@ -28,10 +30,12 @@ pub mod oracle;
 pub mod preprocess;
 #[cfg(feature = "llama")]
 pub mod quantize;
+pub mod relabel;
 pub mod scripted;
 
 pub use lora::LoraAdapter;
 pub use oracle::OraclePolicy;
+pub use relabel::Relabelled;
 pub use scripted::ScriptedPolicy;
 
 use crate::protocol::{FrameMap, Profile, Prompt};
@@ -82,6 +86,10 @@ pub struct GenerationStats {
 pub struct PolicyOutput {
     pub raw: String,
     pub stats: GenerationStats,
+    /// A teacher's answer to the same observation, when the policy is
+    /// [`Relabelled`]; the agent records it with the step as the training
+    /// target for that state.
+    pub target: Option<String>,
 }
 
 /// Why a policy produced no answer at all (an unusable answer is not an

@@ -57,6 +57,7 @@ impl Policy for OraclePolicy {
         Ok(PolicyOutput {
             raw,
             stats: GenerationStats::default(),
+            target: None,
         })
     }
 }

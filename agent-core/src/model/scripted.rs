@@ -58,6 +58,7 @@ impl Policy for ScriptedPolicy {
         Ok(PolicyOutput {
             raw,
             stats: GenerationStats::default(),
+            target: None,
         })
     }
 }

@@ -84,15 +84,23 @@ fn from_trajectories_cmd(args: &FromTrajectoriesArgs) -> Outcome {
         .map(|(kind, n)| format!("{n} {kind}"))
         .collect();
     println!(
-        "{} samples from {} steps of {} episodes ({} unsuccessful episodes left out{}) in {} (images in {})",
+        "{} samples{} from {} steps of {} episodes ({} unsuccessful episodes left out{}) in {} (images in {})",
         report.samples,
+        if report.relabelled > 0 {
+            format!(
+                " ({} with the teacher's recorded target)",
+                report.relabelled
+            )
+        } else {
+            String::new()
+        },
         report.steps,
         report.episodes - report.episodes_skipped,
         report.episodes_skipped,
         if skipped.is_empty() {
             String::new()
         } else {
-            format!("; steps without an executed action: {}", skipped.join(", "))
+            format!("; steps without a sample: {}", skipped.join(", "))
         },
         args.out.display(),
         report.images_dir.display(),

@@ -6,6 +6,7 @@
 //! Flags are written into the configuration's TOML table before it is read,
 //! so a flag and a file line go through the same checks and errors.
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use agent_core::cli::{Failure, Outcome};
@@ -304,7 +305,14 @@ fn run_training(args: &GrpoArgs, objective: TrainObjective) -> Outcome {
         mode: config.reward.mode,
         weights: config.reward.weights,
     });
-    let bar = ProgressBar::new(config.run.steps);
+    // A background run's log gets one line per step instead of a bar.
+    let log_lines = !std::io::stderr().is_terminal();
+    let steps = config.run.steps;
+    let bar = if log_lines {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(steps)
+    };
     bar.set_style(
         ProgressStyle::with_template(
             "{bar:30} {pos}/{len} steps {elapsed_precise} (eta {eta}) {msg}",
@@ -312,8 +320,7 @@ fn run_training(args: &GrpoArgs, objective: TrainObjective) -> Outcome {
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let outcome = run(config.clone(), reward, resume.as_deref(), |m| {
-        bar.set_position(m.step);
-        bar.set_message(match objective {
+        let message = match objective {
             TrainObjective::Sft => format!("loss {:.4} grad-norm {:.3}", m.loss, m.grad_norm),
             TrainObjective::Grpo => format!(
                 "reward {:.3} kl {:.4} grad-norm {:.3}{}",
@@ -326,7 +333,22 @@ fn run_training(args: &GrpoArgs, objective: TrainObjective) -> Outcome {
                     String::new()
                 }
             ),
-        });
+        };
+        let heldout = match (m.heldout_loss, m.heldout_accuracy) {
+            (Some(loss), Some(accuracy)) => {
+                format!(" held-out loss {loss:.4} accuracy {:.1}%", 100.0 * accuracy)
+            }
+            _ => String::new(),
+        };
+        if log_lines {
+            eprintln!(
+                "btl-train: step {}/{steps} {message}{heldout} ({:.1} s)",
+                m.step, m.seconds
+            );
+        } else {
+            bar.set_position(m.step);
+            bar.set_message(format!("{message}{heldout}"));
+        }
     })
     .map_err(|e| match e {
         Error::Io { .. } | Error::Torch(_) => Failure::Failed(e.into()),

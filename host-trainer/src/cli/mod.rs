@@ -9,6 +9,7 @@
 mod data;
 mod export;
 mod grpo;
+mod init;
 
 use agent_core::cli::{exit_code, parse_args};
 use clap::{Parser, Subcommand};
@@ -27,6 +28,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// A new Qwen2.5-VL-architecture model of a chosen size with random
+    /// weights: Hugging Face checkpoint and GGUF text model + projector.
+    Init(init::InitArgs),
     /// Training samples: from trajectories, and exports for other trainers.
     #[command(subcommand)]
     Data(data::Command),
@@ -47,6 +51,7 @@ pub fn main() -> ExitCode {
         Err(code) => return code,
     };
     let result = match cli.command {
+        Command::Init(args) => init::run_init(&args),
         Command::Data(command) => data::run(&command),
         Command::Grpo(args) => grpo::run_grpo(&args),
         Command::Sft(args) => grpo::run_sft(&args),

@@ -11,6 +11,15 @@
 //! (the task checker said so); episodes without a checker, failed and
 //! interrupted ones need [`ConvertOptions::all_episodes`].
 //!
+//! # Relabelled episodes
+//! An episode collected with a teacher (`btl collect --relabel oracle`)
+//! records at every step the teacher's answer for that screen. Those
+//! answers, not what the policy did, are the samples' solutions, and every
+//! such episode is used whatever its outcome: a failed episode's screens,
+//! with the teacher's way back from them, are the point of relabelling.
+//! Every step with a target makes a sample, whether or not the policy's own
+//! answer was usable.
+//!
 //! # What a sample holds
 //! - `messages`: the system and user prompt the step actually sent (its
 //!   profile, goal and history), `<image>` included;
@@ -40,7 +49,7 @@ use agent_core::agent::trajectory::{
     EPISODE_FILE, Executed, STEPS_FILE, StepOutcome, StepRecord, read_trajectory,
 };
 use agent_core::device::DeviceAction;
-use agent_core::protocol::{Action, Size, smart_resize, to_python_json};
+use agent_core::protocol::{Action, Link, ParseMode, Size, parse, smart_resize, to_python_json};
 use agent_core::sample::{Message, Sample};
 use agent_core::sim::phone::{UiNode, parse_uiautomator_xml};
 use serde::Serialize;
@@ -72,6 +81,8 @@ pub struct ConvertReport {
     pub episodes: usize,
     /// Of those, the ones left out as unsuccessful.
     pub episodes_skipped: usize,
+    /// Samples whose solution is a teacher's recorded target.
+    pub relabelled: usize,
     /// Steps of the episodes used.
     pub steps: usize,
     pub samples: usize,
@@ -95,6 +106,34 @@ fn outcome_kind(outcome: &StepOutcome) -> &'static str {
         StepOutcome::PolicyFailed { .. } => "policy_failed",
         StepOutcome::DeviceFailed { .. } => "device_failed",
     }
+}
+
+/// The teacher's answer of a relabelled step as the action to learn: its
+/// Plan and action (strictly parsed), with the device point a tap or long
+/// press lands on in the step's frame. `Ok(None)` when the step has no target.
+pub fn target_action(step: &StepRecord) -> Result<Option<Executed>, String> {
+    let Some(raw) = &step.target else {
+        return Ok(None);
+    };
+    let parsed = parse(raw, ParseMode::Strict)
+        .map_err(|e| format!("the recorded target does not parse: {e}"))?;
+    let Link::Action { plan, action } = parsed.output.link else {
+        return Err("the recorded target is a grounding answer, not an action".into());
+    };
+    let device = match &action {
+        Action::Tap { point_2d } => Some(DeviceAction::Tap {
+            at: step.frame.to_device(*point_2d),
+        }),
+        Action::LongPress { point_2d } => Some(DeviceAction::LongPress {
+            at: step.frame.to_device(*point_2d),
+        }),
+        _ => None,
+    };
+    Ok(Some(Executed {
+        plan,
+        model: action,
+        device,
+    }))
 }
 
 /// The action a step carried out, or the outcome kind that disqualifies it.
@@ -256,7 +295,8 @@ pub fn from_trajectories(
             .as_ref()
             .and_then(|o| o.success)
             .unwrap_or(false);
-        if !successful && !options.all_episodes {
+        let relabelled = trajectory.steps.iter().any(|s| s.target.is_some());
+        if !successful && !options.all_episodes && !relabelled {
             report.episodes_skipped += 1;
             continue;
         }
@@ -269,18 +309,26 @@ pub fn from_trajectories(
         report.steps += trajectory.steps.len();
         let mut without_tree = 0;
         for (k, step) in trajectory.steps.iter().enumerate() {
-            let executed = match executed_action(step) {
-                Ok(executed) => executed,
-                Err(kind) => {
-                    *report.skipped_steps.entry(kind).or_default() += 1;
-                    continue;
-                }
-            };
             let at_step = |reason: String| Error::Step {
                 path: steps_path.clone(),
                 line: lines.get(k).copied().unwrap_or(k + 1),
                 step: step.index,
                 reason,
+            };
+            let target = target_action(step).map_err(at_step)?;
+            let executed = match (&target, relabelled) {
+                (Some(target), _) => target,
+                (None, true) => {
+                    *report.skipped_steps.entry("no_target").or_default() += 1;
+                    continue;
+                }
+                (None, false) => match executed_action(step) {
+                    Ok(executed) => executed,
+                    Err(kind) => {
+                        *report.skipped_steps.entry(kind).or_default() += 1;
+                        continue;
+                    }
+                },
             };
             let screenshot = dir.join(&step.screenshot);
             let image = read_image(&screenshot)
@@ -319,6 +367,7 @@ pub fn from_trajectories(
             }
             write_file(&dest, &encode_png(&image).map_err(at_step)?)?;
             samples.push(sample);
+            report.relabelled += usize::from(target.is_some());
         }
         if without_tree > 0 {
             report.warnings.push(format!(
@@ -418,6 +467,7 @@ mod tests {
             outcome,
             timings: StepTimings::default(),
             vote: None,
+            target: None,
             reward: None,
         }
     }

@@ -177,6 +177,47 @@ pub fn source(family: Family, name: &str) -> Option<Source> {
     }
 }
 
+/// The GGUF tensors made from checkpoint tensor `checkpoint` in `family`'s
+/// file: the inverse of [`source`] (three for a fused qkv tensor, two for the
+/// patch embedding, none for a tensor of the other file). Used to lay out a
+/// new file when there is no template.
+pub fn targets(family: Family, checkpoint: &str) -> Vec<String> {
+    let Some((module, param)) = split_param(checkpoint) else {
+        return Vec::new();
+    };
+    let named = |gguf: Option<String>| gguf.into_iter().collect();
+    match family {
+        Family::Text => {
+            if let Some((layer, rest)) = split_layer(module, "model.layers.") {
+                return named(
+                    lookup(TEXT_LAYER, rest, false).map(|g| format!("blk.{layer}.{g}.{param}")),
+                );
+            }
+            named(lookup(TEXT_GLOBAL, module, false).map(|g| format!("{g}.{param}")))
+        }
+        Family::Projector => {
+            if checkpoint == "visual.patch_embed.proj.weight" {
+                return vec![
+                    "v.patch_embd.weight".to_owned(),
+                    "v.patch_embd.weight.1".to_owned(),
+                ];
+            }
+            if let Some((block, rest)) = split_layer(module, "visual.blocks.") {
+                if rest == "attn.qkv" {
+                    return QKV
+                        .iter()
+                        .map(|q| format!("v.blk.{block}.{q}.{param}"))
+                        .collect();
+                }
+                return named(
+                    lookup(VISION_BLOCK, rest, false).map(|g| format!("v.blk.{block}.{g}.{param}")),
+                );
+            }
+            named(lookup(VISION_GLOBAL, module, false).map(|g| format!("{g}.{param}")))
+        }
+    }
+}
+
 /// The GGUF weight a LoRA on checkpoint module `module` (e.g.
 /// `model.layers.0.self_attn.q_proj`) adapts in the text model, e.g.
 /// `blk.0.attn_q.weight`; `None` for a module that is not a linear layer of
@@ -193,7 +234,7 @@ pub fn text_lora_target(module: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Family, Part, Source, source, text_lora_target};
+    use super::{Family, Part, Source, source, targets, text_lora_target};
 
     fn whole(name: &str) -> Option<Source> {
         Some(Source {
@@ -361,6 +402,55 @@ mod tests {
             "model.layers.0.self_attn",
         ] {
             assert_eq!(text_lora_target(module), None, "{module}");
+        }
+    }
+
+    #[test]
+    fn targets_invert_source() {
+        let checkpoint = [
+            "model.embed_tokens.weight",
+            "model.norm.weight",
+            "lm_head.weight",
+            "model.layers.3.input_layernorm.weight",
+            "model.layers.3.self_attn.q_proj.bias",
+            "model.layers.11.mlp.down_proj.weight",
+            "visual.patch_embed.proj.weight",
+            "visual.blocks.5.attn.qkv.weight",
+            "visual.blocks.5.attn.qkv.bias",
+            "visual.blocks.0.norm2.weight",
+            "visual.blocks.0.mlp.up_proj.bias",
+            "visual.merger.ln_q.weight",
+            "visual.merger.mlp.2.bias",
+        ];
+        for name in checkpoint {
+            let text = targets(Family::Text, name);
+            let projector = targets(Family::Projector, name);
+            let expected = if name.starts_with("visual.") {
+                assert!(text.is_empty(), "{name}: {text:?}");
+                (Family::Projector, &projector)
+            } else {
+                assert!(projector.is_empty(), "{name}: {projector:?}");
+                (Family::Text, &text)
+            };
+            let count = match name {
+                "visual.patch_embed.proj.weight" => 2,
+                n if n.contains(".qkv.") => 3,
+                _ => 1,
+            };
+            assert_eq!(expected.1.len(), count, "{name}: {:?}", expected.1);
+            for gguf in expected.1 {
+                let back = source(expected.0, gguf).unwrap_or_else(|| panic!("{gguf}"));
+                assert_eq!(back.checkpoint, name, "{gguf}");
+            }
+        }
+        for name in [
+            "visual.blocks.0.attn",
+            "model.layers.0.self_attn.rotary.inv_freq",
+            "lm_head",
+            "",
+        ] {
+            assert!(targets(Family::Text, name).is_empty(), "{name}");
+            assert!(targets(Family::Projector, name).is_empty(), "{name}");
         }
     }
 }

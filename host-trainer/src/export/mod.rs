@@ -191,10 +191,55 @@ pub fn write_gguf_from_template(
     out: &Path,
 ) -> Result<ExportReport> {
     let file = GgufFile::open(template)?;
-    let family = family_of(file.header()).map_err(|m| template_error(template, m))?;
+    write_gguf(template, file.header().clone(), weights, precision, out)
+}
+
+/// Writes a GGUF file with no template: `metadata` (every key of the file,
+/// `general.architecture` first among them) and one tensor per GGUF tensor
+/// the family makes from `weights` (see [`mapping::targets`]), in checkpoint
+/// name order, as `precision` says (`Template` means F32 here).
+pub fn write_new_gguf(
+    metadata: Header,
+    weights: &HashMap<String, Tensor>,
+    precision: Precision,
+    out: &Path,
+) -> Result<ExportReport> {
+    let family = family_of(&metadata).map_err(|m| template_error(out, m))?;
+    let canonical = canonical_weights(out, weights)?;
+    let mut names: Vec<&String> = canonical.keys().collect();
+    names.sort();
+    let mut header = metadata;
+    header.tensors.clear();
+    for checkpoint in names {
+        for name in mapping::targets(family, checkpoint) {
+            let source = mapping::source(family, &name).ok_or_else(|| {
+                template_error(out, format!("{name} maps back to no checkpoint tensor"))
+            })?;
+            let piece = cut(canonical[checkpoint], &source).map_err(|m| template_error(out, m))?;
+            header.tensors.push(TensorInfo {
+                name,
+                dims: piece.size().iter().rev().map(|&d| d as u64).collect(),
+                ggml_type: GgmlType::F32,
+            });
+        }
+    }
+    write_gguf(out, header, weights, precision, out)
+}
+
+/// The common part of [`write_gguf_from_template`] and [`write_new_gguf`]:
+/// `header`'s tensors filled from `weights`; errors name `template` (the
+/// output itself when there is none).
+fn write_gguf(
+    template: &Path,
+    header: Header,
+    weights: &HashMap<String, Tensor>,
+    precision: Precision,
+    out: &Path,
+) -> Result<ExportReport> {
+    let family = family_of(&header).map_err(|m| template_error(template, m))?;
     let weights = canonical_weights(template, weights)?;
 
-    let mut header = file.header().clone();
+    let mut header = header;
     let mut sources = Vec::with_capacity(header.tensors.len());
     let mut used = BTreeSet::new();
     let mut missing = Vec::new();

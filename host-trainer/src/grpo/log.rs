@@ -1,5 +1,5 @@
 //! The run's metrics: one JSON line per step in `metrics.jsonl`, and a PNG
-//! of the reward and KL curves.
+//! of their curves (`curves.png`).
 //!
 //! Lines are appended and synced step by step, so a killed run loses at most
 //! the step in flight; a resumed run first drops the lines after its
@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
 
+use super::config::TrainObjective;
 use super::trainer::StepMetrics;
 use crate::error::{Error, Result};
 
@@ -95,11 +96,59 @@ pub fn read_metrics(path: &Path) -> Result<Vec<StepMetrics>> {
     Ok(out)
 }
 
-/// A panel: its title, the plotted value and the line colour.
-type Curve = (&'static str, fn(&StepMetrics) -> f64, RGBColor);
+/// One line of a panel: its legend, its value at a step (`None` where the
+/// step has none, e.g. held-out numbers between checkpoints) and colour.
+type Series = (&'static str, fn(&StepMetrics) -> Option<f64>, RGBColor);
 
-/// Reward (mean per step) and KL curves, one panel each, as a PNG.
-pub fn plot(metrics: &[StepMetrics], out: &Path) -> Result<()> {
+/// The panels of a run's curves: GRPO shows its reward, KL and flat groups,
+/// SFT its loss; both the gradient norm and the held-out numbers.
+fn panels(objective: TrainObjective) -> Vec<(&'static str, Vec<Series>)> {
+    let loss: (&str, Vec<Series>) = (
+        "loss",
+        vec![
+            ("train", |m| Some(m.loss), BLUE),
+            ("held-out", |m| m.heldout_loss, RED),
+        ],
+    );
+    let grad_norm: (&str, Vec<Series>) = (
+        "gradient norm (before clipping)",
+        vec![("", |m| Some(m.grad_norm), BLACK)],
+    );
+    let accuracy: (&str, Vec<Series>) = (
+        "held-out action accuracy",
+        vec![("", |m| m.heldout_accuracy, GREEN)],
+    );
+    match objective {
+        TrainObjective::Sft => vec![loss, grad_norm, accuracy],
+        TrainObjective::Grpo => vec![
+            (
+                "reward: mean and by term",
+                vec![
+                    ("mean", |m| Some(m.reward_mean), BLUE),
+                    ("format", |m| Some(m.format), MAGENTA),
+                    ("blink", |m| Some(m.blink), CYAN),
+                    ("link", |m| Some(m.link), RED),
+                ],
+            ),
+            ("KL to the reference", vec![("", |m| Some(m.kl), RED)]),
+            loss,
+            grad_norm,
+            (
+                "share of flat groups (skipped)",
+                vec![(
+                    "",
+                    |m| Some(m.flat_groups as f64 / m.groups.max(1) as f64),
+                    BLACK,
+                )],
+            ),
+            accuracy,
+        ],
+    }
+}
+
+/// The run's curves as a PNG: one panel per quantity, each scaled to its
+/// own values (see [`panels`]).
+pub fn plot(metrics: &[StepMetrics], objective: TrainObjective, out: &Path) -> Result<()> {
     // Registering the same font again is harmless.
     plotters::style::register_font("sans-serif", FontStyle::Normal, FONT)
         .map_err(|_| Error::Input("the bundled font cannot be read".to_owned()))?;
@@ -110,34 +159,59 @@ pub fn plot(metrics: &[StepMetrics], out: &Path) -> Result<()> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let partial = out.with_file_name(format!(".{name}.partial.png"));
+    let panels = panels(objective);
+    let rows = panels.len().div_ceil(2);
     let draw = || -> std::result::Result<(), Box<dyn std::error::Error>> {
-        let root = BitMapBackend::new(&partial, (900, 700)).into_drawing_area();
+        let root = BitMapBackend::new(&partial, (1200, 330 * rows as u32)).into_drawing_area();
         root.fill(&WHITE)?;
-        let panels = root.split_evenly((2, 1));
+        let areas = root.split_evenly((rows, 2));
         let last = metrics.last().map_or(1, |m| m.step).max(1);
-        let curves: [Curve; 2] = [
-            ("reward (mean)", |m| m.reward_mean, BLUE),
-            ("KL to the reference", |m| m.kl, RED),
-        ];
-        for (panel, (title, value, color)) in panels.iter().zip(curves) {
-            let ys: Vec<f64> = metrics.iter().map(value).collect();
-            let lo = ys.iter().copied().fold(f64::INFINITY, f64::min).min(0.0);
-            let hi = ys
+        for (area, (title, series)) in areas.iter().zip(panels) {
+            let ys: Vec<f64> = series
                 .iter()
-                .copied()
-                .fold(f64::NEG_INFINITY, f64::max)
-                .max(lo + 1e-3);
-            let mut chart = ChartBuilder::on(panel)
-                .caption(title, ("sans-serif", 22))
-                .margin(12)
-                .x_label_area_size(32)
+                .flat_map(|(_, value, _)| metrics.iter().filter_map(value))
+                .filter(|y| y.is_finite())
+                .collect();
+            let lo = ys.iter().copied().fold(f64::INFINITY, f64::min).min(0.0);
+            let hi = ys.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            // A flat line at 0 gets a unit axis, not a 0–0.001 one that
+            // makes rounding noise look like a trend.
+            let hi = if hi.is_finite() && hi > lo {
+                hi
+            } else {
+                lo + 1.0
+            };
+            let mut chart = ChartBuilder::on(area)
+                .caption(title, ("sans-serif", 20))
+                .margin(10)
+                .x_label_area_size(30)
                 .y_label_area_size(56)
-                .build_cartesian_2d(0u64..last, lo..hi * 1.05)?;
+                .build_cartesian_2d(0u64..last, lo..hi + 0.05 * (hi - lo))?;
             chart.configure_mesh().x_desc("step").draw()?;
-            chart.draw_series(LineSeries::new(
-                metrics.iter().map(|m| (m.step, value(m))),
-                &color,
-            ))?;
+            let legend = series.len() > 1;
+            for (label, value, color) in series {
+                let points: Vec<(u64, f64)> = metrics
+                    .iter()
+                    .filter_map(|m| value(m).filter(|y| y.is_finite()).map(|y| (m.step, y)))
+                    .collect();
+                let drawn = if points.len() == 1 {
+                    chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))?
+                } else {
+                    chart.draw_series(LineSeries::new(points, &color))?
+                };
+                if legend {
+                    drawn
+                        .label(label)
+                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
+                }
+            }
+            if legend {
+                chart
+                    .configure_series_labels()
+                    .background_style(WHITE.mix(0.8))
+                    .border_style(BLACK)
+                    .draw()?;
+            }
         }
         root.present()?;
         Ok(())

@@ -60,7 +60,7 @@ pub fn run(
         on_step(&metrics);
         if save {
             last_checkpoint = Some(checkpoint::save(&trainer)?);
-            plot(&read_metrics(log.path())?, &plot_path)?;
+            plot(&read_metrics(log.path())?, config.run.objective, &plot_path)?;
         }
     }
     Ok(Outcome {

@@ -1,0 +1,365 @@
+//! `btl-train init`: a new model of a chosen size. Its GGUF metadata is what
+//! llama.cpp's converter wrote for the fixture (same shape, same tokenizer);
+//! transformers loads its checkpoint and computes the trainer's logits;
+//! llama.cpp runs its GGUFs to the trainer's greedy tokens on an image prompt.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use agent_core::model::llama::{LlamaConfig, LlamaPolicy};
+use agent_core::model::preprocess::Qwen2VlImageProcessor;
+use host_trainer::export::Precision;
+use host_trainer::export::gguf::{GgufFile, Value};
+use host_trainer::init::{Initialised, ModelSpec, init};
+use host_trainer::{Batch, Grid, Images, Qwen25Vl};
+use serde_json::Value as Json;
+use tch::{Device, Kind, Tensor};
+
+use crate::util::{btl_train, gguf_dir, golden, max_abs_diff, tokenizer_file};
+
+/// The fixture's shape (tests/data/tiny-qwen25vl-hf/config.json) with the
+/// fixture's tokenizer; `init_std` large enough that the logits spread
+/// far beyond float32 noise.
+fn fixture_spec(dir: &Path) -> PathBuf {
+    let path = dir.join("tiny.toml");
+    std::fs::write(
+        &path,
+        format!(
+            r#"name = "tiny-qwen25vl"
+tokenizer = {:?}
+seed = 7
+init_std = 0.3
+
+[text]
+layers = 2
+hidden = 128
+intermediate = 256
+heads = 4
+kv_heads = 2
+max_position_embeddings = 4096
+
+[vision]
+depth = 4
+hidden = 64
+intermediate = 128
+heads = 2
+full_attention_every = 2
+"#,
+            tokenizer_file().display().to_string()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn init_fixture(dir: &Path, precision: Precision) -> Initialised {
+    let path = fixture_spec(dir);
+    let spec = ModelSpec::from_file(&path).unwrap();
+    init(&spec, &path, precision, &dir.join("model")).unwrap()
+}
+
+/// Keys whose values are the model's own name and size, or the chat template
+/// (written from `tokenizer_config.json`, which the fixture has none of).
+const OWN_KEYS: &[&str] = &[
+    "general.name",
+    "general.size_label",
+    "tokenizer.chat_template",
+];
+
+fn metadata(file: &GgufFile) -> BTreeMap<String, Value> {
+    file.header()
+        .metadata
+        .iter()
+        .filter(|(k, _)| !OWN_KEYS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn tensors(file: &GgufFile) -> BTreeMap<String, (Vec<u64>, String)> {
+    file.header()
+        .tensors
+        .iter()
+        .map(|t| (t.name.clone(), (t.dims.clone(), t.ggml_type.to_string())))
+        .collect()
+}
+
+#[test]
+fn the_ggufs_carry_the_converter_s_metadata_and_tensor_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let made = init_fixture(dir.path(), Precision::F16);
+    for (ours, converter) in [
+        (&made.text, "tiny-qwen25vl-f16.gguf"),
+        (&made.mmproj, "mmproj-tiny-qwen25vl-f16.gguf"),
+    ] {
+        let ours = GgufFile::open(ours).unwrap();
+        let theirs = GgufFile::open(&gguf_dir().join(converter)).unwrap();
+        let (a, b) = (metadata(&ours), metadata(&theirs));
+        for key in a.keys().chain(b.keys()) {
+            assert_eq!(a.get(key), b.get(key), "{converter}: key {key}");
+        }
+        assert_eq!(tensors(&ours), tensors(&theirs), "{converter}: tensors");
+    }
+    let config: Json =
+        serde_json::from_str(&std::fs::read_to_string(made.hf.join("config.json")).unwrap())
+            .unwrap();
+    let fixture: Json = serde_json::from_str(
+        &std::fs::read_to_string(crate::util::checkpoint_dir().join("config.json")).unwrap(),
+    )
+    .unwrap();
+    for pointer in [
+        "/image_token_id",
+        "/video_token_id",
+        "/vision_start_token_id",
+        "/vision_end_token_id",
+        "/text_config/vocab_size",
+        "/text_config/bos_token_id",
+        "/text_config/eos_token_id",
+        "/text_config/pad_token_id",
+        "/text_config/rope_parameters",
+        "/vision_config/fullatt_block_indexes",
+        "/vision_config/window_size",
+    ] {
+        assert_eq!(
+            config.pointer(pointer),
+            fixture.pointer(pointer),
+            "{pointer}"
+        );
+    }
+    assert!(made.hf.join("tokenizer.json").is_file());
+}
+
+/// host-trainer's logits for the golden BTL image prompt (`case_logits`'s
+/// ids and pixel values, which are the fixture tokenizer's).
+fn trainer_logits(hf: &Path) -> (Tensor, Vec<i64>, Vec<Grid>, Tensor) {
+    let model = Qwen25Vl::from_checkpoint(hf, Device::Cpu, Kind::Float).unwrap();
+    let g = golden();
+    let ids = g.ids("/logits/input_ids");
+    let grids = vec![g.grid("/logits/grid")];
+    let pixel_values = g.tensor("images.a.pixel_values").shallow_clone();
+    let logits = tch::no_grad(|| {
+        model.forward(&Batch {
+            input_ids: std::slice::from_ref(&ids),
+            images: Some(Images {
+                pixel_values: &pixel_values,
+                grids: &grids,
+            }),
+        })
+    })
+    .unwrap()
+    .squeeze_dim(0);
+    (logits, ids, grids, pixel_values)
+}
+
+#[test]
+fn transformers_loads_the_checkpoint_and_computes_the_trainer_s_logits() {
+    let python = std::env::var_os("BTL_REFERENCE_PYTHON").unwrap_or_else(|| {
+        panic!(
+            "BTL_REFERENCE_PYTHON is not set: a Python with torch 2.13.0 and transformers \
+             (scripts/make-trainer-reference/requirements.txt) loads the checkpoint; \
+             scripts/test makes it"
+        )
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let made = init_fixture(dir.path(), Precision::F16);
+    let (ours, ids, grids, pixel_values) = trainer_logits(&made.hf);
+
+    let inputs = dir.path().join("inputs.safetensors");
+    let grid: Vec<i64> = grids.iter().flat_map(|g| [g.t, g.h, g.w]).collect();
+    Tensor::write_safetensors(
+        &[
+            ("input_ids", Tensor::from_slice(&ids).unsqueeze(0)),
+            ("pixel_values", pixel_values),
+            ("image_grid_thw", Tensor::from_slice(&grid).view([-1, 3])),
+        ],
+        &inputs,
+    )
+    .unwrap();
+    let out = dir.path().join("logits.safetensors");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../scripts/make-trainer-reference/logits.py");
+    let run = Command::new(&python)
+        .arg(&script)
+        .arg(&made.hf)
+        .arg(&inputs)
+        .arg(&out)
+        .envs([
+            ("CUDA_VISIBLE_DEVICES", ""),
+            ("HF_HUB_OFFLINE", "1"),
+            ("PYTHONDONTWRITEBYTECODE", "1"),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let theirs = Tensor::read_safetensors(&out)
+        .unwrap()
+        .into_iter()
+        .find(|(n, _)| n == "logits")
+        .unwrap()
+        .1;
+    // The tolerance of the float32 parity tests, on logits of real spread.
+    let spread = theirs.std(true).double_value(&[]);
+    assert!(spread > 0.1, "logits too flat to compare: std {spread}");
+    let diff = max_abs_diff(&ours, &theirs);
+    assert!(diff <= 1e-4, "max |Δ| = {diff:e} (logit std {spread})");
+}
+
+const NEW_TOKENS: usize = 24;
+
+#[test]
+fn llama_cpp_runs_the_ggufs_to_the_trainer_s_greedy_tokens_on_an_image_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    // F32 files: both sides compute in float32.
+    let made = init_fixture(dir.path(), Precision::F32);
+    let reference: Json =
+        serde_json::from_str(&std::fs::read_to_string(gguf_dir().join("reference.json")).unwrap())
+            .unwrap();
+    let case = &reference["cases"]["image"];
+    let content = |i: usize| case["messages"][i]["content"].as_str().unwrap();
+    let prompt = LlamaPolicy::chat_text(content(0), content(1));
+    let prompt_ids: Vec<i64> = serde_json::from_value(case["prompt_ids"].clone()).unwrap();
+    let eog: Vec<i64> =
+        serde_json::from_value(reference["tokenizer"]["eog_ids_llama_cpp"].clone()).unwrap();
+
+    let screenshot = image::open(gguf_dir().join("test-screenshot.png"))
+        .unwrap()
+        .to_rgb8();
+    // Large enough that the 224×448 screenshot is not resized.
+    let pixels = Qwen2VlImageProcessor::new(1 << 20)
+        .preprocess(&screenshot)
+        .unwrap();
+    let [t, h, w] = pixels.grid_thw.map(i64::from);
+    let values = Tensor::from_slice(&pixels.data).view([pixels.rows as i64, pixels.cols as i64]);
+    let grids = [Grid::new(t, h, w)];
+    let model = Qwen25Vl::from_checkpoint(&made.hf, Device::Cpu, Kind::Float).unwrap();
+    let mut expected = model
+        .generate_greedy(
+            &prompt_ids,
+            Some(Images {
+                pixel_values: &values,
+                grids: &grids,
+            }),
+            NEW_TOKENS,
+            &eog,
+        )
+        .unwrap();
+    if expected.last().is_some_and(|t| eog.contains(t)) {
+        expected.pop();
+    }
+    assert!(
+        expected.len() >= 8,
+        "the trainer stopped early: {expected:?}"
+    );
+
+    let mut config = LlamaConfig::new(&made.text, &made.mmproj);
+    config.max_tokens = NEW_TOKENS as u32;
+    config.grammar = false;
+    let mut policy = LlamaPolicy::load(config).unwrap();
+    let generation = policy.generate(&prompt, Some(&screenshot), 0).unwrap();
+    let found: Vec<i64> = generation.tokens.iter().map(|&t| i64::from(t)).collect();
+    // llama.cpp keeps its KV cache in float16 (llama.cpp's default), so its
+    // logits are off by about float16's relative step (2^-11) of their
+    // range, and a random model has near ties at that scale. Where llama.cpp
+    // departs from the trainer, the token it took must be the trainer's top
+    // within 1e-3 of the logit range; the first 8 tokens must agree.
+    let Some(split) = found.iter().zip(&expected).position(|(a, b)| a != b) else {
+        assert_eq!(found, expected, "llama.cpp vs the trainer");
+        return;
+    };
+    assert!(split >= 8, "llama.cpp {found:?}\ntrainer {expected:?}");
+    let ids: Vec<i64> = prompt_ids
+        .iter()
+        .chain(&expected[..split])
+        .copied()
+        .collect();
+    let logits = tch::no_grad(|| {
+        model.forward(&Batch {
+            input_ids: std::slice::from_ref(&ids),
+            images: Some(Images {
+                pixel_values: &values,
+                grids: &grids,
+            }),
+        })
+    })
+    .unwrap()
+    .squeeze_dim(0)
+    .get(ids.len() as i64 - 1);
+    let (top, _) = logits.topk(2, -1, true, true);
+    let margin = top.double_value(&[0]) - top.double_value(&[1]);
+    let theirs = logits.double_value(&[found[split]]);
+    let gap = top.double_value(&[0]) - theirs;
+    let range = logits.max().double_value(&[]) - logits.min().double_value(&[]);
+    assert!(
+        gap <= 1e-3 * range,
+        "token {split}: llama.cpp took {} ({gap:e} below the trainer's top, margin {margin:e}, logit range {range})",
+        found[split]
+    );
+}
+
+#[test]
+fn the_cli_writes_the_model_and_refuses_bad_specs_by_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = fixture_spec(dir.path());
+    let out = dir.path().join("made");
+    let (spec_arg, out_arg) = (spec.to_str().unwrap(), out.to_str().unwrap());
+    let run = btl_train(&["init", "--config", spec_arg, "--out", out_arg]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(stdout.contains("M parameters"), "{stdout}");
+    for file in [
+        "hf/config.json",
+        "hf/model.safetensors",
+        "model-f16.gguf",
+        "mmproj-f16.gguf",
+    ] {
+        assert!(out.join(file).is_file(), "{file}");
+    }
+
+    // An existing output is kept unless --force.
+    let again = btl_train(&["init", "--config", spec_arg, "--out", out_arg]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--force"));
+
+    let text = std::fs::read_to_string(&spec).unwrap();
+    for (from, to, named) in [
+        (
+            "heads = 4\n",
+            "heads = 3\n",
+            "text.hidden 128 is not divisible by text.heads 3",
+        ),
+        (
+            "full_attention_every = 2",
+            "full_attention_every = 5",
+            "vision.full_attention_every 5",
+        ),
+        ("seed = 7", "seed = 7\nlayers = 3", "unknown field `layers`"),
+        (
+            "tokenizer = ",
+            "tokenizer = \"missing.json\"\n#",
+            "missing.json",
+        ),
+    ] {
+        let bad = dir.path().join("bad.toml");
+        std::fs::write(&bad, text.replacen(from, to, 1)).unwrap();
+        let other = dir.path().join("other");
+        let run = btl_train(&[
+            "init",
+            "--config",
+            bad.to_str().unwrap(),
+            "--out",
+            other.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{named}: {stderr}");
+        assert!(stderr.contains(named), "{named}: {stderr}");
+        assert!(!other.exists(), "{named}: nothing is written");
+    }
+}
