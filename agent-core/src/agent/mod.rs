@@ -68,6 +68,12 @@ pub struct AgentConfig {
     pub vote: u32,
     pub stability: StabilityConfig,
     pub safety: SafetyConfig,
+    /// The success checker ends the episode once the task is done. Off, it
+    /// only records its verdict after each step (`task_done`), and the
+    /// episode ends as it would on a phone: when the model says Finish, at
+    /// the step budget, or at another stop; the outcome's success is the
+    /// checker's verdict then.
+    pub stop_on_success: bool,
 }
 
 impl Default for AgentConfig {
@@ -85,6 +91,7 @@ impl Default for AgentConfig {
             vote: 1,
             stability: StabilityConfig::default(),
             safety: SafetyConfig::default(),
+            stop_on_success: true,
         }
     }
 }
@@ -448,9 +455,15 @@ impl Agent {
             },
             vote: None,
             target: None,
+            task_done: None,
             reward: None,
         };
         let stop = self.decide_and_act(&mut record, &screenshot, ui_tree.as_ref());
+        if !self.config().stop_on_success
+            && let Some(checker) = self.checker.as_mut()
+        {
+            record.task_done = Some(checker.is_successful());
+        }
         self.writer
             .write_step(&record, &screenshot, ui_tree.as_ref())?;
         self.steps = index;
@@ -458,6 +471,7 @@ impl Agent {
             observer(&record);
         }
         if stop.is_none()
+            && self.config().stop_on_success
             && let Some(checker) = self.checker.as_mut()
             && checker.is_successful()
         {

@@ -88,6 +88,11 @@ pub struct StepRecord {
     /// whatever the policy did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// The success checker's verdict after this step, when it does not end
+    /// the episode (`AgentConfig::stop_on_success` off): how long after the
+    /// task was done the model said Finish.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_done: Option<bool>,
     /// Filled in by offline scoring; the agent does not know it.
     #[serde(default)]
     pub reward: Option<f64>,

@@ -15,7 +15,7 @@ use super::episode::{
 use super::{Failure, Outcome, json_line};
 use crate::agent::StopReason;
 use crate::agent::trajectory::read_trajectory;
-use crate::sim::tasks::{self, Task};
+use crate::sim::tasks::{self, Split, Task};
 use anyhow::anyhow;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
@@ -45,6 +45,11 @@ pub struct Args {
     /// First seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Draw the tasks from the training or the held-out split (other
+    /// seeds, parameter values and goal phrasings; see `btl sim tasks`)
+    /// instead of the plain suite.
+    #[arg(long, value_enum)]
+    split: Option<Split>,
     #[command(flatten)]
     device: DeviceArgs,
     /// Where the trajectories go [default: runs/bench-TIME].
@@ -66,6 +71,77 @@ struct EpisodeStats {
     steps: u32,
     latency: Latency,
     error: Option<String>,
+    /// How it ended, when the model had to say Finish (`--until-finish`).
+    ending: Option<Ending>,
+}
+
+/// When a model that must say Finish said it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// Right after the step that got the task done.
+    OnTime,
+    /// Some steps after the task was done (it still counts as a success).
+    Late,
+    /// Before the task was done: a failure.
+    Early,
+    /// Never: the step budget or another stop ended the episode.
+    Never,
+}
+
+/// Episodes by [`Ending`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Endings {
+    pub on_time: usize,
+    pub late: usize,
+    pub early: usize,
+    pub never: usize,
+}
+
+impl Endings {
+    fn add(&mut self, ending: Ending) {
+        match ending {
+            Ending::OnTime => self.on_time += 1,
+            Ending::Late => self.late += 1,
+            Ending::Early => self.early += 1,
+            Ending::Never => self.never += 1,
+        }
+    }
+
+    fn merge(&mut self, o: &Endings) {
+        self.on_time += o.on_time;
+        self.late += o.late;
+        self.early += o.early;
+        self.never += o.never;
+    }
+}
+
+/// How an episode recorded with `task_done` verdicts ended: `finished_at`
+/// is the index (from 1) of the Finish step, if the model said Finish;
+/// `done_after[i]` the checker's verdict after step i + 1.
+pub fn ending(finished_at: Option<u32>, done_after: &[bool]) -> Ending {
+    let Some(f) = finished_at else {
+        return Ending::Never;
+    };
+    let f = f as usize;
+    let done_at_finish = done_after
+        .get(f.saturating_sub(1))
+        .copied()
+        .unwrap_or(false);
+    if !done_at_finish {
+        return Ending::Early;
+    }
+    // The first step after which the task stayed done up to the Finish.
+    let first_done = (0..f)
+        .rev()
+        .take_while(|&i| done_after.get(i).copied().unwrap_or(false))
+        .last()
+        .map_or(f, |i| i + 1);
+    // Finish at step f, the task done by step f - 1: on time.
+    if first_done + 1 >= f {
+        Ending::OnTime
+    } else {
+        Ending::Late
+    }
 }
 
 /// Milliseconds summed over steps (and the step count, to average).
@@ -130,12 +206,37 @@ pub fn spread(values: &[f64]) -> Spread {
     Spread { mean, sd }
 }
 
+/// The 95% Wilson score interval of a success rate: `successes` of
+/// `episodes`, pooled over repeats. Unlike the normal approximation it
+/// stays inside [0, 1] and is not empty at 0 or n successes.
+pub fn wilson_interval(successes: usize, episodes: usize) -> [f64; 2] {
+    if episodes == 0 {
+        return [0.0, 1.0];
+    }
+    const Z: f64 = 1.959_963_984_540_054;
+    let n = episodes as f64;
+    let p = successes as f64 / n;
+    let z2 = Z * Z;
+    let denominator = 1.0 + z2 / n;
+    let centre = (p + z2 / (2.0 * n)) / denominator;
+    let half = Z / denominator * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    [(centre - half).max(0.0), (centre + half).min(1.0)]
+}
+
 #[derive(Debug, Serialize)]
 struct TaskResult {
     task: String,
     /// Success rate in each repeat.
     success_by_repeat: Vec<f64>,
     success: Spread,
+    /// Successes and episodes over all repeats, and the 95% interval of
+    /// their rate.
+    successes: usize,
+    episodes: usize,
+    interval95: [f64; 2],
+    /// With `--until-finish`: when the model said Finish.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    endings: Option<Endings>,
     steps_per_episode: f64,
     errors: usize,
 }
@@ -172,34 +273,45 @@ pub fn run(args: &Args) -> Outcome {
     let mut all_steps = Vec::new();
     for name in &names {
         let mut by_repeat = Vec::new();
-        let (mut steps, mut errors) = (Vec::new(), 0);
+        let (mut steps, mut errors, mut task_successes) = (Vec::new(), 0, 0);
+        let mut task_endings = Endings::default();
         for repeat in 0..args.repeats {
             let mut successes = 0;
             for episode in 0..args.episodes {
-                let seed =
+                let k =
                     args.seed + u64::from(repeat) * u64::from(args.episodes) + u64::from(episode);
-                bar.set_message(format!("{name} seed {seed}"));
+                let seed = args.split.map_or(k, |split| split.seed(k));
+                bar.set_message(format!("{name} seed {k}"));
                 let dir = out.join(format!("{name}-r{repeat}-e{episode}"));
                 let stats = one_episode(args, &target, name, seed, &dir, shared.as_ref())?;
                 if let Some(error) = &stats.error {
-                    bar.suspend(|| eprintln!("btl: {name} seed {seed}: {error}"));
+                    bar.suspend(|| eprintln!("btl: {name} seed {k}: {error}"));
                     errors += 1;
                 }
                 successes += usize::from(stats.success);
+                if let Some(ending) = stats.ending {
+                    task_endings.add(ending);
+                }
                 steps.push(f64::from(stats.steps));
                 latency.add(&stats.latency);
                 bar.inc(1);
             }
+            task_successes += successes;
             let slot = &mut overall_by_repeat[repeat as usize];
             slot.0 += successes;
             slot.1 += args.episodes as usize;
             by_repeat.push(successes as f64 / f64::from(args.episodes.max(1)));
         }
         all_steps.extend_from_slice(&steps);
+        let episodes = steps.len();
         results.push(TaskResult {
             task: name.clone(),
             success: spread(&by_repeat),
             success_by_repeat: by_repeat,
+            successes: task_successes,
+            episodes,
+            interval95: wilson_interval(task_successes, episodes),
+            endings: args.agent.until_finish.then_some(task_endings),
             steps_per_episode: spread(&steps).mean,
             errors,
         });
@@ -210,6 +322,17 @@ pub fn run(args: &Args) -> Outcome {
         .map(|(s, n)| *s as f64 / (*n).max(1) as f64)
         .collect();
     let overall_spread = spread(&overall);
+    let (total_successes, total_episodes) = overall_by_repeat
+        .iter()
+        .fold((0, 0), |(s, n), (rs, rn)| (s + rs, n + rn));
+    let overall_interval = wilson_interval(total_successes, total_episodes);
+    let mut all_endings = Endings::default();
+    for r in &results {
+        if let Some(e) = &r.endings {
+            all_endings.merge(e);
+        }
+    }
+    let all_endings = args.agent.until_finish.then_some(all_endings);
     let mean_latency = latency.mean();
     let stdout = std::io::stdout();
     let mut w = stdout.lock();
@@ -221,8 +344,12 @@ pub fn run(args: &Args) -> Outcome {
                 "target": target.describe(),
                 "episodes": args.episodes,
                 "repeats": args.repeats,
+                "split": args.split,
                 "tasks": results,
                 "overall": {"success_by_repeat": overall, "success": overall_spread,
+                            "successes": total_successes, "episodes": total_episodes,
+                            "interval95": overall_interval,
+                            "endings": all_endings,
                             "steps_per_episode": spread(&all_steps).mean},
                 "latency_per_step_ms": mean_latency,
                 "trajectories": out,
@@ -231,15 +358,17 @@ pub fn run(args: &Args) -> Outcome {
         return Ok(());
     }
     let mut text = format!(
-        "{:<22} {:>20} {:>14}\n",
-        "task", "success (mean ± sd)", "steps/episode"
+        "{:<22} {:>20} {:>16} {:>14}\n",
+        "task", "success (mean ± sd)", "95% interval", "steps/episode"
     );
+    let interval = |[lo, hi]: [f64; 2]| format!("{:.0}–{:.0}%", 100.0 * lo, 100.0 * hi);
     for r in &results {
         text.push_str(&format!(
-            "{:<22} {:>12.1}% ± {:<5.1} {:>14.1}{}\n",
+            "{:<22} {:>12.1}% ± {:<5.1} {:>16} {:>14.1}{}\n",
             r.task,
             100.0 * r.success.mean,
             100.0 * r.success.sd,
+            interval(r.interval95),
             r.steps_per_episode,
             if r.errors > 0 {
                 format!("  ({} errors)", r.errors)
@@ -249,10 +378,11 @@ pub fn run(args: &Args) -> Outcome {
         ));
     }
     text.push_str(&format!(
-        "{:<22} {:>12.1}% ± {:<5.1} {:>14.1}\n\nper step (mean of {} steps, ms): observe {:.1}, policy {:.1} (image encode {:.1}, prefill {:.1}, decode {:.1}), perform {:.1}, settle {:.1}\n",
+        "{:<22} {:>12.1}% ± {:<5.1} {:>16} {:>14.1}\n\nper step (mean of {} steps, ms): observe {:.1}, policy {:.1} (image encode {:.1}, prefill {:.1}, decode {:.1}), perform {:.1}, settle {:.1}\n",
         "overall",
         100.0 * overall_spread.mean,
         100.0 * overall_spread.sd,
+        interval(overall_interval),
         spread(&all_steps).mean,
         mean_latency.steps,
         mean_latency.observe_ms,
@@ -263,6 +393,12 @@ pub fn run(args: &Args) -> Outcome {
         mean_latency.perform_ms,
         mean_latency.settle_ms,
     ));
+    if let Some(e) = all_endings {
+        text.push_str(&format!(
+            "Finish said: right after the task was done {}, later {}, before it was done {}, never {}\n",
+            e.on_time, e.late, e.early, e.never
+        ));
+    }
     w.write_all(text.as_bytes()).map_err(anyhow::Error::from)?;
     Ok(())
 }
@@ -348,11 +484,22 @@ fn one_episode(
         }
         _ => None,
     };
+    let ending = args.agent.until_finish.then(|| {
+        let finished_at =
+            matches!(outcome.stop, StopReason::Finished { .. }).then_some(outcome.steps);
+        let done: Vec<bool> = trajectory
+            .steps
+            .iter()
+            .map(|s| s.task_done == Some(true))
+            .collect();
+        ending(finished_at, &done)
+    });
     Ok(EpisodeStats {
         success: outcome.success == Some(true),
         steps: outcome.steps,
         latency,
         error,
+        ending,
     })
 }
 
@@ -374,5 +521,43 @@ mod tests {
             }
         );
         assert_eq!(spread(&[]), Spread { mean: 0.0, sd: 0.0 });
+    }
+
+    #[test]
+    fn endings_say_when_finish_came() {
+        // Done after step 2, Finish at step 3: on time.
+        assert_eq!(ending(Some(3), &[false, true, true]), Ending::OnTime);
+        // Done after step 1, Finish at step 4: late.
+        assert_eq!(ending(Some(4), &[true, true, true, true]), Ending::Late);
+        // Finish at step 2 with the task not done: early.
+        assert_eq!(ending(Some(2), &[false, false]), Ending::Early);
+        // Done once, undone again, done right before Finish: on time.
+        assert_eq!(ending(Some(4), &[true, false, true, true]), Ending::OnTime);
+        // Finish as the first step on a task already done: on time.
+        assert_eq!(ending(Some(1), &[true]), Ending::OnTime);
+        assert_eq!(ending(None, &[true, true]), Ending::Never);
+    }
+
+    #[test]
+    fn wilson_intervals_match_a_hand_calculation() {
+        // 8 of 10: p 0.8, z² 3.8415, denominator 1.38415, centre
+        // 0.99208 / 1.38415 = 0.71674, half 1.41601 × √(0.016 + 0.0096039)
+        // = 0.22658: 0.4902 to 0.9433.
+        let [lo, hi] = wilson_interval(8, 10);
+        assert!(
+            (lo - 0.4902).abs() < 1e-4 && (hi - 0.9433).abs() < 1e-4,
+            "{lo} {hi}"
+        );
+        // 0 of 10: from 0 to z² / (n + z²) = 3.8415 / 13.8415 = 0.2775.
+        let [lo, hi] = wilson_interval(0, 10);
+        assert_eq!(lo, 0.0);
+        assert!((hi - 0.2775).abs() < 1e-4, "{hi}");
+        // All successes mirror no successes.
+        let [lo, hi] = wilson_interval(10, 10);
+        assert!(
+            (lo - 0.7225).abs() < 1e-4 && (hi - 1.0).abs() < 1e-12,
+            "{lo} {hi}"
+        );
+        assert_eq!(wilson_interval(0, 0), [0.0, 1.0]);
     }
 }

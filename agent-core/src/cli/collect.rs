@@ -19,7 +19,7 @@ use super::episode::{
 use super::{Failure, Outcome};
 use crate::agent::StopReason;
 use crate::agent::trajectory::Outcome as EpisodeOutcome;
-use crate::sim::tasks::{self, Task};
+use crate::sim::tasks::{self, Split, Task};
 use anyhow::{Context, anyhow};
 use std::collections::VecDeque;
 use std::fs::OpenOptions;
@@ -46,6 +46,11 @@ pub struct Args {
     episodes: u32,
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Draw the tasks from the training or the held-out split (other
+    /// seeds, parameter values and goal phrasings; see `btl sim tasks`)
+    /// instead of the plain suite.
+    #[arg(long, value_enum)]
+    split: Option<Split>,
     /// Output directory (created; reused to finish an interrupted run).
     #[arg(long)]
     out: PathBuf,
@@ -226,7 +231,8 @@ fn jobs(args: &Args) -> Result<Vec<Job>, Failure> {
     let mut jobs = Vec::new();
     for name in &names {
         for e in 0..args.episodes {
-            let seed = args.seed + u64::from(e);
+            let k = args.seed + u64::from(e);
+            let seed = args.split.map_or(k, |split| split.seed(k));
             let task = tasks::sample(name, seed).ok_or_else(|| {
                 Failure::BadInput(anyhow!("no task named '{name}' (see `btl sim tasks`)"))
             })?;
@@ -244,7 +250,12 @@ fn finished(dir: &Path) -> bool {
 }
 
 fn episode_dir(out: &Path, job: &Job) -> PathBuf {
-    out.join(format!("{}-s{}", job.task.name(), job.seed))
+    let name = job.task.name();
+    out.join(match Split::of(job.seed) {
+        Some((Split::Train, k)) => format!("{name}-train-s{k}"),
+        Some((Split::Heldout, k)) => format!("{name}-heldout-s{k}"),
+        None => format!("{name}-s{}", job.seed),
+    })
 }
 
 /// One device's loop: take the next job it can run until none is left or

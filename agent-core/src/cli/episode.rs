@@ -14,7 +14,7 @@ use crate::device::{Device, DeviceError};
 use crate::model::{
     LoraAdapter, Observation, OraclePolicy, Policy, PolicyError, PolicyOutput, Relabelled,
 };
-use crate::protocol::{Profile, TRAINING_MAX_PIXELS};
+use crate::protocol::{Action, Profile, TRAINING_MAX_PIXELS};
 use crate::sim::phone::PhoneConfig;
 use crate::sim::tasks::{self, SettingCheck, Task};
 use crate::sim::virtual_phone::VirtualPhone;
@@ -124,6 +124,11 @@ pub struct AgentArgs {
     /// …or this much time has passed.
     #[arg(long, default_value_t = StabilityConfig::default().timeout_ms)]
     pub settle_timeout_ms: u64,
+    /// Run as on a phone: the task checker never ends the episode, the
+    /// model must say Finish (needs `--profile btl-extended`); success is
+    /// the checker's verdict when the episode ends.
+    #[arg(long)]
+    pub until_finish: bool,
 }
 
 fn parse_confirm(s: &str) -> Result<Confirm, String> {
@@ -151,6 +156,11 @@ impl AgentArgs {
         if let Some(confirm) = self.confirm {
             safety.on_sensitive = confirm;
         }
+        if self.until_finish && !self.profile.allows(&Action::Finish { answer: None }) {
+            return Err(Failure::BadInput(anyhow!(
+                "--until-finish needs a profile with Finish: --profile btl-extended"
+            )));
+        }
         Ok(AgentConfig {
             goal,
             profile: self.profile,
@@ -163,6 +173,7 @@ impl AgentArgs {
                 poll_interval_ms: self.settle_poll_ms,
                 timeout_ms: self.settle_timeout_ms,
             },
+            stop_on_success: !self.until_finish,
             ..AgentConfig::default()
         })
     }

@@ -16,7 +16,7 @@ use super::{Failure, Outcome, json_line};
 use crate::agent::trajectory::read_trajectory;
 use crate::agent::{Agent, AgentError};
 use crate::report;
-use crate::sim::tasks::{self, Task};
+use crate::sim::tasks::{self, Split, Task};
 use anyhow::{Context, anyhow};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -34,6 +34,11 @@ pub struct Args {
     /// Seed of the phone, the task parameters and sampling.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Draw the tasks from the training or the held-out split (other
+    /// seeds, parameter values and goal phrasings; see `btl sim tasks`)
+    /// instead of the plain suite (`--task` only).
+    #[arg(long, value_enum, requires = "task")]
+    split: Option<Split>,
     #[command(flatten)]
     device: DeviceArgs,
     /// Directory of the trajectory (must not exist yet) [default: runs/episode-TIME].
@@ -54,8 +59,16 @@ pub struct Args {
     json: bool,
 }
 
+impl Args {
+    /// The seed of the phone, the task and sampling: `--seed`, in the
+    /// split's range when `--split` is given.
+    fn instance_seed(&self) -> u64 {
+        self.split.map_or(self.seed, |split| split.seed(self.seed))
+    }
+}
+
 pub fn run(args: &Args) -> Outcome {
-    let target = args.device.target(args.seed);
+    let target = args.device.target(args.instance_seed());
     let (agent, dir, task) = match &args.resume {
         Some(dir) => resume(args, &target, dir)?,
         None => start(args, &target)?,
@@ -115,9 +128,11 @@ type Started = (Agent, PathBuf, Option<Arc<dyn Task>>);
 
 fn start(args: &Args, target: &Target) -> Result<Started, Failure> {
     let task: Option<Arc<dyn Task>> = match &args.task {
-        Some(name) => Some(Arc::from(tasks::sample(name, args.seed).ok_or_else(
-            || Failure::BadInput(anyhow!("no task named '{name}' (see `btl sim tasks`)")),
-        )?)),
+        Some(name) => Some(Arc::from(
+            tasks::sample(name, args.instance_seed()).ok_or_else(|| {
+                Failure::BadInput(anyhow!("no task named '{name}' (see `btl sim tasks`)"))
+            })?,
+        )),
         None => None,
     };
     let goal = match (&task, &args.goal) {
@@ -132,9 +147,11 @@ fn start(args: &Args, target: &Target) -> Result<Started, Failure> {
     eprintln!("btl: running on {}; goal: {goal}", target.describe());
     let prepared = prepare(target, task.as_ref())
         .with_context(|| format!("cannot prepare {}", target.describe()))?;
-    let config = args
-        .agent
-        .config(goal, args.seed, task.as_ref().map(|t| t.max_steps()))?;
+    let config = args.agent.config(
+        goal,
+        args.instance_seed(),
+        task.as_ref().map(|t| t.max_steps()),
+    )?;
     let shared = match args.policy.policy {
         PolicyKind::Model => Some(load_policy(&args.policy, args.agent.vote)?),
         PolicyKind::Oracle => None,
@@ -143,7 +160,7 @@ fn start(args: &Args, target: &Target) -> Result<Started, Failure> {
         args.policy.choice(),
         shared.as_ref(),
         task.as_ref(),
-        args.seed,
+        args.instance_seed(),
     )?;
     let dir = args
         .out

@@ -3,7 +3,7 @@
 use super::{Outcome, json_line};
 use crate::sim::adbd::Adbd;
 use crate::sim::phone::PhoneConfig;
-use crate::sim::tasks;
+use crate::sim::tasks::{self, Split};
 use crate::sim::virtual_phone::VirtualPhone;
 use anyhow::Context;
 use std::io::Write;
@@ -13,15 +13,21 @@ use std::sync::Arc;
 pub enum Command {
     /// Serve a virtual phone over the ADB protocol until interrupted.
     Serve(ServeArgs),
-    /// List the task templates: name, the goal for seed 0, step budget.
+    /// List the task templates: name, step budget and the goal of one
+    /// instance (seed 0 of the plain suite, or of a split).
     Tasks(TasksArgs),
 }
 
 #[derive(Debug, clap::Args)]
 pub struct TasksArgs {
-    /// One JSON object per template, with the seed-0 parameters.
+    /// One JSON object per template, with the instance's parameters.
     #[arg(long)]
     json: bool,
+    /// Show the instance `--seed` of the training or held-out split.
+    #[arg(long, value_enum)]
+    split: Option<Split>,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -65,7 +71,8 @@ fn list_tasks(args: &TasksArgs) -> Outcome {
     let mut out = stdout.lock();
     for template in tasks::templates() {
         // Every registered name samples; a miss would only drop a line.
-        let Some(task) = tasks::sample(template.name, 0) else {
+        let seed = args.split.map_or(args.seed, |split| split.seed(args.seed));
+        let Some(task) = tasks::sample(template.name, seed) else {
             continue;
         };
         if args.json {

@@ -468,6 +468,7 @@ mod tests {
             timings: StepTimings::default(),
             vote: None,
             target: None,
+            task_done: None,
             reward: None,
         }
     }

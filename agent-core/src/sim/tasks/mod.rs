@@ -19,6 +19,8 @@
 //! - this file: [`Task`], [`Template`], the sorted registry, [`run_oracle`].
 //! - `oracle`: the moves oracles share: launching an app, tapping what the
 //!   keyboard may cover, filling a field, scrolling a list to an item.
+//! - `split`: [`Split`], training and held-out instances (seeds, values,
+//!   phrasings).
 //! - `settings`, `contacts`, `notes`, `clock`, `browser`, `gallery`: one
 //!   file per app with its templates, checkers and oracle.
 
@@ -29,6 +31,7 @@ mod gallery;
 mod notes;
 mod oracle;
 mod settings;
+mod split;
 
 #[cfg(test)]
 mod tests;
@@ -44,6 +47,7 @@ use rand::SeedableRng;
 use rand::seq::IndexedRandom;
 use rand_chacha::ChaCha8Rng;
 use settings::{Brightness, Switch, Toggle};
+pub use split::{HELDOUT_VALUES, Split, names_heldout_value};
 
 /// One step an oracle takes.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -229,9 +233,13 @@ pub fn templates() -> &'static [Template] {
 }
 
 /// The instance of template `name` for `seed`: the same seed always gives
-/// the same parameters.
+/// the same parameters. Seeds of a [`Split`]'s range ([`Split::seed`]) give
+/// that split's instances.
 pub fn sample(name: &str, seed: u64) -> Option<Box<dyn Task>> {
     let template = templates().iter().find(|t| t.name == name)?;
+    if let Some((split, k)) = Split::of(seed) {
+        return Some(split::sample(template, split, k));
+    }
     Some((template.sample)(&mut ChaCha8Rng::seed_from_u64(
         seed ^ fnv(name),
     )))

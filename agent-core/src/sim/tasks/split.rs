@@ -1,0 +1,294 @@
+//! Training and held-out instances of the suite, so a model's success rate
+//! is measured on tasks it never saw: other seeds, other parameter values,
+//! other phrasings of the goal.
+//!
+//! A split lives in the seed: [`Split::seed`] maps instance `k` of a split
+//! to a seed of its own range, and [`sample`](super::sample) draws from the
+//! split that range belongs to. So everything that names an instance by
+//! (template, seed) — collection jobs, benchmark episodes, recorded
+//! trajectories and their resumption — carries the split without knowing
+//! about it, and the phone of a held-out episode is seeded apart from every
+//! training phone. Seeds below [`Split::Train`]'s range are the plain suite
+//! (every value, the goal as the template writes it), as before splits
+//! existed.
+//!
+//! - **Values**: an instance is held out when its goal names one of
+//!   [`HELDOUT_VALUES`] (about a fifth of each pool: contact names, note
+//!   titles and texts, search queries, photo subjects and numbers ending in
+//!   7, alarm labels and times at :35, two brightness levels). Training
+//!   instances never name one; held-out instances of a template with
+//!   parameters always do. Templates without parameters (the toggles) have
+//!   the same instances in both splits and differ in phrasing only.
+//! - **Phrasings**: training goals are written in one of three frames (as
+//!   is, "Please …", "I need you to …"); held-out goals in a fourth, "Could
+//!   you …?", which training never shows.
+
+use super::{OracleStep, SettingCheck, Task, Template, fnv};
+use crate::sim::phone::{Phone, PhoneState, UiNode};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+/// Which instances of the suite.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Split {
+    /// What training data is collected from.
+    Train,
+    /// What success rates are measured on.
+    Heldout,
+}
+
+/// Instances per split; seeds below the first range are the plain suite.
+const RANGE: u64 = 1 << 40;
+
+/// Substrings of a goal that make its instance held out.
+pub const HELDOUT_VALUES: &[&str] = &[
+    // Contact first names, and two surname pairs (target and decoy).
+    "Aylin",
+    "Dmitri",
+    "Ngozi",
+    "Santos",
+    "Sato",
+    "Åberg",
+    "Ångström",
+    // Note titles (both of a pair), a body and an addition.
+    "Movie night",
+    "Movie quotes",
+    "Workout log",
+    "Workout goals",
+    "Check the warranty",
+    "Bring snacks",
+    // Search queries.
+    "tide times Brighton",
+    "Zoë Kravitz movies",
+    "北京 烤鸭",
+    // Photo subjects, and photo numbers ending in 7.
+    "menu_",
+    "selfie_",
+    "7.jpg",
+    // Alarm labels and times.
+    "School run",
+    "Water the plants",
+    ":35",
+    // Brightness levels.
+    "35%",
+    "85%",
+];
+
+/// Whether a goal names a held-out value.
+pub fn names_heldout_value(goal: &str) -> bool {
+    HELDOUT_VALUES.iter().any(|v| goal.contains(v))
+}
+
+/// Draws for a split's instance before a template without held-out values
+/// is accepted as it is; a template with them yields one far sooner (the
+/// rarest, a held-out time, one draw in twelve).
+const DRAWS: u64 = 256;
+
+impl Split {
+    /// The seed of instance `k` of this split (`k` below 2^40).
+    pub fn seed(self, k: u64) -> u64 {
+        let base = match self {
+            Split::Train => RANGE,
+            Split::Heldout => 2 * RANGE,
+        };
+        base + k % RANGE
+    }
+
+    /// The split of `seed` and its instance number; `None` for the plain
+    /// suite's seeds (and any beyond the splits' ranges).
+    pub fn of(seed: u64) -> Option<(Split, u64)> {
+        match seed / RANGE {
+            1 => Some((Split::Train, seed % RANGE)),
+            2 => Some((Split::Heldout, seed % RANGE)),
+            _ => None,
+        }
+    }
+
+    fn frames(self) -> &'static [Frame] {
+        match self {
+            Split::Train => &[Frame::AsIs, Frame::Please, Frame::INeedYouTo],
+            Split::Heldout => &[Frame::CouldYou],
+        }
+    }
+}
+
+/// How a goal sentence is put to the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Frame {
+    AsIs,
+    Please,
+    INeedYouTo,
+    CouldYou,
+}
+
+impl Frame {
+    fn name(self) -> &'static str {
+        match self {
+            Frame::AsIs => "as_is",
+            Frame::Please => "please",
+            Frame::INeedYouTo => "i_need_you_to",
+            Frame::CouldYou => "could_you",
+        }
+    }
+
+    /// `goal` (an imperative sentence ending in a full stop) in this frame.
+    fn phrase(self, goal: &str) -> String {
+        let mut chars = goal.chars();
+        let lowered: String = chars
+            .next()
+            .map(|c| c.to_lowercase().chain(chars).collect())
+            .unwrap_or_default();
+        match self {
+            Frame::AsIs => goal.to_owned(),
+            Frame::Please => format!("Please {lowered}"),
+            Frame::INeedYouTo => format!("I need you to {lowered}"),
+            Frame::CouldYou => format!("Could you {}?", lowered.trim_end_matches('.')),
+        }
+    }
+}
+
+/// Instance `k` of `split` for `template`.
+pub(super) fn sample(template: &Template, split: Split, k: u64) -> Box<dyn Task> {
+    let draw = |i: u64| {
+        let seed = split.seed(k) ^ fnv(template.name) ^ i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (template.sample)(&mut ChaCha8Rng::seed_from_u64(seed))
+    };
+    let wanted = split == Split::Heldout;
+    let task = (0..DRAWS)
+        .map(draw)
+        .find(|t| names_heldout_value(&t.goal()) == wanted)
+        .unwrap_or_else(|| draw(0));
+    let frames = split.frames();
+    let frame = frames[(k % frames.len() as u64) as usize];
+    Box::new(Phrased {
+        goal: frame.phrase(&task.goal()),
+        frame,
+        split,
+        task,
+    })
+}
+
+/// A task whose goal is put in another frame; everything else is the task's.
+struct Phrased {
+    task: Box<dyn Task>,
+    goal: String,
+    frame: Frame,
+    split: Split,
+}
+
+impl Task for Phrased {
+    fn name(&self) -> &'static str {
+        self.task.name()
+    }
+
+    fn goal(&self) -> String {
+        self.goal.clone()
+    }
+
+    fn params(&self) -> serde_json::Value {
+        serde_json::json!({
+            "split": self.split,
+            "phrasing": self.frame.name(),
+            "task": self.task.params(),
+        })
+    }
+
+    fn max_steps(&self) -> u32 {
+        self.task.max_steps()
+    }
+
+    fn setup(&self, phone: &mut Phone) {
+        self.task.setup(phone);
+    }
+
+    fn is_successful(&self, state: &PhoneState) -> bool {
+        self.task.is_successful(state)
+    }
+
+    fn oracle(&self, screen: &UiNode) -> Option<OracleStep> {
+        self.task.oracle(screen)
+    }
+
+    fn setting_check(&self) -> Option<SettingCheck> {
+        self.task.setting_check()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::tasks::{sample as sample_seed, templates};
+
+    #[test]
+    fn seeds_carry_their_split_and_instance() {
+        assert_eq!(Split::of(0), None);
+        assert_eq!(Split::of(12345), None);
+        for k in [0, 1, 7, (1 << 40) - 1] {
+            assert_eq!(Split::of(Split::Train.seed(k)), Some((Split::Train, k)));
+            assert_eq!(Split::of(Split::Heldout.seed(k)), Some((Split::Heldout, k)));
+        }
+        assert_ne!(Split::Train.seed(3), Split::Heldout.seed(3));
+        assert_eq!(Split::of(3 << 40), None);
+    }
+
+    #[test]
+    fn frames_rephrase_the_goal() {
+        let goal = "Turn on Wi-Fi.";
+        assert_eq!(Frame::AsIs.phrase(goal), "Turn on Wi-Fi.");
+        assert_eq!(Frame::Please.phrase(goal), "Please turn on Wi-Fi.");
+        assert_eq!(
+            Frame::INeedYouTo.phrase(goal),
+            "I need you to turn on Wi-Fi."
+        );
+        assert_eq!(Frame::CouldYou.phrase(goal), "Could you turn on Wi-Fi?");
+        assert_eq!(
+            Frame::CouldYou.phrase("Delete the note titled \"Movie night\"."),
+            "Could you delete the note titled \"Movie night\"?"
+        );
+    }
+
+    /// Over many instances of every template: training goals never name a
+    /// held-out value nor use the held-out frame; held-out goals of
+    /// templates with parameters always name one; no goal is in both splits.
+    #[test]
+    fn training_never_sees_a_held_out_value_or_phrasing() {
+        for template in templates() {
+            let parametric = (0..64).any(|s| {
+                sample_seed(template.name, s).map(|t| t.goal())
+                    != sample_seed(template.name, 0).map(|t| t.goal())
+            });
+            let mut train = std::collections::HashSet::new();
+            for k in 0..200 {
+                let t = sample_seed(template.name, Split::Train.seed(k)).unwrap();
+                let goal = t.goal();
+                assert!(!names_heldout_value(&goal), "{}: {goal}", template.name);
+                assert!(!goal.starts_with("Could you"), "{}: {goal}", template.name);
+                train.insert(goal);
+            }
+            for k in 0..50 {
+                let t = sample_seed(template.name, Split::Heldout.seed(k)).unwrap();
+                let goal = t.goal();
+                assert!(goal.starts_with("Could you"), "{}: {goal}", template.name);
+                assert!(!train.contains(&goal), "{}: {goal}", template.name);
+                if parametric {
+                    assert!(names_heldout_value(&goal), "{}: {goal}", template.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_split_instance_is_its_template_s_task_in_other_words() {
+        let t = sample_seed("wifi_on", Split::Heldout.seed(4)).unwrap();
+        assert_eq!(t.name(), "wifi_on");
+        assert_eq!(t.goal(), "Could you turn on Wi-Fi?");
+        assert_eq!(t.params()["split"], "heldout");
+        assert_eq!(t.params()["phrasing"], "could_you");
+        // The same instance every time.
+        let again = sample_seed("wifi_on", Split::Heldout.seed(4)).unwrap();
+        assert_eq!(t.params(), again.params());
+    }
+}
