@@ -9,12 +9,13 @@ use std::sync::Arc;
 use agent_core::agent::stability::{ManualClock, StabilityConfig};
 use agent_core::agent::{Agent, AgentConfig};
 use agent_core::device::sim::SimDevice;
-use agent_core::model::LoraAdapter;
 use agent_core::model::llama::{LlamaConfig, LlamaPolicy};
+use agent_core::model::{LoraAdapter, ModelSettings, Policy};
+use agent_core::protocol::Profile;
 use agent_core::sim::phone::PhoneConfig;
 use agent_core::sim::tasks::{self, Task};
 use agent_core::sim::virtual_phone::VirtualPhone;
-use host_trainer::export::trained::{ExportOptions, export_trained};
+use host_trainer::export::trained::{ExportOptions, RunSettings, export_trained};
 use host_trainer::export::{Precision, write_gguf_from_template};
 use host_trainer::grpo::checkpoint::load_trained;
 use host_trainer::grpo::run::run;
@@ -60,6 +61,10 @@ fn an_exported_checkpoint_runs_in_llama_cpp_as_the_trainer_runs_it() {
             mmproj_template: Some(&gguf_dir().join("mmproj-tiny-qwen25vl-f16.gguf")),
             precision: Precision::F32,
             lora_gguf: true,
+            settings: RunSettings {
+                profile: Some(Profile::BtlExtended),
+                max_pixels: None,
+            },
             out: &out,
         },
     )
@@ -86,6 +91,20 @@ fn an_exported_checkpoint_runs_in_llama_cpp_as_the_trainer_runs_it() {
     );
 
     let mmproj = exported.mmproj.as_ref().unwrap();
+    // How to run it: the profile given, the training samples' max_pixels.
+    let settings = LlamaPolicy::load(LlamaConfig::new(&exported.text, mmproj))
+        .unwrap()
+        .settings();
+    let sample_pixels =
+        host_trainer::data::load_samples(&dir.path().join("samples.json")).unwrap()[0].max_pixels;
+    assert_eq!(
+        settings,
+        ModelSettings {
+            profile: Some(Profile::BtlExtended),
+            max_pixels: Some(sample_pixels),
+            prompt_version: Some(agent_core::model::settings::PROMPT_VERSION),
+        }
+    );
     let merged = llama_greedy(&exported.text, mmproj, None, &prompt_text);
     assert_eq!(merged, expected, "merged GGUF in llama.cpp vs the trainer");
     // The base model as a GGUF with the exported adapter applied at load

@@ -15,6 +15,7 @@ use super::episode::{
 use super::{Failure, Outcome, json_line};
 use crate::agent::StopReason;
 use crate::agent::trajectory::read_trajectory;
+use crate::model::Policy;
 use crate::sim::tasks::{self, Split, Task};
 use anyhow::anyhow;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -248,6 +249,10 @@ pub fn run(args: &Args) -> Outcome {
         PolicyKind::Model => Some(load_policy(&args.policy, args.agent.vote)?),
         PolicyKind::Oracle => None,
     };
+    let agent = shared.as_ref().map_or_else(
+        || args.agent.clone(),
+        |p| args.agent.for_model(&p.settings()),
+    );
     let out = args
         .out
         .clone()
@@ -283,7 +288,7 @@ pub fn run(args: &Args) -> Outcome {
                 let seed = args.split.map_or(k, |split| split.seed(k));
                 bar.set_message(format!("{name} seed {k}"));
                 let dir = out.join(format!("{name}-r{repeat}-e{episode}"));
-                let stats = one_episode(args, &target, name, seed, &dir, shared.as_ref())?;
+                let stats = one_episode(args, &agent, &target, name, seed, &dir, shared.as_ref())?;
                 if let Some(error) = &stats.error {
                     bar.suspend(|| eprintln!("btl: {name} seed {k}: {error}"));
                     errors += 1;
@@ -434,6 +439,7 @@ fn task_names(wanted: &[String], target: &Target) -> Result<Vec<String>, Failure
 
 fn one_episode(
     args: &Args,
+    agent: &AgentArgs,
     target: &Target,
     name: &str,
     seed: u64,
@@ -453,7 +459,7 @@ fn one_episode(
         &task,
         seed,
         dir,
-        &args.agent,
+        agent,
         args.policy.choice(),
         shared,
     ) {

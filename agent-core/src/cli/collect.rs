@@ -19,6 +19,7 @@ use super::episode::{
 use super::{Failure, Outcome};
 use crate::agent::StopReason;
 use crate::agent::trajectory::Outcome as EpisodeOutcome;
+use crate::model::Policy;
 use crate::sim::tasks::{self, Split, Task};
 use anyhow::{Context, anyhow};
 use std::collections::VecDeque;
@@ -109,6 +110,10 @@ pub fn run(args: &Args) -> Outcome {
         PolicyKind::Model => Some(load_policy(&args.policy, args.agent.vote)?),
         PolicyKind::Oracle => None,
     };
+    let agent_args = shared.as_ref().map_or_else(
+        || args.agent.clone(),
+        |p| args.agent.for_model(&p.settings()),
+    );
     eprintln!(
         "btl: collecting {} episodes on {} devices into {}",
         jobs.len(),
@@ -129,7 +134,7 @@ pub fn run(args: &Args) -> Outcome {
         };
         let (queue, tx, shared, out) =
             (queue.clone(), tx.clone(), shared.clone(), args.out.clone());
-        let agent = args.agent.clone();
+        let agent = agent_args.clone();
         let choice = args.policy.choice();
         runtime.spawn_blocking(move || {
             worker(

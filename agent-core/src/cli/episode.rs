@@ -11,8 +11,10 @@ use crate::agent::{Agent, AgentConfig, SuccessCheck};
 use crate::device::adb::{AdbDevice, DEFAULT_SERVER_PORT, DEFAULT_TIMEOUT};
 use crate::device::sim::SimDevice;
 use crate::device::{Device, DeviceError};
+use crate::model::settings::PROMPT_VERSION;
 use crate::model::{
-    LoraAdapter, Observation, OraclePolicy, Policy, PolicyError, PolicyOutput, Relabelled,
+    LoraAdapter, ModelSettings, Observation, OraclePolicy, Policy, PolicyError, PolicyOutput,
+    Relabelled,
 };
 use crate::protocol::{Action, Profile, TRAINING_MAX_PIXELS};
 use crate::sim::phone::PhoneConfig;
@@ -96,9 +98,10 @@ pub struct PolicyArgs {
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct AgentArgs {
-    /// Prompt profile: btl-ui or btl-extended (adds Wait and Finish).
-    #[arg(long, default_value = "btl-ui")]
-    pub profile: Profile,
+    /// Prompt profile: btl-ui or btl-extended (adds Wait and Finish)
+    /// [default: the one the model file says it was trained with, else btl-ui].
+    #[arg(long)]
+    pub profile: Option<Profile>,
     /// Step budget [default: the task's budget, or 15].
     #[arg(long)]
     pub max_steps: Option<u32>,
@@ -115,9 +118,10 @@ pub struct AgentArgs {
     /// default to start from).
     #[arg(long)]
     pub safety_config: Option<PathBuf>,
-    /// max_pixels of the model frame (smart_resize).
-    #[arg(long, default_value_t = TRAINING_MAX_PIXELS)]
-    pub max_pixels: u64,
+    /// max_pixels of the model frame (smart_resize) [default: the model
+    /// file's, else 4014080, BTL-UI's training value].
+    #[arg(long)]
+    pub max_pixels: Option<u64>,
     /// After an action, screenshots are taken this often until two match…
     #[arg(long, default_value_t = StabilityConfig::default().poll_interval_ms)]
     pub settle_poll_ms: u64,
@@ -156,15 +160,16 @@ impl AgentArgs {
         if let Some(confirm) = self.confirm {
             safety.on_sensitive = confirm;
         }
-        if self.until_finish && !self.profile.allows(&Action::Finish { answer: None }) {
+        let profile = self.profile.unwrap_or_default();
+        if self.until_finish && !profile.allows(&Action::Finish { answer: None }) {
             return Err(Failure::BadInput(anyhow!(
                 "--until-finish needs a profile with Finish: --profile btl-extended"
             )));
         }
         Ok(AgentConfig {
             goal,
-            profile: self.profile,
-            max_pixels: self.max_pixels,
+            profile,
+            max_pixels: self.max_pixels.unwrap_or(TRAINING_MAX_PIXELS),
             max_steps: self.max_steps.or(budget).unwrap_or(15),
             vote: self.vote,
             seed,
@@ -176,6 +181,37 @@ impl AgentArgs {
             stop_on_success: !self.until_finish,
             ..AgentConfig::default()
         })
+    }
+}
+
+impl AgentArgs {
+    /// These settings, with the model's (from its file) where none was
+    /// given; a given one that differs from the model's stays, with a
+    /// warning, as does a model trained on another version of the prompts.
+    pub fn for_model(&self, model: &ModelSettings) -> AgentArgs {
+        let mut args = self.clone();
+        match (self.profile, model.profile) {
+            (None, Some(p)) => args.profile = Some(p),
+            (Some(given), Some(p)) if given != p => eprintln!(
+                "btl: warning: the model was trained with --profile {}; running with {} as asked",
+                p.name(),
+                given.name()
+            ),
+            _ => {}
+        }
+        match (self.max_pixels, model.max_pixels) {
+            (None, Some(n)) => args.max_pixels = Some(n),
+            (Some(given), Some(n)) if given != n => eprintln!(
+                "btl: warning: the model was trained with --max-pixels {n}; running with {given} as asked"
+            ),
+            _ => {}
+        }
+        if let Some(v) = model.prompt_version.filter(|&v| v != PROMPT_VERSION) {
+            eprintln!(
+                "btl: warning: the model was trained on version {v} of btl's prompts; this btl writes version {PROMPT_VERSION}"
+            );
+        }
+        args
     }
 }
 
@@ -335,6 +371,10 @@ pub struct SharedPolicy(Arc<Mutex<Box<dyn Policy>>>);
 impl Policy for SharedPolicy {
     fn name(&self) -> String {
         self.0.lock().map_or_else(|_| "policy".into(), |p| p.name())
+    }
+
+    fn settings(&self) -> ModelSettings {
+        self.0.lock().map(|p| p.settings()).unwrap_or_default()
     }
 
     fn act(&mut self, obs: &Observation) -> Result<PolicyOutput, PolicyError> {
@@ -624,4 +664,70 @@ pub fn run_task_episode(
         attach_task(agent, Some(task), prepared.checker).map_err(other)?
     };
     agent.run().map_err(|e| other(e.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        agent: AgentArgs,
+    }
+
+    fn agent_args(flags: &[&str]) -> AgentArgs {
+        Cli::parse_from(std::iter::once("btl").chain(flags.iter().copied())).agent
+    }
+
+    #[test]
+    fn the_model_file_fills_the_settings_not_given() {
+        let model = ModelSettings {
+            profile: Some(Profile::BtlExtended),
+            max_pixels: Some(200_704),
+            prompt_version: Some(PROMPT_VERSION),
+        };
+        let config = agent_args(&[])
+            .for_model(&model)
+            .config("g".into(), 0, None)
+            .unwrap();
+        assert_eq!(
+            (config.profile, config.max_pixels),
+            (Profile::BtlExtended, 200_704)
+        );
+        // Given flags win over the file.
+        let config = agent_args(&["--profile", "btl-ui", "--max-pixels", "401408"])
+            .for_model(&model)
+            .config("g".into(), 0, None)
+            .unwrap();
+        assert_eq!(
+            (config.profile, config.max_pixels),
+            (Profile::BtlUi, 401_408)
+        );
+        // A file that says nothing leaves the defaults.
+        let config = agent_args(&[])
+            .for_model(&ModelSettings::default())
+            .config("g".into(), 0, None)
+            .unwrap();
+        assert_eq!(
+            (config.profile, config.max_pixels),
+            (Profile::BtlUi, TRAINING_MAX_PIXELS)
+        );
+    }
+
+    #[test]
+    fn until_finish_needs_the_profile_with_finish() {
+        let err = agent_args(&["--until-finish"])
+            .config("g".into(), 0, None)
+            .unwrap_err();
+        let Failure::BadInput(e) = err else {
+            panic!("not bad input")
+        };
+        assert!(e.to_string().contains("--profile btl-extended"), "{e}");
+        let config = agent_args(&["--until-finish", "--profile", "btl-extended"])
+            .config("g".into(), 0, None)
+            .unwrap();
+        assert!(!config.stop_on_success);
+    }
 }

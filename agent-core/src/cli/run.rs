@@ -15,6 +15,7 @@ use super::episode::{
 use super::{Failure, Outcome, json_line};
 use crate::agent::trajectory::read_trajectory;
 use crate::agent::{Agent, AgentError};
+use crate::model::Policy;
 use crate::report;
 use crate::sim::tasks::{self, Split, Task};
 use anyhow::{Context, anyhow};
@@ -147,15 +148,19 @@ fn start(args: &Args, target: &Target) -> Result<Started, Failure> {
     eprintln!("btl: running on {}; goal: {goal}", target.describe());
     let prepared = prepare(target, task.as_ref())
         .with_context(|| format!("cannot prepare {}", target.describe()))?;
-    let config = args.agent.config(
-        goal,
-        args.instance_seed(),
-        task.as_ref().map(|t| t.max_steps()),
-    )?;
     let shared = match args.policy.policy {
         PolicyKind::Model => Some(load_policy(&args.policy, args.agent.vote)?),
         PolicyKind::Oracle => None,
     };
+    let agent_args = shared.as_ref().map_or_else(
+        || args.agent.clone(),
+        |p| args.agent.for_model(&p.settings()),
+    );
+    let config = agent_args.config(
+        goal,
+        args.instance_seed(),
+        task.as_ref().map(|t| t.max_steps()),
+    )?;
     let policy = episode_policy(
         args.policy.choice(),
         shared.as_ref(),

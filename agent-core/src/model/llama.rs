@@ -19,7 +19,9 @@
 
 use super::grammar::{DEFAULT_MAX_TOKENS, GrammarLimits, btl_grammar};
 use super::preprocess::{PillowVersion, resize_bicubic_pil};
-use super::{GenerationStats, LoraAdapter, Observation, Policy, PolicyError, PolicyOutput};
+use super::{
+    GenerationStats, LoraAdapter, ModelSettings, Observation, Policy, PolicyError, PolicyOutput,
+};
 use crate::protocol::prompt::IMAGE_PLACEHOLDER;
 use image::RgbImage;
 use image::buffer::ConvertBuffer;
@@ -380,6 +382,7 @@ pub struct LlamaPolicy {
     backend: &'static LlamaBackend,
     loaded: Loaded,
     mtmd: MtmdContext,
+    settings: ModelSettings,
 }
 
 impl LlamaPolicy {
@@ -401,6 +404,13 @@ impl LlamaPolicy {
                 LoadError::Model {
                     path: config.model.clone(),
                     reason: e.to_string(),
+                }
+            })?;
+        let settings =
+            ModelSettings::from_metadata(|key| model.meta_val_str(key).ok()).map_err(|reason| {
+                LoadError::Model {
+                    path: config.model.clone(),
+                    reason,
                 }
             })?;
         let adapter = adapter
@@ -442,6 +452,7 @@ impl LlamaPolicy {
             backend,
             loaded,
             mtmd,
+            settings,
         })
     }
 
@@ -543,6 +554,7 @@ impl LlamaPolicy {
             backend,
             loaded,
             mtmd,
+            ..
         } = self;
         loaded.with_dependent_mut(|model, session| {
             let prefix: Vec<LlamaToken> =
@@ -749,6 +761,10 @@ pub struct Generation {
 }
 
 impl Policy for LlamaPolicy {
+    fn settings(&self) -> ModelSettings {
+        self.settings
+    }
+
     /// The model file, and the adapter over it, if any (trajectories then
     /// tell a base model's runs from an adapter's).
     fn name(&self) -> String {

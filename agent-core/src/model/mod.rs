@@ -19,6 +19,8 @@
 //!   in BTL (reference runs, demonstrations).
 //! - [`relabel`]: [`Relabelled`], a student policy whose every answer
 //!   carries a teacher's answer for the same screen (DAgger collection).
+//! - [`settings`]: [`ModelSettings`], the profile and screenshot size a
+//!   model file says it was trained with.
 //! - [`preprocess`]: Qwen2.5-VL's image preprocessing as in training
 //!   (Pillow's BICUBIC resize, transformers' `pixel_values`), bit for bit.
 
@@ -32,11 +34,13 @@ pub mod preprocess;
 pub mod quantize;
 pub mod relabel;
 pub mod scripted;
+pub mod settings;
 
 pub use lora::LoraAdapter;
 pub use oracle::OraclePolicy;
 pub use relabel::Relabelled;
 pub use scripted::ScriptedPolicy;
+pub use settings::ModelSettings;
 
 use crate::protocol::{FrameMap, Profile, Prompt};
 use crate::sim::phone::UiNode;
@@ -111,6 +115,11 @@ pub trait Policy: Send {
     fn name(&self) -> String;
 
     fn act(&mut self, obs: &Observation) -> Result<PolicyOutput, PolicyError>;
+
+    /// How the model wants to be run, as far as its file says.
+    fn settings(&self) -> ModelSettings {
+        ModelSettings::default()
+    }
 
     /// One answer per seed for the same observation (test-time voting,
     /// GRPO rollouts). Backends that can share work between the answers,

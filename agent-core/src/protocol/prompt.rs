@@ -42,6 +42,18 @@ impl Profile {
         }
     }
 
+    /// The profile whose action space a navigation user prompt lists;
+    /// `None` for other prompts (grounding).
+    pub fn of_user_prompt(user: &str) -> Option<Self> {
+        if user.contains(&Self::BtlExtended.action_space()) {
+            Some(Self::BtlExtended)
+        } else if user.contains(ACTIONS_BTL_UI) {
+            Some(Self::BtlUi)
+        } else {
+            None
+        }
+    }
+
     fn action_space(self) -> String {
         match self {
             Self::BtlUi => ACTIONS_BTL_UI.to_string(),

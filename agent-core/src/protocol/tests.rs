@@ -112,6 +112,26 @@ fn extended_profile_adds_wait_and_finish_and_n_can_be_filled() {
     assert!(Profile::BtlUi.allows(&Action::Back));
 }
 
+#[test]
+fn a_user_prompt_tells_its_profile() {
+    let task = Task::Navigation {
+        goal: "g",
+        step_instruction: None,
+        history: &[],
+    };
+    for profile in [Profile::BtlUi, Profile::BtlExtended] {
+        let prompt = Prompt::new(&task, profile, None);
+        assert_eq!(Profile::of_user_prompt(&prompt.user), Some(profile));
+    }
+    let grounding = Prompt::new(&Task::Grounding { instruction: "x" }, Profile::BtlUi, None);
+    assert_eq!(Profile::of_user_prompt(&grounding.user), None);
+    // The official BTL-UI example prompt lists the btl-ui actions.
+    let official = include_str!("../../../tests/data/btl-ui-examples/navigation_meta_format.json");
+    let samples: Vec<serde_json::Value> = serde_json::from_str(official).unwrap();
+    let user = samples[0]["messages"][1]["content"].as_str().unwrap();
+    assert_eq!(Profile::of_user_prompt(user), Some(Profile::BtlUi));
+}
+
 const CANONICAL: &str = "<blink>```json\n[{\"bbox_2d\": [614, 1094, 720, 1182], \"label\": \"Los Angeles result\"}]\n```</blink>\n<think> The search shows Los Angeles. </think>\n<link>```json\n[{\"Plan\": \"Tap the result.\", \"Action\": {\"function\": \"Tap\", \"point_2d\": [663, 1135]}}]\n```</link>";
 
 fn canonical_output() -> BtlOutput {

@@ -8,7 +8,8 @@ use agent_core::cli::{Failure, Outcome};
 
 use crate::error::Error;
 use crate::export::Precision;
-use crate::export::trained::{ExportOptions, export_trained};
+use crate::export::trained::{ExportOptions, RunSettings, export_trained};
+use agent_core::protocol::Profile;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PrecisionArg {
@@ -39,6 +40,15 @@ pub struct ExportArgs {
     /// Output directory: hf/, model-*.gguf, mmproj-*.gguf, adapter-lora-f32.gguf.
     #[arg(long)]
     out: PathBuf,
+    /// The prompt profile the model is to be run with, written into the
+    /// text GGUF (`btl.profile`) [default: the one the training samples'
+    /// prompts list].
+    #[arg(long)]
+    profile: Option<Profile>,
+    /// The screenshot size it is to be run with (`btl.max_pixels`)
+    /// [default: the training run's data.max_pixels, else its first sample's].
+    #[arg(long)]
+    max_pixels: Option<u64>,
 }
 
 pub fn run_export(args: &ExportArgs) -> Outcome {
@@ -54,6 +64,10 @@ pub fn run_export(args: &ExportArgs) -> Outcome {
             mmproj_template: args.mmproj_template.as_deref(),
             precision,
             lora_gguf: args.lora_gguf,
+            settings: RunSettings {
+                profile: args.profile,
+                max_pixels: args.max_pixels,
+            },
             out: &args.out,
         },
     )

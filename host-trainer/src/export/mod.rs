@@ -190,8 +190,24 @@ pub fn write_gguf_from_template(
     precision: Precision,
     out: &Path,
 ) -> Result<ExportReport> {
+    write_gguf_from_template_with(template, &[], weights, precision, out)
+}
+
+/// [`write_gguf_from_template`] with metadata pairs set over the template's
+/// (replaced where the template has the key, appended otherwise).
+pub fn write_gguf_from_template_with(
+    template: &Path,
+    metadata: &[(&str, Value)],
+    weights: &HashMap<String, Tensor>,
+    precision: Precision,
+    out: &Path,
+) -> Result<ExportReport> {
     let file = GgufFile::open(template)?;
-    write_gguf(template, file.header().clone(), weights, precision, out)
+    let mut header = file.header().clone();
+    for (key, value) in metadata {
+        header.set(key, value.clone());
+    }
+    write_gguf(template, header, weights, precision, out)
 }
 
 /// Writes a GGUF file with no template: `metadata` (every key of the file,

@@ -8,12 +8,30 @@ use std::path::{Path, PathBuf};
 
 use tch::Tensor;
 
+use super::gguf::Value;
 use super::{
-    AdapterOptions, AdapterPrecision, Precision, write_gguf_from_template, write_lora_gguf,
+    AdapterOptions, AdapterPrecision, Precision, write_gguf_from_template,
+    write_gguf_from_template_with, write_lora_gguf,
 };
+use crate::data::load_samples;
 use crate::error::{Error, Result};
 use crate::grpo::checkpoint::{adapter_weights, load_trained};
+use crate::grpo::config::TrainConfig;
 use crate::weights::Checkpoint;
+use agent_core::model::settings::{
+    MAX_PIXELS_KEY, PROFILE_KEY, PROMPT_VERSION, PROMPT_VERSION_KEY,
+};
+use agent_core::protocol::Profile;
+
+/// How the exported model is to be run, written into the text GGUF
+/// (`btl.profile`, `btl.max_pixels`, `btl.prompt_version`); `None` takes
+/// the training run's: the screenshot size it trained at (`data.max_pixels`,
+/// else its first sample's) and the profile its first sample's prompt lists.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunSettings {
+    pub profile: Option<Profile>,
+    pub max_pixels: Option<u64>,
+}
 
 /// What to write.
 pub struct ExportOptions<'a> {
@@ -24,6 +42,7 @@ pub struct ExportOptions<'a> {
     pub precision: Precision,
     /// Also write the adapter as a GGUF LoRA adapter (LoRA runs only).
     pub lora_gguf: bool,
+    pub settings: RunSettings,
     pub out: &'a Path,
 }
 
@@ -55,6 +74,7 @@ fn suffix(precision: Precision) -> &'static str {
 /// Exports the checkpoint in `checkpoint` (a `checkpoint-NNNNNN` directory).
 pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Exported> {
     let (config, model) = load_trained(checkpoint)?;
+    let (profile, max_pixels) = run_settings(&config, options.settings)?;
     let merged: HashMap<String, Tensor> = model.merged_weights()?.into_iter().collect();
     let out = options.out;
     std::fs::create_dir_all(out).map_err(io(out))?;
@@ -93,7 +113,18 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
 
     let tag = suffix(options.precision);
     let text = out.join(format!("model-{tag}.gguf"));
-    write_gguf_from_template(options.text_template, &merged, options.precision, &text)?;
+    let metadata = [
+        (PROFILE_KEY, Value::String(profile.name().to_owned())),
+        (MAX_PIXELS_KEY, Value::U64(max_pixels)),
+        (PROMPT_VERSION_KEY, Value::U32(PROMPT_VERSION)),
+    ];
+    write_gguf_from_template_with(
+        options.text_template,
+        &metadata,
+        &merged,
+        options.precision,
+        &text,
+    )?;
     let mmproj = match options.mmproj_template {
         Some(template) => {
             let path = out.join(format!("mmproj-{tag}.gguf"));
@@ -125,4 +156,40 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
         mmproj,
         lora,
     })
+}
+
+/// The profile and screenshot size the model is run with: `given`, else
+/// the training run's (see [`RunSettings`]).
+fn run_settings(config: &TrainConfig, given: RunSettings) -> Result<(Profile, u64)> {
+    if let (Some(profile), Some(max_pixels)) = (given.profile, given.max_pixels) {
+        return Ok((profile, max_pixels));
+    }
+    let first = config.data.samples.first().ok_or_else(|| {
+        Error::Input(
+            "the training run names no sample file; give --profile and --max-pixels".into(),
+        )
+    })?;
+    let samples = load_samples(first).map_err(|e| Error::Input(e.to_string()))?;
+    let sample = samples.first().ok_or_else(|| {
+        Error::Input(format!(
+            "{} holds no sample; give --profile and --max-pixels",
+            first.display()
+        ))
+    })?;
+    let listed = sample
+        .messages
+        .iter()
+        .find(|m| m.role == "user")
+        .and_then(|m| Profile::of_user_prompt(&m.content));
+    let profile = given.profile.or(listed).ok_or_else(|| {
+        Error::Input(format!(
+            "the prompt of {}'s first sample lists no known action space; give --profile",
+            first.display()
+        ))
+    })?;
+    let max_pixels = given
+        .max_pixels
+        .or(config.data.max_pixels)
+        .unwrap_or(sample.max_pixels);
+    Ok((profile, max_pixels))
 }

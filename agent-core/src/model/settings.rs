@@ -1,0 +1,101 @@
+//! How a model file says it must be run: the prompt profile and screenshot
+//! size it was trained with, and the version of btl's prompt text, as GGUF
+//! metadata (`btl-train export` writes it). `btl run`, `bench` and
+//! `collect` take them for the settings the user did not give, and warn
+//! when a given one differs, so a model runs as it was trained.
+
+use crate::protocol::Profile;
+
+pub const PROFILE_KEY: &str = "btl.profile";
+pub const MAX_PIXELS_KEY: &str = "btl.max_pixels";
+pub const PROMPT_VERSION_KEY: &str = "btl.prompt_version";
+
+/// The version of the prompt text btl writes (`protocol::prompt`); it
+/// changes whenever a prompt's bytes change, since a model is trained on
+/// exact bytes.
+pub const PROMPT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ModelSettings {
+    pub profile: Option<Profile>,
+    pub max_pixels: Option<u64>,
+    pub prompt_version: Option<u32>,
+}
+
+impl ModelSettings {
+    /// The settings of a model file; `value` gives a metadata key's value as
+    /// text (llama.cpp renders numbers that way), `None` for a missing key.
+    /// A value that is present but unusable is an error naming the key.
+    pub fn from_metadata(value: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let profile = value(PROFILE_KEY)
+            .map(|v| {
+                v.parse::<Profile>()
+                    .map_err(|e| format!("{PROFILE_KEY}: {e}"))
+            })
+            .transpose()?;
+        let max_pixels = value(MAX_PIXELS_KEY)
+            .map(|v| match v.trim().parse::<u64>() {
+                Ok(n) if n >= 56 * 56 => Ok(n),
+                _ => Err(format!(
+                    "{MAX_PIXELS_KEY} is {v:?}; it must be a pixel count of at least 3136"
+                )),
+            })
+            .transpose()?;
+        let prompt_version = value(PROMPT_VERSION_KEY)
+            .map(|v| {
+                v.trim()
+                    .parse::<u32>()
+                    .map_err(|_| format!("{PROMPT_VERSION_KEY} is {v:?}; it must be a number"))
+            })
+            .transpose()?;
+        Ok(Self {
+            profile,
+            max_pixels,
+            prompt_version,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn read(pairs: &[(&str, &str)]) -> Result<ModelSettings, String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        ModelSettings::from_metadata(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn settings_come_from_the_btl_keys() {
+        assert_eq!(read(&[]), Ok(ModelSettings::default()));
+        assert_eq!(
+            read(&[
+                (PROFILE_KEY, "btl-extended"),
+                (MAX_PIXELS_KEY, "200704"),
+                (PROMPT_VERSION_KEY, "1"),
+            ]),
+            Ok(ModelSettings {
+                profile: Some(Profile::BtlExtended),
+                max_pixels: Some(200_704),
+                prompt_version: Some(1),
+            })
+        );
+    }
+
+    #[test]
+    fn unusable_values_name_their_key() {
+        for (key, value) in [
+            (PROFILE_KEY, "btl-xl"),
+            (MAX_PIXELS_KEY, "-5"),
+            (MAX_PIXELS_KEY, "100"),
+            (PROMPT_VERSION_KEY, "one"),
+        ] {
+            let err = read(&[(key, value)]).unwrap_err();
+            assert!(err.contains(key), "{key}={value}: {err}");
+        }
+    }
+}
