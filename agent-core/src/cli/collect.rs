@@ -163,9 +163,9 @@ pub fn run(args: &Args) -> Outcome {
                     done += 1;
                     succeeded += usize::from(outcome.success == Some(true));
                     eprintln!(
-                        "btl: {} seed {} on {device}: {} after {} steps",
+                        "btl: {} {} on {device}: {} after {} steps",
                         job.task.name(),
-                        job.seed,
+                        seed_label(job.seed),
                         outcome.stop,
                         outcome.steps
                     );
@@ -181,9 +181,9 @@ pub fn run(args: &Args) -> Outcome {
                 Report::JobFailed { device, job, error } => {
                     failed_jobs += 1;
                     eprintln!(
-                        "btl: {} seed {} on {device} failed: {error}",
+                        "btl: {} {} on {device} failed: {error}",
                         job.task.name(),
-                        job.seed
+                        seed_label(job.seed)
                     );
                 }
                 Report::DeviceRetired { device, error } => {
@@ -252,6 +252,16 @@ fn jobs(args: &Args) -> Result<Vec<Job>, Failure> {
 
 fn finished(dir: &Path) -> bool {
     crate::agent::trajectory::read_trajectory(dir).is_ok_and(|t| t.episode.outcome.is_some())
+}
+
+/// The seed as a user gave it: `seed 3`, or `heldout seed 3` for instance 3
+/// of a split.
+fn seed_label(seed: u64) -> String {
+    match Split::of(seed) {
+        Some((Split::Train, k)) => format!("train seed {k}"),
+        Some((Split::Heldout, k)) => format!("heldout seed {k}"),
+        None => format!("seed {seed}"),
+    }
 }
 
 fn episode_dir(out: &Path, job: &Job) -> PathBuf {
