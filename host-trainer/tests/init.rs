@@ -16,7 +16,7 @@ use host_trainer::{Batch, Grid, Images, Qwen25Vl};
 use serde_json::Value as Json;
 use tch::{Device, Kind, Tensor};
 
-use crate::util::{btl_train, gguf_dir, golden, max_abs_diff, tokenizer_file};
+use crate::util::{btl_train, gguf_dir, golden, max_rel_diff, tokenizer_file};
 
 /// The fixture's shape (tests/data/tiny-qwen25vl-hf/config.json) with the
 /// fixture's tokenizer; `init_std` large enough that the logits spread
@@ -201,11 +201,17 @@ fn transformers_loads_the_checkpoint_and_computes_the_trainer_s_logits() {
         .find(|(n, _)| n == "logits")
         .unwrap()
         .1;
-    // The tolerance of the float32 parity tests, on logits of real spread.
+    // float32 noise relative to the logits' scale: libtorch's kernels differ
+    // by CPU path (ATEN_CPU_CAPABILITY), and these logits reach ~10× the
+    // fixture's, where the parity tests' absolute 1e-4 holds. Measured here:
+    // 1.1e-4 at a largest logit of about 15, i.e. 7e-6 relative.
     let spread = theirs.std(true).double_value(&[]);
     assert!(spread > 0.1, "logits too flat to compare: std {spread}");
-    let diff = max_abs_diff(&ours, &theirs);
-    assert!(diff <= 1e-4, "max |Δ| = {diff:e} (logit std {spread})");
+    let diff = max_rel_diff(&ours, &theirs);
+    assert!(
+        diff <= 2e-5,
+        "max |Δ| / max |logit| = {diff:e} (logit std {spread})"
+    );
 }
 
 const NEW_TOKENS: usize = 24;
