@@ -145,8 +145,9 @@ const USER_DEFINED: i32 = 4;
 const UNUSED: i32 = 5;
 
 impl Vocabulary {
-    /// Reads `tokenizer.json`; `vocab_size` (if given) must hold every id.
-    pub fn from_tokenizer_json(path: &Path, vocab_size: Option<i64>) -> Result<Self> {
+    /// Reads `tokenizer.json`: every id up to the largest, gaps filled
+    /// with `[PADn]`.
+    pub fn from_tokenizer_json(path: &Path) -> Result<Self> {
         let bad = |message: String| Error::Config {
             path: path.to_owned(),
             message,
@@ -209,15 +210,8 @@ impl Vocabulary {
             added.insert(content.to_owned(), id);
         }
         let count = by_id.keys().max().map_or(0, |&m| m + 1);
-        let size = vocab_size.unwrap_or(count);
-        if size < count {
-            return Err(bad(format!(
-                "the tokenizer has ids up to {}, more than vocab_size {size}",
-                count - 1
-            )));
-        }
         let (mut tokens, mut types) = (Vec::new(), Vec::new());
-        for id in 0..size {
+        for id in 0..count {
             let (token, kind) = by_id
                 .remove(&id)
                 .unwrap_or_else(|| (format!("[PAD{id}]"), UNUSED));
@@ -246,6 +240,27 @@ impl Vocabulary {
             merges,
             added,
         })
+    }
+
+    /// Fills ids up to `size` with `[PADn]`, as the converter pads a
+    /// vocabulary to the embedding's rows; `path` names the tokenizer in
+    /// the error when it already has more.
+    fn pad_to(&mut self, size: i64, path: &Path) -> Result<()> {
+        let count = self.tokens.len() as i64;
+        if size < count {
+            return Err(Error::Config {
+                path: path.to_owned(),
+                message: format!(
+                    "the tokenizer has ids up to {}, more than vocab_size {size}",
+                    count - 1
+                ),
+            });
+        }
+        for id in count..size {
+            self.tokens.push(format!("[PAD{id}]"));
+            self.types.push(UNUSED);
+        }
+        Ok(())
     }
 
     /// The id of added token `token`, or an error naming it.
@@ -653,11 +668,11 @@ pub fn init(
     precision: Precision,
     out: &Path,
 ) -> Result<Initialised> {
-    let vocab = Vocabulary::from_tokenizer_json(&spec.tokenizer, None)?;
+    let mut vocab = Vocabulary::from_tokenizer_json(&spec.tokenizer)?;
     let vocab_size = spec
         .vocab_size
         .unwrap_or_else(|| (vocab.tokens.len() as i64 + 127) / 128 * 128);
-    let vocab = Vocabulary::from_tokenizer_json(&spec.tokenizer, Some(vocab_size))?;
+    vocab.pad_to(vocab_size, &spec.tokenizer)?;
     let ids = SpecialIds::of(&vocab, &spec.tokenizer)?;
     let mut config = model_config(spec, vocab_size, spec_path)?;
     config.image_token_id = ids.image;

@@ -15,7 +15,6 @@ use super::episode::{
 use super::{Failure, Outcome, json_line};
 use crate::agent::StopReason;
 use crate::agent::trajectory::read_trajectory;
-use crate::model::Policy;
 use crate::sim::tasks::{self, Split, Task};
 use anyhow::anyhow;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -249,10 +248,7 @@ pub fn run(args: &Args) -> Outcome {
         PolicyKind::Model => Some(load_policy(&args.policy, args.agent.vote)?),
         PolicyKind::Oracle => None,
     };
-    let agent = shared.as_ref().map_or_else(
-        || args.agent.clone(),
-        |p| args.agent.for_model(&p.settings()),
-    );
+    let agent = args.agent.for_policy(shared.as_ref());
     let out = args
         .out
         .clone()

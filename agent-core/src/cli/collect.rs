@@ -19,7 +19,6 @@ use super::episode::{
 use super::{Failure, Outcome};
 use crate::agent::StopReason;
 use crate::agent::trajectory::Outcome as EpisodeOutcome;
-use crate::model::Policy;
 use crate::sim::tasks::{self, Split, Task};
 use anyhow::{Context, anyhow};
 use std::collections::VecDeque;
@@ -110,10 +109,7 @@ pub fn run(args: &Args) -> Outcome {
         PolicyKind::Model => Some(load_policy(&args.policy, args.agent.vote)?),
         PolicyKind::Oracle => None,
     };
-    let agent_args = shared.as_ref().map_or_else(
-        || args.agent.clone(),
-        |p| args.agent.for_model(&p.settings()),
-    );
+    let agent_args = args.agent.for_policy(shared.as_ref());
     eprintln!(
         "btl: collecting {} episodes on {} devices into {}",
         jobs.len(),

@@ -185,6 +185,12 @@ impl AgentArgs {
 }
 
 impl AgentArgs {
+    /// [`Self::for_model`] with a loaded model's settings; as they are
+    /// without one (the oracle).
+    pub fn for_policy(&self, shared: Option<&SharedPolicy>) -> AgentArgs {
+        shared.map_or_else(|| self.clone(), |p| self.for_model(&p.settings()))
+    }
+
     /// These settings, with the model's (from its file) where none was
     /// given; a given one that differs from the model's stays, with a
     /// warning, as does a model trained on another version of the prompts.

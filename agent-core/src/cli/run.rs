@@ -15,7 +15,6 @@ use super::episode::{
 use super::{Failure, Outcome, json_line};
 use crate::agent::trajectory::read_trajectory;
 use crate::agent::{Agent, AgentError};
-use crate::model::Policy;
 use crate::report;
 use crate::sim::tasks::{self, Split, Task};
 use anyhow::{Context, anyhow};
@@ -152,10 +151,7 @@ fn start(args: &Args, target: &Target) -> Result<Started, Failure> {
         PolicyKind::Model => Some(load_policy(&args.policy, args.agent.vote)?),
         PolicyKind::Oracle => None,
     };
-    let agent_args = shared.as_ref().map_or_else(
-        || args.agent.clone(),
-        |p| args.agent.for_model(&p.settings()),
-    );
+    let agent_args = args.agent.for_policy(shared.as_ref());
     let config = agent_args.config(
         goal,
         args.instance_seed(),
