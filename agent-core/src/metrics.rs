@@ -74,7 +74,11 @@ pub struct StepOutcome {
 /// The ground truth of a sample in typed form.
 struct Truth {
     link: Link,
+    /// In original pixels.
     bbox: Option<BBox>,
+    /// As the released link rule compares it with a model-frame point
+    /// ([`Sample::judged`]).
+    btl_bbox: Option<BBox>,
     image: Size,
     max_pixels: u64,
     /// Model-frame size of the screenshot; `None` if it cannot be resized.
@@ -87,6 +91,7 @@ impl Truth {
         Some(Self {
             link,
             bbox: sample.gt_bbox(),
+            btl_bbox: sample.judged().gt_bbox(),
             image: sample.image_size(),
             max_pixels: sample.max_pixels,
             resized: smart_resize(sample.image_size(), sample.max_pixels).ok(),
@@ -129,7 +134,7 @@ fn outcome(truth: &Truth, predicted: Option<&Link>, preset: Preset) -> StepOutco
         Link::Point(_) => {
             let p = predicted.and_then(Link::point);
             let ok = match preset {
-                Preset::Btl => p.is_some_and(|p| inside(truth.bbox, p)),
+                Preset::Btl => p.is_some_and(|p| inside(truth.btl_bbox, p)),
                 _ => p
                     .and_then(|p| truth.to_original(p))
                     .is_some_and(|p| inside(truth.bbox, p)),
@@ -180,7 +185,7 @@ fn arguments_match(truth: &Truth, p: &Action, g: &Action, preset: Preset) -> boo
                 return false;
             };
             match preset {
-                Preset::Btl => inside(truth.bbox, *p) && d < 0.14,
+                Preset::Btl => inside(truth.btl_bbox, *p) && d < 0.14,
                 Preset::OsAtlas => d <= 0.14,
                 Preset::GuiR1 => d < 0.14,
             }

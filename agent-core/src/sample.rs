@@ -5,10 +5,11 @@
 //! error messages still name the line: each sample is read from its own slice
 //! of the file, and errors inside it are shifted to file lines.
 
-use crate::protocol::{BBox, Size};
+use crate::protocol::{BBox, Size, smart_resize};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
+use std::borrow::Cow;
 use thiserror::Error;
 
 /// One official-format sample.
@@ -60,6 +61,48 @@ impl Sample {
     pub fn image_size(&self) -> Size {
         let [w, h] = self.image_sizes[0];
         Size::new(w, h)
+    }
+
+    /// The sample as answers are judged against it: with its boxes (`bbox`,
+    /// `rois`) in the model frame when `max_pixels` scales the screenshot
+    /// down, as it is otherwise.
+    ///
+    /// The boxes are in the screenshot's pixels, answers in the model frame.
+    /// The official reward plugin compares the two as they are, which is
+    /// right when the model frame is the screenshot's own size up to
+    /// smart_resize's rounding to 28 — phone screens at BTL-UI's 4,014,080
+    /// pixels. Scaled down (e.g. 1080×2400 at 200,704 pixels is 280×644), no
+    /// answer could land in its box, so the boxes are scaled with the
+    /// screenshot; where the plugin's comparison is meaningful it stays
+    /// exactly the plugin's.
+    pub fn judged(&self) -> Cow<'_, Sample> {
+        let Some(&[w, h]) = self.image_sizes.first() else {
+            return Cow::Borrowed(self);
+        };
+        let size = Size::new(w, h);
+        let (Ok(model), Ok(own)) = (
+            smart_resize(size, self.max_pixels),
+            smart_resize(size, u64::MAX),
+        ) else {
+            return Cow::Borrowed(self);
+        };
+        if model == own {
+            return Cow::Borrowed(self);
+        }
+        let (sx, sy) = (
+            f64::from(model.width) / f64::from(w),
+            f64::from(model.height) / f64::from(h),
+        );
+        let scale = |b: BBox| BBox::new(b.x1 * sx, b.y1 * sy, b.x2 * sx, b.y2 * sy);
+        let mut out = self.clone();
+        if let Some(b) = self.gt_bbox() {
+            let b = scale(b);
+            out.bbox = vec![b.x1, b.y1, b.x2, b.y2];
+        }
+        for roi in &mut out.rois {
+            roi.bbox_2d = scale(roi.bbox_2d);
+        }
+        Cow::Owned(out)
     }
 
     /// The ground-truth box, `None` when the sample has `[]`.
@@ -247,6 +290,35 @@ mod tests {
         let ground = parse_samples(GROUNDING).unwrap();
         assert_eq!(ground[0].images, ["examples/images/123226.png"]);
         assert!(ground[0].is_grounding());
+    }
+
+    /// 1080×2400 at 200,704 pixels is seen as 280×644 (spec §3: β = 3.594,
+    /// ⌊1080/β/28⌋·28 = 280, ⌊2400/β/28⌋·28 = 644): the boxes scale by
+    /// 280/1080 and 644/2400. At 4,014,080 the frame is 1092×2408, the
+    /// screenshot's own size rounded to 28, and nothing changes.
+    #[test]
+    fn judged_scales_boxes_only_into_a_scaled_down_frame() {
+        let mut sample = parse_samples(NAVIGATION).unwrap().remove(0);
+        sample.image_sizes = vec![[1080, 2400]];
+        sample.bbox = vec![0.0, 667.0, 270.0, 909.0];
+        sample.rois = vec![RankedRoi {
+            bbox_2d: BBox::new(540.0, 0.0, 1080.0, 1200.0),
+            label: "right half, top".into(),
+            priority: 1,
+        }];
+        assert!(matches!(sample.judged(), Cow::Borrowed(_)));
+        sample.max_pixels = 200_704;
+        let judged = sample.judged();
+        // 667·644/2400 = 429,548/2400 = 178.97833, 909·644/2400 = 243.915;
+        // 270·280/1080 = 70.
+        let b = judged.gt_bbox().unwrap();
+        assert_eq!((b.x1, b.x2), (0.0, 70.0));
+        assert!((b.y1 - 178.978_333).abs() < 1e-5 && (b.y2 - 243.915).abs() < 1e-9);
+        assert_eq!(judged.rois[0].bbox_2d, BBox::new(140.0, 0.0, 280.0, 322.0));
+        assert_eq!(
+            (&judged.solution, judged.max_pixels),
+            (&sample.solution, sample.max_pixels)
+        );
     }
 
     #[test]

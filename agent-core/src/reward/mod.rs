@@ -88,6 +88,7 @@ pub fn score(
     mode: RewardMode,
     weights: Weights,
 ) -> RewardBreakdown {
+    let sample = &*sample.judged();
     let (format, blink, link) = match mode {
         RewardMode::Released => (
             released::format(completion),

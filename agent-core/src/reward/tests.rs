@@ -1227,3 +1227,29 @@ proptest! {
         prop_assert!(r.total.is_finite());
     }
 }
+
+/// A screenshot the model sees scaled down: 1080×2400 at 200,704 pixels is
+/// 280×644 (spec §3), the GT box [0, 667, 270, 909] (the Settings icon) is
+/// [0, 179.0, 70, 243.9] there. The oracle's answer, written in that frame
+/// (Tap [35, 211], the box as its blink), earns every term; compared with
+/// the box in screen pixels, as the plugin would, it earned no blink and no
+/// link, since the point lies outside [0, 667, 270, 909] and the boxes do
+/// not overlap.
+#[test]
+fn answers_at_a_scaled_down_frame_are_judged_in_that_frame() {
+    let mut sample = navigation();
+    sample.image_sizes = vec![[1080, 2400]];
+    sample.max_pixels = 200_704;
+    sample.bbox = vec![0.0, 667.0, 270.0, 909.0];
+    sample.solution = r#"[{"Action": {"function": "Tap", "point_2d": [35, 211]}}]"#.into();
+    let answer = canonical(
+        r#"[{"bbox_2d": [0, 179, 70, 244], "label": "Settings"}]"#,
+        &tap(35, 211),
+    );
+    let r = released(&sample, &answer);
+    assert_eq!((r.format, r.blink, r.link), (1.0, 1.0, 1.0));
+    // Written in screen pixels instead (Tap [135, 786], the box unscaled),
+    // it misses in the model frame: 135 > 70, and the boxes do not meet.
+    let r = released(&sample, &canonical(GT_BLINK, &tap(135, 786)));
+    assert_eq!((r.blink, r.link), (0.0, 0.0));
+}

@@ -104,6 +104,17 @@ pub struct GrpoArgs {
     #[arg(long, value_name = "BOOL", help_heading = "GRPO")]
     skip_flat_groups: Option<bool>,
 
+    /// [online] train online, on the virtual phone: an `[online]` section
+    /// with its defaults when the configuration has none.
+    #[arg(long, help_heading = "Online GRPO")]
+    online: bool,
+    /// [online] suite tasks the episodes play, comma-separated, or `all`.
+    #[arg(long, value_delimiter = ',', help_heading = "Online GRPO")]
+    online_tasks: Option<Vec<String>>,
+    /// [online] episodes per optimizer step, each on its own virtual phone.
+    #[arg(long, help_heading = "Online GRPO")]
+    phones: Option<i64>,
+
     /// [sft] samples per optimizer step.
     #[arg(long, help_heading = "SFT")]
     samples_per_step: Option<i64>,
@@ -220,6 +231,14 @@ impl GrpoArgs {
         if let Some(skip) = self.skip_flat_groups {
             set(t, "grpo", "skip_flat_groups", Value::Boolean(skip));
         }
+        if self.online || self.online_tasks.is_some() || self.phones.is_some() {
+            t.entry("online".to_owned())
+                .or_insert_with(|| Value::Table(Table::new()));
+        }
+        if let Some(tasks) = &self.online_tasks {
+            let list = tasks.iter().map(|t| Value::String(t.clone())).collect();
+            set(t, "online", "tasks", Value::Array(list));
+        }
         if self.no_shuffle {
             set(t, "data", "shuffle", Value::Boolean(false));
         }
@@ -231,6 +250,7 @@ impl GrpoArgs {
             ("grpo", "max_completion_length", self.max_completion_length),
             ("grpo", "prompts_per_step", self.prompts_per_step),
             ("grpo", "micro_batch", self.micro_batch),
+            ("online", "phones", self.phones),
             ("sft", "samples_per_step", self.samples_per_step),
             ("run", "steps", self.steps),
             ("run", "seed", self.seed),
@@ -334,6 +354,11 @@ fn run_training(args: &GrpoArgs, objective: TrainObjective) -> Outcome {
                 }
             ),
         };
+        let episodes = match (m.episodes, m.episodes_done) {
+            (Some(n), Some(done)) => format!(" episodes {done}/{n} done"),
+            _ => String::new(),
+        };
+        let message = format!("{message}{episodes}");
         let heldout = match (m.heldout_loss, m.heldout_accuracy) {
             (Some(loss), Some(accuracy)) => {
                 format!(" held-out loss {loss:.4} accuracy {:.1}%", 100.0 * accuracy)

@@ -49,7 +49,9 @@ use agent_core::agent::trajectory::{
     EPISODE_FILE, Executed, STEPS_FILE, StepOutcome, StepRecord, read_trajectory,
 };
 use agent_core::device::DeviceAction;
-use agent_core::protocol::{Action, Link, ParseMode, Size, parse, smart_resize, to_python_json};
+use agent_core::protocol::{
+    Action, FrameMap, Link, ParseMode, Prompt, Size, parse, smart_resize, to_python_json,
+};
 use agent_core::sample::{Message, Sample};
 use agent_core::sim::phone::{UiNode, parse_uiautomator_xml};
 use serde::Serialize;
@@ -108,13 +110,19 @@ fn outcome_kind(outcome: &StepOutcome) -> &'static str {
     }
 }
 
-/// The teacher's answer of a relabelled step as the action to learn: its
-/// Plan and action (strictly parsed), with the device point a tap or long
-/// press lands on in the step's frame. `Ok(None)` when the step has no target.
+/// The teacher's answer of a relabelled step as the action to learn (see
+/// [`teacher_action`]). `Ok(None)` when the step has no target.
 pub fn target_action(step: &StepRecord) -> Result<Option<Executed>, String> {
-    let Some(raw) = &step.target else {
-        return Ok(None);
-    };
+    step.target
+        .as_deref()
+        .map(|raw| teacher_action(raw, &step.frame))
+        .transpose()
+}
+
+/// A teacher's BTL answer on a screen of `frame` as an executed action: its
+/// Plan and action (strictly parsed), with the device point a tap or long
+/// press lands on.
+pub fn teacher_action(raw: &str, frame: &FrameMap) -> Result<Executed, String> {
     let parsed = parse(raw, ParseMode::Strict)
         .map_err(|e| format!("the recorded target does not parse: {e}"))?;
     let Link::Action { plan, action } = parsed.output.link else {
@@ -122,18 +130,18 @@ pub fn target_action(step: &StepRecord) -> Result<Option<Executed>, String> {
     };
     let device = match &action {
         Action::Tap { point_2d } => Some(DeviceAction::Tap {
-            at: step.frame.to_device(*point_2d),
+            at: frame.to_device(*point_2d),
         }),
         Action::LongPress { point_2d } => Some(DeviceAction::LongPress {
-            at: step.frame.to_device(*point_2d),
+            at: frame.to_device(*point_2d),
         }),
         _ => None,
     };
-    Ok(Some(Executed {
+    Ok(Executed {
         plan,
         model: action,
         device,
-    }))
+    })
 }
 
 /// The action a step carried out, or the outcome kind that disqualifies it.
@@ -174,17 +182,30 @@ pub fn step_sample(
     ui: Option<&UiNode>,
     cx: &StepContext,
 ) -> Result<Sample, String> {
-    if cx.image_size != step.frame.device {
+    state_sample(&step.frame, &step.prompt, executed, ui, cx)
+}
+
+/// The sample of a screen seen in `frame` with `prompt`, whose answer is
+/// `executed` (pure): what [`step_sample`] makes of a recorded step, and
+/// what online training scores a state's completions against.
+pub fn state_sample(
+    frame: &FrameMap,
+    prompt: &Prompt,
+    executed: &Executed,
+    ui: Option<&UiNode>,
+    cx: &StepContext,
+) -> Result<Sample, String> {
+    if cx.image_size != frame.device {
         return Err(format!(
             "the screenshot {} is {}, but the step's frame says the screen was {}",
-            step.screenshot, cx.image_size, step.frame.device
+            cx.image, cx.image_size, frame.device
         ));
     }
     let model = smart_resize(cx.image_size, cx.max_pixels).map_err(|e| e.to_string())?;
-    if model != step.frame.model {
+    if model != frame.model {
         return Err(format!(
             "smart_resize of {} with max_pixels {} is {model}, but the step's model frame was {}",
-            cx.image_size, cx.max_pixels, step.frame.model
+            cx.image_size, cx.max_pixels, frame.model
         ));
     }
     let point = match (&executed.model, &executed.device) {
@@ -223,11 +244,11 @@ pub fn step_sample(
         messages: vec![
             Message {
                 role: "system".into(),
-                content: step.prompt.system.clone(),
+                content: prompt.system.clone(),
             },
             Message {
                 role: "user".into(),
-                content: step.prompt.user.clone(),
+                content: prompt.user.clone(),
             },
         ],
         solution,

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use agent_core::reward::{RewardMode, Weights};
 use serde::{Deserialize, Serialize};
 
+use super::online::OnlineSection;
 use super::optim::AdamWConfig;
 use super::sampling::SamplingParams;
 use crate::error::{Error, Result};
@@ -32,6 +33,10 @@ pub struct TrainConfig {
     #[serde(default)]
     pub optim: OptimSection,
     pub run: RunSection,
+    /// GRPO on the virtual phone (see [`super::online`]) instead of on
+    /// `data.samples`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub online: Option<OnlineSection>,
 }
 
 /// What is trained.
@@ -84,6 +89,7 @@ pub struct ModelSection {
 #[serde(deny_unknown_fields)]
 pub struct DataSection {
     /// Sample files in the official JSON format (spec §6).
+    #[serde(default)]
     pub samples: Vec<PathBuf>,
     /// Overrides every sample's `max_pixels`.
     #[serde(default)]
@@ -334,8 +340,26 @@ impl TrainConfig {
         if self.run.steps == 0 {
             return bad("run.steps", "must be at least 1".into());
         }
-        if self.data.samples.is_empty() {
-            return bad("data.samples", "no sample files given".into());
+        match (&self.online, self.run.objective) {
+            (Some(_), TrainObjective::Sft) => {
+                return bad(
+                    "online",
+                    "online training is GRPO's (objective = \"grpo\"); supervised fine-tuning learns from data.samples".into(),
+                );
+            }
+            (Some(online), TrainObjective::Grpo) => {
+                online.validate()?;
+                if !self.data.samples.is_empty() {
+                    return bad(
+                        "data.samples",
+                        "online GRPO draws its states from the virtual phone; give no sample files (data.heldout still evaluates)".into(),
+                    );
+                }
+            }
+            (None, _) if self.data.samples.is_empty() => {
+                return bad("data.samples", "no sample files given".into());
+            }
+            (None, _) => {}
         }
         if self.model.train_vision && self.model.mode != TrainMode::Full {
             return bad(

@@ -100,9 +100,10 @@ pub fn read_metrics(path: &Path) -> Result<Vec<StepMetrics>> {
 /// step has none, e.g. held-out numbers between checkpoints) and colour.
 type Series = (&'static str, fn(&StepMetrics) -> Option<f64>, RGBColor);
 
-/// The panels of a run's curves: GRPO shows its reward, KL and flat groups,
-/// SFT its loss; both the gradient norm and the held-out numbers.
-fn panels(objective: TrainObjective) -> Vec<(&'static str, Vec<Series>)> {
+/// The panels of a run's curves: GRPO shows its reward, KL and flat groups
+/// (online GRPO its episodes' success too), SFT its loss; both the gradient
+/// norm and the held-out numbers.
+fn panels(objective: TrainObjective, online: bool) -> Vec<(&'static str, Vec<Series>)> {
     let loss: (&str, Vec<Series>) = (
         "loss",
         vec![
@@ -118,8 +119,24 @@ fn panels(objective: TrainObjective) -> Vec<(&'static str, Vec<Series>)> {
         "held-out action accuracy",
         vec![("", |m| m.heldout_accuracy, GREEN)],
     );
+    let episodes: (&str, Vec<Series>) = (
+        "share of episodes ending with the task done",
+        vec![(
+            "",
+            |m| {
+                let (n, done) = (m.episodes?, m.episodes_done?);
+                Some(done as f64 / n.max(1) as f64)
+            },
+            GREEN,
+        )],
+    );
     match objective {
         TrainObjective::Sft => vec![loss, grad_norm, accuracy],
+        TrainObjective::Grpo if online => {
+            let mut all = panels(objective, false);
+            all.push(episodes);
+            all
+        }
         TrainObjective::Grpo => vec![
             (
                 "reward: mean and by term",
@@ -128,6 +145,7 @@ fn panels(objective: TrainObjective) -> Vec<(&'static str, Vec<Series>)> {
                     ("format", |m| Some(m.format), MAGENTA),
                     ("blink", |m| Some(m.blink), CYAN),
                     ("link", |m| Some(m.link), RED),
+                    ("outcome", |m| m.outcome, GREEN),
                 ],
             ),
             ("KL to the reference", vec![("", |m| Some(m.kl), RED)]),
@@ -159,7 +177,7 @@ pub fn plot(metrics: &[StepMetrics], objective: TrainObjective, out: &Path) -> R
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let partial = out.with_file_name(format!(".{name}.partial.png"));
-    let panels = panels(objective);
+    let panels = panels(objective, metrics.iter().any(|m| m.episodes.is_some()));
     let rows = panels.len().div_ceil(2);
     let draw = || -> std::result::Result<(), Box<dyn std::error::Error>> {
         let root = BitMapBackend::new(&partial, (1200, 330 * rows as u32)).into_drawing_area();

@@ -7,7 +7,9 @@
 //! gradient norm and take an AdamW step on the warmup + cosine schedule
 //! ([`optim`]). [`trainer`] runs the steps, [`checkpoint`] saves and resumes
 //! them exactly, [`log`] records metrics and plots them, [`config`] holds
-//! the settings.
+//! the settings. [`online`] rolls the policy out on virtual phones for
+//! online GRPO, where the oracle's answer at each reached screen is the
+//! sample.
 //!
 //! - [`sampling`]: temperature / top-k / top-p draws (pure);
 //! - [`prompt`]: chat template and tokenizer.
@@ -16,6 +18,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod log;
 pub mod loss;
+pub mod online;
 pub mod optim;
 pub mod prompt;
 pub mod rollout;

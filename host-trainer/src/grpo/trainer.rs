@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use agent_core::metrics::{Preset, evaluate};
 use agent_core::model::preprocess::Qwen2VlImageProcessor;
+use agent_core::protocol::TRAINING_MAX_PIXELS;
 use agent_core::reward::{RewardBreakdown, RewardMode, Weights};
 use agent_core::sample::{Sample, parse_samples};
 use rand::SeedableRng;
@@ -21,6 +22,7 @@ use tch::{Device, Kind, Tensor};
 
 use super::config::{Precision, TrainConfig, TrainMode, TrainObjective};
 use super::loss::{Objective, group_advantages, is_flat, objective};
+use super::online;
 use super::optim::{AdamW, cosine_with_warmup};
 use super::prompt::PromptTokenizer;
 use super::rollout::{Prompt, completion_log_probs, pad_completions, sample_group};
@@ -78,6 +80,17 @@ pub struct StepMetrics {
     /// and arguments (the `btl` preset's SR), at checkpoint steps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heldout_accuracy: Option<f64>,
+    /// Online GRPO: the step's episodes, …
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub episodes: Option<usize>,
+    /// … how many of them ended with the task done (the checker's verdict
+    /// when the episode ended), …
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub episodes_done: Option<usize>,
+    /// … and the mean outcome term over the completions (the share that
+    /// said Finish on a screen where the task was done).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<f64>,
 }
 
 /// How the model does on the held-out samples.
@@ -88,6 +101,14 @@ pub struct HeldOut {
     /// Share of the held-out samples (those whose solution is an action)
     /// whose greedy answer's action is right under the `btl` preset.
     pub accuracy: f64,
+}
+
+/// What backpropagating one group added to a step.
+#[derive(Debug, Clone, Copy, Default)]
+struct GroupTerms {
+    loss: f64,
+    kl: f64,
+    clip_fraction: f64,
 }
 
 /// One training sample and the directory its image paths are relative to.
@@ -109,6 +130,8 @@ pub struct Trainer {
     /// `data.heldout`: evaluated, never trained on.
     heldout: Vec<Item>,
     reward: Box<dyn Reward>,
+    /// `online.tasks`, resolved (empty without `[online]`).
+    online_tasks: Vec<&'static str>,
     done: u64,
     /// The dtype forward passes autocast to (`precision = "bf16"`).
     autocast: Option<Kind>,
@@ -202,7 +225,15 @@ impl Trainer {
             Precision::F32 => (Kind::Float, Kind::Float, None),
             Precision::Bf16 => (Kind::BFloat16, Kind::Float, Some(Kind::BFloat16)),
         };
-        let items = load_items(&config.data.samples)?;
+        let items = if config.data.samples.is_empty() {
+            Vec::new()
+        } else {
+            load_items(&config.data.samples)?
+        };
+        let online_tasks = match &config.online {
+            Some(online) => online.task_names()?,
+            None => Vec::new(),
+        };
         let heldout = if config.data.heldout.is_empty() {
             Vec::new()
         } else {
@@ -264,6 +295,7 @@ impl Trainer {
             items,
             heldout,
             reward,
+            online_tasks,
             done: 0,
             autocast,
         })
@@ -363,9 +395,24 @@ impl Trainer {
             .data
             .max_pixels
             .unwrap_or(item.sample.max_pixels);
+        self.image_prompt(&item.sample.messages, &rgb, max_pixels)
+            .map_err(|e| match e {
+                Error::Input(why) => Error::Input(format!("{}: {why}", path.display())),
+                other => other,
+            })
+    }
+
+    /// Ids and image tensor of a prompt with one screenshot, resized within
+    /// `max_pixels`.
+    fn image_prompt(
+        &self,
+        messages: &[agent_core::sample::Message],
+        rgb: &image::RgbImage,
+        max_pixels: u64,
+    ) -> Result<Prompt> {
         let pixels = Qwen2VlImageProcessor::new(max_pixels)
-            .preprocess(&rgb)
-            .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+            .preprocess(rgb)
+            .map_err(|e| Error::Input(e.to_string()))?;
         let [t, h, w] = pixels.grid_thw.map(i64::from);
         let merge = self.model.config().vision.spatial_merge_size;
         let tokens = (t * h * w / (merge * merge)) as usize;
@@ -373,7 +420,7 @@ impl Trainer {
             .f_reshape([pixels.rows as i64, pixels.cols as i64])?
             .f_to_device(self.model.device())?;
         Ok(Prompt {
-            ids: self.tokenizer.prompt_ids(&item.sample.messages, tokens)?,
+            ids: self.tokenizer.prompt_ids(messages, tokens)?,
             image: Some((values, Grid::new(t, h, w))),
         })
     }
@@ -454,6 +501,7 @@ impl Trainer {
     /// One optimizer step of the run's objective.
     pub fn step(&mut self) -> Result<StepMetrics> {
         match self.config.run.objective {
+            TrainObjective::Grpo if self.config.online.is_some() => self.online_step(),
             TrainObjective::Grpo => self.grpo_step(),
             TrainObjective::Sft => self.sft_step(),
         }
@@ -526,6 +574,214 @@ impl Trainer {
             seconds: started.elapsed().as_secs_f64(),
             heldout_loss: None,
             heldout_accuracy: None,
+            episodes: None,
+            episodes_done: None,
+            outcome: None,
+        })
+    }
+
+    /// Backpropagates one group's GRPO objective (its rewards turned into
+    /// advantages), in micro-batches, each sequence's loss divided by
+    /// `total_sequences` (the step's). Returns the loss added and the
+    /// group's mean KL and clip fraction.
+    fn train_group(
+        &self,
+        prompt: &Prompt,
+        completions: &[Vec<i64>],
+        rewards: &[f64],
+        total_sequences: f64,
+    ) -> Result<GroupTerms> {
+        let g = &self.config.grpo;
+        let constants = Objective {
+            beta: g.beta,
+            epsilon: g.epsilon,
+        };
+        let micro = if g.micro_batch == 0 {
+            completions.len()
+        } else {
+            g.micro_batch
+        };
+        let advantages = group_advantages(rewards)
+            .ok_or_else(|| Error::Input("a group needs at least two completions".to_owned()))?;
+        let (ids, mask) = pad_completions(completions, self.tokenizer.pad_id());
+        let mut out = GroupTerms::default();
+        for start in (0..ids.len()).step_by(micro) {
+            let end = (start + micro).min(ids.len());
+            let rows = &ids[start..end];
+            let reference = if g.beta > 0.0 {
+                Some(self.forward(|| {
+                    tch::no_grad(|| match &self.reference {
+                        Some(reference) => {
+                            completion_log_probs(reference, prompt, rows, g.temperature)
+                        }
+                        None => {
+                            self.model.set_lora_enabled(false);
+                            let out =
+                                completion_log_probs(&self.model, prompt, rows, g.temperature);
+                            self.model.set_lora_enabled(true);
+                            out
+                        }
+                    })
+                })?)
+            } else {
+                None
+            };
+            self.model.set_training(true);
+            let logp =
+                self.forward(|| completion_log_probs(&self.model, prompt, rows, g.temperature));
+            self.model.set_training(false);
+            let logp = logp?;
+            let old = logp.f_detach()?;
+            let device = self.model.device();
+            let mask_t = Tensor::f_from_slice(&mask[start..end].concat())?
+                .f_reshape([(end - start) as i64, -1])?
+                .f_to_device(device)?;
+            let adv = Tensor::f_from_slice(&advantages[start..end])?.f_to_device(device)?;
+            let terms = objective(&logp, &old, reference.as_ref(), &adv, &mask_t, constants)?;
+            let loss = terms
+                .per_sequence
+                .f_sum(Kind::Double)?
+                .f_div_scalar(total_sequences)?;
+            loss.f_backward()?;
+            out.loss += loss.f_double_value(&[])?;
+            let share = (end - start) as f64 / ids.len() as f64;
+            out.kl += terms.mean_kl * share;
+            out.clip_fraction += terms.clip_fraction * share;
+        }
+        Ok(out)
+    }
+
+    /// One online GRPO step ([`super::online`]): `online.phones` episodes
+    /// of the current policy, a group of G completions sampled and scored
+    /// at every state they reach; then, in the order of (episode, state),
+    /// each group's objective is backpropagated and one optimizer step
+    /// taken. The loss is the offline step's.
+    fn online_step(&mut self) -> Result<StepMetrics> {
+        let started = Instant::now();
+        let cfg = self.config.clone();
+        let online = cfg
+            .online
+            .as_ref()
+            .ok_or_else(|| Error::Input("config: the run has no [online] section".to_owned()))?;
+        let g = &cfg.grpo;
+        let step = self.done;
+        let _generator = generator();
+        tch::manual_seed(derive_seed(cfg.run.seed, 2, step) as i64);
+        let lr = cfg.optim.lr
+            * cosine_with_warmup(step as i64, cfg.run.steps as i64, cfg.warmup_steps());
+        self.optimizer.zero_grad();
+        let plans = online::episodes(online, &self.online_tasks, step)?;
+        let (dir, _temp) = online::rollout_dir(&cfg.run.output_dir, step, online.keep_rollouts)?;
+        let settings = online::EpisodeSettings {
+            profile: online.profile,
+            max_pixels: cfg.data.max_pixels.unwrap_or(TRAINING_MAX_PIXELS),
+            max_steps: online.max_steps,
+            dir,
+        };
+        let stop = self.tokenizer.stop_ids();
+        let sampling = g.sampling();
+        let step_seed = derive_seed(cfg.run.seed, 7, step);
+        let mut groups = Vec::new();
+        self.model.set_lora_enabled(true);
+        self.model.set_training(false);
+        let episodes = online::run_episodes(plans, &settings, |request| {
+            let rgb = image::DynamicImage::ImageRgba8(request.screenshot.clone()).to_rgb8();
+            let prompt = self.image_prompt(&request.target.messages, &rgb, request.max_pixels)?;
+            // Keyed by the observation's seed, not by arrival: the phones'
+            // threads ask in any order.
+            let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(step_seed, request.seed, 0));
+            let completions = self.forward(|| {
+                sample_group(
+                    &self.model,
+                    &prompt,
+                    g.num_generations,
+                    g.max_completion_length,
+                    &sampling,
+                    &stop,
+                    &mut rng,
+                )
+            })?;
+            let mut scores = Vec::with_capacity(completions.len());
+            let mut texts = Vec::with_capacity(completions.len());
+            for c in &completions {
+                let text = self.tokenizer.decode(c)?;
+                scores.push(online::score(
+                    self.reward.as_ref(),
+                    &request,
+                    &text,
+                    online.outcome_weight,
+                ));
+                texts.push(text);
+            }
+            let totals: Vec<f64> = scores.iter().map(|s| s.total).collect();
+            let pick = online.continue_with.pick(&totals);
+            groups.push(((request.slot, request.index), prompt, completions, scores));
+            Ok(texts.swap_remove(pick))
+        })?;
+        groups.sort_by_key(|group| group.0);
+        let total_sequences = (groups.len() * g.num_generations).max(1) as f64;
+        let (mut loss_sum, mut kl_sum, mut clip_sum, mut trained, mut flat) =
+            (0.0, 0.0, 0.0, 0usize, 0usize);
+        let (mut parts, mut outcome, mut all) = ([0.0f64; 3], 0.0, Vec::new());
+        let mut completion_tokens = 0usize;
+        for (_, prompt, completions, scores) in &groups {
+            let rewards: Vec<f64> = scores.iter().map(|s| s.total).collect();
+            for (c, s) in completions.iter().zip(scores) {
+                completion_tokens += c.len();
+                parts[0] += s.process.format;
+                parts[1] += s.process.blink;
+                parts[2] += s.process.link;
+                outcome += s.outcome;
+            }
+            all.extend_from_slice(&rewards);
+            if is_flat(&rewards) {
+                flat += 1;
+                if g.skip_flat_groups || g.beta == 0.0 {
+                    continue;
+                }
+            }
+            let terms = self.train_group(prompt, completions, &rewards, total_sequences)?;
+            loss_sum += terms.loss;
+            kl_sum += terms.kl;
+            clip_sum += terms.clip_fraction;
+            trained += 1;
+        }
+        let mut grad_norm = 0.0;
+        if trained > 0 {
+            grad_norm = self.optimizer.clip_grad_norm(cfg.optim.max_grad_norm)?;
+            self.optimizer.step(lr)?;
+        }
+        self.done += 1;
+        let n = all.len().max(1) as f64;
+        let mean = all.iter().sum::<f64>() / n;
+        let std = (all.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / n).sqrt();
+        let per_group = |x: f64| if trained > 0 { x / trained as f64 } else { 0.0 };
+        Ok(StepMetrics {
+            step: self.done,
+            lr,
+            loss: loss_sum,
+            reward_mean: mean,
+            reward_std: std,
+            format: parts[0] / n,
+            blink: parts[1] / n,
+            link: parts[2] / n,
+            kl: per_group(kl_sum),
+            clip_fraction: per_group(clip_sum),
+            grad_norm,
+            groups: groups.len(),
+            flat_groups: flat,
+            completion_tokens_mean: completion_tokens as f64 / n,
+            seconds: started.elapsed().as_secs_f64(),
+            heldout_loss: None,
+            heldout_accuracy: None,
+            episodes: Some(episodes.len()),
+            episodes_done: Some(
+                episodes
+                    .iter()
+                    .filter(|e| e.outcome.success == Some(true))
+                    .count(),
+            ),
+            outcome: Some(outcome / n),
         })
     }
 
@@ -541,15 +797,6 @@ impl Trainer {
             * cosine_with_warmup(step as i64, cfg.run.steps as i64, cfg.warmup_steps());
         self.optimizer.zero_grad();
         let total_sequences = (g.prompts_per_step * g.num_generations) as f64;
-        let constants = Objective {
-            beta: g.beta,
-            epsilon: g.epsilon,
-        };
-        let micro = if g.micro_batch == 0 {
-            g.num_generations
-        } else {
-            g.micro_batch
-        };
         let mut rewards_all = Vec::new();
         let mut parts = [0.0f64; 3];
         let (mut loss_sum, mut kl_sum, mut clip_sum, mut trained_groups, mut flat) =
@@ -559,7 +806,9 @@ impl Trainer {
             let index = step * g.prompts_per_step as u64 + slot as u64;
             let item = self.item_at(index);
             let prompt = self.prompt(item)?;
-            let sample = item.sample.clone();
+            // Answers are written in the frame the image is resized to.
+            let max_pixels = cfg.data.max_pixels.unwrap_or(item.sample.max_pixels);
+            let sample = in_frame(&item.sample, max_pixels)?;
             self.model.set_lora_enabled(true);
             self.model.set_training(false);
             let mut rng =
@@ -593,55 +842,10 @@ impl Trainer {
                     continue;
                 }
             }
-            let advantages = group_advantages(&rewards)
-                .ok_or_else(|| Error::Input("a group needs at least two completions".to_owned()))?;
-            let (ids, mask) = pad_completions(&completions, self.tokenizer.pad_id());
-            let mut group_kl = 0.0;
-            let mut group_clip = 0.0;
-            for start in (0..ids.len()).step_by(micro) {
-                let end = (start + micro).min(ids.len());
-                let rows = &ids[start..end];
-                let reference = if g.beta > 0.0 {
-                    Some(self.forward(|| {
-                        tch::no_grad(|| match &self.reference {
-                            Some(reference) => {
-                                completion_log_probs(reference, &prompt, rows, g.temperature)
-                            }
-                            None => {
-                                self.model.set_lora_enabled(false);
-                                let out =
-                                    completion_log_probs(&self.model, &prompt, rows, g.temperature);
-                                self.model.set_lora_enabled(true);
-                                out
-                            }
-                        })
-                    })?)
-                } else {
-                    None
-                };
-                self.model.set_training(true);
-                let logp = self
-                    .forward(|| completion_log_probs(&self.model, &prompt, rows, g.temperature))?;
-                self.model.set_training(false);
-                let old = logp.f_detach()?;
-                let device = self.model.device();
-                let mask_t = Tensor::f_from_slice(&mask[start..end].concat())?
-                    .f_reshape([(end - start) as i64, -1])?
-                    .f_to_device(device)?;
-                let adv = Tensor::f_from_slice(&advantages[start..end])?.f_to_device(device)?;
-                let terms = objective(&logp, &old, reference.as_ref(), &adv, &mask_t, constants)?;
-                let loss = terms
-                    .per_sequence
-                    .f_sum(Kind::Double)?
-                    .f_div_scalar(total_sequences)?;
-                loss.f_backward()?;
-                loss_sum += loss.f_double_value(&[])?;
-                let share = (end - start) as f64 / ids.len() as f64;
-                group_kl += terms.mean_kl * share;
-                group_clip += terms.clip_fraction * share;
-            }
-            kl_sum += group_kl;
-            clip_sum += group_clip;
+            let terms = self.train_group(&prompt, &completions, &rewards, total_sequences)?;
+            loss_sum += terms.loss;
+            kl_sum += terms.kl;
+            clip_sum += terms.clip_fraction;
             trained_groups += 1;
         }
         let mut grad_norm = 0.0;
@@ -678,6 +882,9 @@ impl Trainer {
             seconds: started.elapsed().as_secs_f64(),
             heldout_loss: None,
             heldout_accuracy: None,
+            episodes: None,
+            episodes_done: None,
+            outcome: None,
         })
     }
 }
