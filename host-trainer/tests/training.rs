@@ -602,3 +602,56 @@ fn online_configs_are_checked() {
         "{e}"
     );
 }
+
+/// Passes on the samples it is asked to score.
+struct Recording(std::sync::Arc<std::sync::Mutex<Vec<Sample>>>);
+
+impl Reward for Recording {
+    fn score(&self, sample: &Sample, completion: &str) -> RewardBreakdown {
+        self.0.lock().unwrap().push(sample.clone());
+        Digits.score(sample, completion)
+    }
+}
+
+/// `[data] max_pixels` resizes the screenshot, so answers are written in
+/// that frame; the rewards must judge them there. A 1080×2400 sample
+/// recorded at 4,014,080 pixels (frame 1092×2408) with Tap [136, 790] on
+/// the box [0, 667, 270, 909], trained at 200,704 pixels (frame 280×644):
+/// the point becomes [136·280/1092, 790·644/2408] = [34.87, 211.28] →
+/// [35, 211], and an answer tapping there earns the link.
+#[test]
+fn grpo_scores_answers_in_the_frame_data_max_pixels_sets() {
+    let dir = tempfile::tempdir().unwrap();
+    let tap = r#"[{"images": [], "image_sizes": [[1080, 2400]], "max_pixels": 4014080,
+      "bbox": [0, 667, 270, 909],
+      "solution": "[{\"Plan\": \"Open Settings.\", \"Action\": {\"function\": \"Tap\", \"point_2d\": [136, 790]}}]",
+      "messages": [{"role": "user", "content": "Open the Settings app."}]}]"#;
+    std::fs::write(dir.path().join("tap.json"), tap).unwrap();
+    let mut config = toy_config(dir.path(), 1);
+    config.data.samples = vec![dir.path().join("tap.json")];
+    config.data.max_pixels = Some(200_704);
+    config.grpo.num_generations = 2;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut trainer = Trainer::new(config, Box::new(Recording(seen.clone()))).unwrap();
+    trainer.step().unwrap();
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    for sample in seen.iter() {
+        assert_eq!(sample.max_pixels, 200_704);
+        assert!(
+            sample.solution.contains("\"point_2d\": [35, 211]"),
+            "{}",
+            sample.solution
+        );
+    }
+    let answer = "<blink>```json\n[{\"bbox_2d\": [0, 179, 70, 244], \"label\": \"Settings\"}]\n```</blink>\n\
+        <think>Open Settings.</think>\n<link>```json\n[{\"Plan\": \"Open Settings.\", \
+        \"Action\": {\"function\": \"Tap\", \"point_2d\": [35, 211]}}]\n```</link>";
+    let r = agent_core::reward::score(
+        &seen[0],
+        answer,
+        agent_core::reward::RewardMode::Released,
+        agent_core::reward::Weights::default(),
+    );
+    assert_eq!((r.format, r.blink, r.link), (1.0, 1.0, 1.0));
+}

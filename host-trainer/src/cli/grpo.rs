@@ -16,6 +16,7 @@ use toml::{Table, Value};
 
 use crate::error::Error;
 use crate::grpo::config::{TrainConfig, TrainObjective};
+use crate::grpo::log::SignalWatch;
 use crate::grpo::run::run;
 use crate::grpo::trainer::BtlReward;
 
@@ -339,7 +340,13 @@ fn run_training(args: &GrpoArgs, objective: TrainObjective) -> Outcome {
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    let mut watch = SignalWatch::default();
     let outcome = run(config.clone(), reward, resume.as_deref(), |m| {
+        if objective == TrainObjective::Grpo
+            && let Some(warning) = watch.observe(m)
+        {
+            bar.suspend(|| eprintln!("{warning}"));
+        }
         let message = match objective {
             TrainObjective::Sft => format!("loss {:.4} grad-norm {:.3}", m.loss, m.grad_norm),
             TrainObjective::Grpo => format!(

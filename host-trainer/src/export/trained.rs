@@ -26,7 +26,8 @@ use agent_core::protocol::Profile;
 /// How the exported model is to be run, written into the text GGUF
 /// (`btl.profile`, `btl.max_pixels`, `btl.prompt_version`); `None` takes
 /// the training run's: the screenshot size it trained at (`data.max_pixels`,
-/// else its first sample's) and the profile its first sample's prompt lists.
+/// else its first sample's) and the profile its first sample's prompt lists
+/// (an online run's: its `online.profile`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RunSettings {
     pub profile: Option<Profile>,
@@ -163,6 +164,16 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
 fn run_settings(config: &TrainConfig, given: RunSettings) -> Result<(Profile, u64)> {
     if let (Some(profile), Some(max_pixels)) = (given.profile, given.max_pixels) {
         return Ok((profile, max_pixels));
+    }
+    // An online run's episodes were played with its profile and size.
+    if let Some(online) = &config.online {
+        return Ok((
+            given.profile.unwrap_or(online.profile),
+            given
+                .max_pixels
+                .or(config.data.max_pixels)
+                .unwrap_or(agent_core::protocol::TRAINING_MAX_PIXELS),
+        ));
     }
     let first = config.data.samples.first().ok_or_else(|| {
         Error::Input(

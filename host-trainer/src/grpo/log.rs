@@ -96,6 +96,39 @@ pub fn read_metrics(path: &Path) -> Result<Vec<StepMetrics>> {
     Ok(out)
 }
 
+/// Steps in a row without a learning signal before [`SignalWatch`] warns.
+pub const SILENT_STEPS: u64 = 10;
+
+/// Watches a GRPO run for steps that train nothing: every group flat, so no
+/// optimizer update. After [`SILENT_STEPS`] of them in a row it says so,
+/// once, with the likely cause.
+#[derive(Debug, Default)]
+pub struct SignalWatch {
+    silent: u64,
+    warned: bool,
+}
+
+impl SignalWatch {
+    /// The warning to print after step `m`, if it is due.
+    pub fn observe(&mut self, m: &StepMetrics) -> Option<String> {
+        if m.groups > 0 && m.flat_groups < m.groups {
+            self.silent = 0;
+            return None;
+        }
+        self.silent += 1;
+        if self.silent < SILENT_STEPS || self.warned {
+            return None;
+        }
+        self.warned = true;
+        Some(format!(
+            "btl-train: warning: {} steps in a row without a learning signal (every group's \
+             rewards were equal, so no update): the policy likely never earns a reward — start \
+             from a supervised model (btl-train sft)",
+            self.silent
+        ))
+    }
+}
+
 /// One line of a panel: its legend, its value at a step (`None` where the
 /// step has none, e.g. held-out numbers between checkpoints) and colour.
 type Series = (&'static str, fn(&StepMetrics) -> Option<f64>, RGBColor);
@@ -236,4 +269,53 @@ pub fn plot(metrics: &[StepMetrics], objective: TrainObjective, out: &Path) -> R
     };
     draw().map_err(|e| Error::Input(format!("{}: plotting failed: {e}", out.display())))?;
     std::fs::rename(&partial, out).map_err(io(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(step: u64, groups: usize, flat_groups: usize) -> StepMetrics {
+        StepMetrics {
+            step,
+            lr: 1e-4,
+            loss: 0.0,
+            reward_mean: 0.0,
+            reward_std: 0.0,
+            format: 0.0,
+            blink: 0.0,
+            link: 0.0,
+            kl: 0.0,
+            clip_fraction: 0.0,
+            grad_norm: 0.0,
+            groups,
+            flat_groups,
+            completion_tokens_mean: 0.0,
+            seconds: 0.0,
+            heldout_loss: None,
+            heldout_accuracy: None,
+            episodes: None,
+            episodes_done: None,
+            outcome: None,
+        }
+    }
+
+    #[test]
+    fn the_watch_warns_once_after_ten_silent_steps_in_a_row() {
+        let mut watch = SignalWatch::default();
+        // Nine flat steps, then one that trains: the count starts again.
+        for k in 1..=9 {
+            assert_eq!(watch.observe(&step(k, 2, 2)), None);
+        }
+        assert_eq!(watch.observe(&step(10, 2, 1)), None);
+        for k in 11..=19 {
+            assert_eq!(watch.observe(&step(k, 2, 2)), None, "step {k}");
+        }
+        let warning = watch.observe(&step(20, 2, 2)).unwrap();
+        assert!(
+            warning.contains("10 steps in a row") && warning.contains("btl-train sft"),
+            "{warning}"
+        );
+        assert_eq!(watch.observe(&step(21, 0, 0)), None, "said once");
+    }
 }
