@@ -20,8 +20,9 @@ use agent_core::sample::Sample;
 use tch::{Kind, Tensor};
 
 use crate::error::{Error, Result};
+use crate::grpo::loss::token_log_probs;
 use crate::grpo::rollout::{Prompt, completion_log_probs, pad_completions};
-use crate::model::Qwen25Vl;
+use crate::model::{Batch, Images, KvCache, Qwen25Vl};
 
 /// `sample` as seen at another screenshot size: `max_pixels` set to the
 /// given one and the solution's point moved from the sample's model frame
@@ -192,6 +193,103 @@ pub fn answer_loss(
         token_log_probs,
         tokens,
     })
+}
+
+/// How many leading ids every prompt of a micro-batch shares, up to its
+/// first image token and short of the shortest prompt (each keeps at least
+/// its last token, whose hidden state predicts the answer's first).
+pub fn shared_prefix_len(prompts: &[&Prompt], image_token_id: i64) -> usize {
+    let Some(first) = prompts.first() else {
+        return 0;
+    };
+    let shortest = prompts.iter().map(|p| p.ids.len()).min().unwrap_or(0);
+    let mut len = first
+        .ids
+        .iter()
+        .position(|&id| id == image_token_id)
+        .unwrap_or(first.ids.len())
+        .min(shortest.saturating_sub(1));
+    for prompt in &prompts[1..] {
+        len = first.ids[..len]
+            .iter()
+            .zip(&prompt.ids)
+            .take_while(|(a, b)| a == b)
+            .count();
+    }
+    len
+}
+
+/// The summed answer loss of a micro-batch, each token's −log p divided by
+/// `tokens` (the step's answer tokens), with the prompts' common text
+/// prefix ([`shared_prefix_len`]) evaluated once: its KV cache serves every
+/// answer and gathers their gradients. The value equals the sum of
+/// [`answer_loss`] over the samples, each weighted by its share of tokens.
+pub fn shared_prefix_loss(
+    model: &Qwen25Vl,
+    batch: &[(&Prompt, &[i64])],
+    tokens: usize,
+) -> Result<Tensor> {
+    if batch.is_empty() || batch.iter().any(|(_, answer)| answer.is_empty()) {
+        return Err(Error::Input(
+            "supervised fine-tuning needs answers of at least one token".to_owned(),
+        ));
+    }
+    let prompts: Vec<&Prompt> = batch.iter().map(|(p, _)| *p).collect();
+    let shared = shared_prefix_len(&prompts, model.config().image_token_id);
+    let prefix = &prompts[0].ids[..shared];
+    let mut cache = KvCache::new();
+    if shared > 0 {
+        // Only the prefix's KV cache is needed; the suffixes predict.
+        let _ = model.hidden_cached(
+            &Batch {
+                input_ids: &[prefix.to_vec()],
+                images: None,
+            },
+            &mut cache,
+        )?;
+    }
+    let mut total: Option<Tensor> = None;
+    for (prompt, answer) in batch {
+        // The rest of the prompt, then the answer but its last token: the
+        // hidden states from the prompt's last token on predict the answer.
+        let suffix: Vec<i64> = prompt.ids[shared..]
+            .iter()
+            .chain(&answer[..answer.len() - 1])
+            .copied()
+            .collect();
+        let grids = prompt.image.as_ref().map(|(_, grid)| [*grid]);
+        let images = prompt
+            .image
+            .as_ref()
+            .zip(grids.as_ref())
+            .map(|((pixel_values, _), grids)| Images {
+                pixel_values,
+                grids,
+            });
+        let hidden = if shared > 0 {
+            model.hidden_after_prefix(prefix, &cache, &suffix, images.as_ref())?
+        } else {
+            model.hidden_states(&Batch {
+                input_ids: &[suffix],
+                images,
+            })?
+        };
+        let start = (prompt.ids.len() - shared - 1) as i64;
+        let n = answer.len() as i64;
+        let targets = Tensor::f_from_slice(answer)?
+            .f_reshape([1, n])?
+            .f_to_device(model.device())?;
+        let logits = model.logits(&hidden.f_narrow(1, start, n)?)?;
+        let part = token_log_probs(&logits, &targets, 1.0)?
+            .f_sum(Kind::Double)?
+            .f_neg()?
+            .f_div_scalar(tokens as f64)?;
+        total = Some(match total {
+            Some(t) => t.f_add(&part)?,
+            None => part,
+        });
+    }
+    total.ok_or_else(|| Error::Input("an empty micro-batch".to_owned()))
 }
 
 #[cfg(test)]

@@ -655,3 +655,87 @@ fn grpo_scores_answers_in_the_frame_data_max_pixels_sets() {
     );
     assert_eq!((r.format, r.blink, r.link), (1.0, 1.0, 1.0));
 }
+
+/// Three image prompts that share the system prompt and differ in the goal.
+fn image_samples(dir: &std::path::Path) {
+    let png = image::RgbImage::from_fn(112, 84, |x, y| {
+        image::Rgb([(x * 2) as u8, (y * 3) as u8, ((x + y) % 256) as u8])
+    });
+    png.save(dir.join("screen.png")).unwrap();
+    let sample = |goal: &str, plan: &str| {
+        serde_json::json!({
+            "images": ["screen.png"], "image_sizes": [[112, 84]], "bbox": [],
+            "solution": format!(r#"[{{"Plan": "{plan}", "Action": {{"function": "Back"}}}}]"#),
+            "messages": [
+                {"role": "system", "content": "You are a GUI agent. Answer in BTL."},
+                {"role": "user", "content": format!("## User Instruction\n{goal}\n\n## Screenshots\n<image>")}
+            ]
+        })
+    };
+    let samples = serde_json::json!([
+        sample("Go back.", "Go back."),
+        sample("Leave this screen now.", "Leave it."),
+        sample("Return to the list.", "Back to the list."),
+    ]);
+    std::fs::write(dir.join("images.json"), samples.to_string()).unwrap();
+}
+
+/// `sft.micro_batch` evaluates the prompts' common prefix once per
+/// micro-batch; the step's loss, gradient norm and update are those of one
+/// sample at a time (float64: equal to rounding).
+#[test]
+fn sft_micro_batches_share_the_prefix_and_train_as_one_by_one() {
+    use host_trainer::grpo::config::{Precision, TrainMode, TrainObjective};
+    let run = |micro_batch: usize| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = toy_config(dir.path(), 1);
+        image_samples(dir.path());
+        config.data.samples = vec![dir.path().join("images.json")];
+        config.data.shuffle = false;
+        config.run.objective = TrainObjective::Sft;
+        config.model.mode = TrainMode::Full;
+        config.model.train_vision = true;
+        config.model.precision = Some(Precision::F64);
+        config.sft.samples_per_step = 3;
+        config.sft.micro_batch = micro_batch;
+        let mut trainer = Trainer::new(config, Box::new(Digits)).unwrap();
+        let metrics = trainer.step().unwrap();
+        let mut weights: Vec<(String, Vec<f64>)> = trainer
+            .model()
+            .vars()
+            .variables()
+            .into_iter()
+            .map(|(name, t)| {
+                let flat = t.detach().flatten(0, -1);
+                (name, Vec::<f64>::try_from(flat).unwrap())
+            })
+            .collect();
+        weights.sort_by(|a, b| a.0.cmp(&b.0));
+        (metrics, weights)
+    };
+    let (one, one_weights) = run(1);
+    let (three, three_weights) = run(3);
+    let close = |a: f64, b: f64, tol: f64| (a - b).abs() <= tol * a.abs().max(1.0);
+    assert!(
+        close(one.loss, three.loss, 1e-12),
+        "{} vs {}",
+        one.loss,
+        three.loss
+    );
+    assert!(
+        close(one.grad_norm, three.grad_norm, 1e-10),
+        "{} vs {}",
+        one.grad_norm,
+        three.grad_norm
+    );
+    assert!(one.grad_norm > 0.0);
+    let mut compared = 0;
+    for ((name, a), (other, b)) in one_weights.iter().zip(&three_weights) {
+        assert_eq!(name, other);
+        for (x, y) in a.iter().zip(b) {
+            assert!((x - y).abs() < 1e-9, "{name}: {x} vs {y}");
+            compared += 1;
+        }
+    }
+    assert!(compared > 10_000, "{compared}");
+}

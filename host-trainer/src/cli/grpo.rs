@@ -119,6 +119,10 @@ pub struct GrpoArgs {
     /// [sft] samples per optimizer step.
     #[arg(long, help_heading = "SFT")]
     samples_per_step: Option<i64>,
+    /// [sft] samples per forward/backward pass, sharing their prompts'
+    /// common prefix (`sft.micro_batch`).
+    #[arg(long, help_heading = "SFT")]
+    sft_micro_batch: Option<i64>,
 
     /// [reward] released or paper.
     #[arg(long, help_heading = "Reward")]
@@ -253,6 +257,7 @@ impl GrpoArgs {
             ("grpo", "micro_batch", self.micro_batch),
             ("online", "phones", self.phones),
             ("sft", "samples_per_step", self.samples_per_step),
+            ("sft", "micro_batch", self.sft_micro_batch),
             ("run", "steps", self.steps),
             ("run", "seed", self.seed),
             ("run", "save_every", self.save_every),

@@ -176,12 +176,17 @@ pub struct SftSection {
     /// Most blink regions a target answer holds: the decoding grammar's
     /// limit, so the model learns answers it can write back under it.
     pub max_regions: usize,
+    /// Samples per forward and backward pass; above 1 their prompts' common
+    /// text prefix (system prompt, action space) is evaluated once per
+    /// micro-batch. The step's loss is the same either way.
+    pub micro_batch: usize,
 }
 
 impl Default for SftSection {
     fn default() -> Self {
         Self {
             samples_per_step: 8,
+            micro_batch: 1,
             max_regions: agent_core::model::grammar::GrammarLimits::default().max_regions,
         }
     }
@@ -326,6 +331,15 @@ impl TrainConfig {
         }
         if self.sft.samples_per_step == 0 {
             return bad("sft.samples_per_step", "must be at least 1".into());
+        }
+        if self.sft.micro_batch == 0 || self.sft.micro_batch > self.sft.samples_per_step {
+            return bad(
+                "sft.micro_batch",
+                format!(
+                    "must be between 1 and sft.samples_per_step ({}), not {}",
+                    self.sft.samples_per_step, self.sft.micro_batch
+                ),
+            );
         }
         let o = &self.optim;
         if !(o.lr > 0.0 && o.lr.is_finite()) {

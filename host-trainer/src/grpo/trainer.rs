@@ -30,7 +30,7 @@ use crate::autocast::autocast;
 use crate::error::{Error, Result};
 use crate::lora::{LoraInit, generator};
 use crate::model::{Grid, Images, Qwen25Vl};
-use crate::sft::{answer_loss, in_frame, target_answer};
+use crate::sft::{answer_loss, in_frame, shared_prefix_loss, target_answer};
 
 /// Scores one completion of a sample.
 pub trait Reward {
@@ -509,7 +509,9 @@ impl Trainer {
 
     /// One supervised step: the masked cross-entropy of `samples_per_step`
     /// samples' canonical answers ([`crate::sft`]), averaged over all their
-    /// answer tokens, the gradients accumulated sample by sample. Logged
+    /// answer tokens, the gradients accumulated sample by sample, or micro-
+    /// batch by micro-batch (`sft.micro_batch`) with the prompts' common text
+    /// prefix evaluated once per micro-batch. Logged
     /// with the GRPO fields that have no meaning here at 0;
     /// `completion_tokens_mean` is the answers' mean length.
     fn sft_step(&mut self) -> Result<StepMetrics> {
@@ -537,6 +539,26 @@ impl Trainer {
         let tokens: usize = answers.iter().map(|(_, ids)| ids.len()).sum();
         let mut loss_sum = 0.0;
         self.model.set_lora_enabled(true);
+        if cfg.sft.micro_batch > 1 {
+            for chunk in answers.chunks(cfg.sft.micro_batch) {
+                let prompts = chunk
+                    .iter()
+                    .map(|(index, _)| self.prompt(self.item_at(*index)))
+                    .collect::<Result<Vec<_>>>()?;
+                let batch: Vec<(&Prompt, &[i64])> = prompts
+                    .iter()
+                    .zip(chunk)
+                    .map(|(prompt, (_, ids))| (prompt, ids.as_slice()))
+                    .collect();
+                self.model.set_training(true);
+                let loss = self.forward(|| shared_prefix_loss(&self.model, &batch, tokens));
+                self.model.set_training(false);
+                let loss = loss?;
+                loss.f_backward()?;
+                loss_sum += loss.f_double_value(&[])?;
+            }
+            return self.finish_sft_step(started, lr, loss_sum, tokens);
+        }
         for (index, ids) in &answers {
             let prompt = self.prompt(self.item_at(*index))?;
             self.model.set_training(true);
@@ -553,6 +575,19 @@ impl Trainer {
             share.f_backward()?;
             loss_sum += share.f_double_value(&[])?;
         }
+        self.finish_sft_step(started, lr, loss_sum, tokens)
+    }
+
+    /// The optimizer step that ends a supervised step, and its metrics.
+    fn finish_sft_step(
+        &mut self,
+        started: Instant,
+        lr: f64,
+        loss_sum: f64,
+        tokens: usize,
+    ) -> Result<StepMetrics> {
+        let cfg = &self.config;
+        let per_step = cfg.sft.samples_per_step;
         let grad_norm = self.optimizer.clip_grad_norm(cfg.optim.max_grad_norm)?;
         self.optimizer.step(lr)?;
         self.done += 1;

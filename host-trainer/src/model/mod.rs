@@ -264,6 +264,73 @@ impl Qwen25Vl {
         self.model.forward(&embeds, &positions, Some(cache))
     }
 
+    /// Final hidden states (1, tokens, hidden) of `suffix`, the rest of a
+    /// sequence whose text-only start `prefix` is in `cache` (one row, as
+    /// [`Self::hidden_cached`] left it), images allowed in the suffix. The
+    /// cache is not changed, so several suffixes can follow one prefix, and
+    /// gradients flow back to its one evaluation. Positions are those of the
+    /// whole sequence, as if it had been evaluated at once.
+    pub fn hidden_after_prefix(
+        &self,
+        prefix: &[i64],
+        cache: &KvCache,
+        suffix: &[i64],
+        images: Option<&Images>,
+    ) -> Result<Tensor> {
+        if cache.len() != prefix.len() as i64 || cache.deltas.len() != 1 {
+            return Err(Error::Input(format!(
+                "the cache holds {} token(s) of {} sequence(s), not the prefix's {}",
+                cache.len(),
+                cache.deltas.len(),
+                prefix.len()
+            )));
+        }
+        if prefix.contains(&self.config.image_token_id) {
+            return Err(Error::Input(
+                "a shared prefix must hold text only (its images would be encoded once per suffix)"
+                    .to_owned(),
+            ));
+        }
+        if suffix.is_empty() {
+            return Err(Error::Input("empty suffix".to_owned()));
+        }
+        let ids = [suffix.to_vec()];
+        self.model.check_ids(&ids)?;
+        let whole: Vec<i64> = prefix.iter().chain(suffix).copied().collect();
+        let grids = images.map_or(&[][..], |i| i.grids);
+        let positions = self.positions(std::slice::from_ref(&whole), grids)?;
+        let device = self.device();
+        let t = suffix.len() as i64;
+        let mut embeds = self.model.embed(
+            &Tensor::f_from_slice(suffix)?
+                .f_reshape([1, t])?
+                .f_to_device(device)?,
+        )?;
+        if let Some(images) = images {
+            let image_embeds = self.visual.forward(images.pixel_values, images.grids)?;
+            let slots: Vec<i64> = (0..t)
+                .filter(|&i| suffix[i as usize] == self.config.image_token_id)
+                .collect();
+            let slots = Tensor::f_from_slice(&slots)?.f_to_device(device)?;
+            let hidden = embeds.size()[2];
+            embeds = embeds
+                .f_reshape([t, hidden])?
+                .f_index_copy(0, &slots, &image_embeds.f_to_kind(embeds.kind())?)?
+                .f_reshape([1, t, hidden])?;
+        }
+        let start = prefix.len();
+        let rows: Vec<i64> = positions[0]
+            .rows
+            .iter()
+            .flat_map(|row| row[start..].iter().copied())
+            .collect();
+        let positions = Tensor::f_from_slice(&rows)?
+            .f_reshape([3, 1, t])?
+            .f_to_device(device)?;
+        let mut cache = cache.repeat_rows(1)?;
+        self.model.forward(&embeds, &positions, Some(&mut cache))
+    }
+
     /// Greedy decoding of one sequence with a KV cache: up to `max_new_tokens`
     /// ids, stopping after the first id in `stop`.
     pub fn generate_greedy(
