@@ -138,7 +138,7 @@ fn check_version(lib: &Path) {
     if release != TORCH_VERSION {
         fail(&format!(
             "libtorch at {} is torch {found}, but host-trainer (tch 0.26) needs torch {TORCH_VERSION}; \
-             install it with `pip install torch=={TORCH_VERSION}` (see README, \"Training on a GPU host\") \
+             install it with `pip install torch=={TORCH_VERSION}` (see docs/training.md, \"Training on a GPU host\") \
              or let scripts/test set it up",
             root.display()
         ));

@@ -26,7 +26,7 @@
 //!
 //! The crate links the libtorch of torch 2.13.0 (tch 0.26). `scripts/test`
 //! installs a CPU copy; on a GPU host, a CUDA build of the same release (see
-//! the README's "Training on a GPU host"). Tests run on the CPU in float32 and
+//! docs/training.md, "Training on a GPU host"). Tests run on the CPU in float32 and
 //! float64; training runs on CUDA under bfloat16 autocast.
 
 mod atomic;

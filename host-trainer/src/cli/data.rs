@@ -34,7 +34,7 @@ pub struct FromTrajectoriesArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// JSONL for ms-swift's `swift rlhf --rlhf_type grpo` (see the README).
+    /// JSONL for ms-swift's `swift rlhf --rlhf_type grpo` (see docs/training.md).
     MsSwift,
 }
 
