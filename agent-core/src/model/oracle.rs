@@ -70,7 +70,10 @@ pub fn answer(step: &OracleStep, frame: &FrameMap) -> BtlOutput {
     };
     let action = match &step.action {
         DeviceAction::Tap { at } => Action::Tap {
-            point_2d: model_point(at),
+            point_2d: match step.span {
+                Some(span) => point_in_span(at, span, frame),
+                None => model_point(at),
+            },
         },
         DeviceAction::LongPress { at } => Action::LongPress {
             point_2d: model_point(at),
@@ -91,6 +94,29 @@ pub fn answer(step: &OracleStep, frame: &FrameMap) -> BtlOutput {
             action,
         },
     }
+}
+
+/// The model-frame point for a device tap at `at` that may land anywhere in
+/// the x-range `span`: of the whole model x values whose device x falls in
+/// the span, the one nearest `at`; rounding alone can step outside a span
+/// narrower than a model pixel's width in device pixels.
+fn point_in_span(at: &DevicePoint, (lo, hi): (i32, i32), frame: &FrameMap) -> Point {
+    let exact = frame.to_model(*at);
+    let y = exact.y.round();
+    let lands = |x: f64| {
+        let device = i64::from(frame.to_device(Point::new(x, y)).x);
+        (i64::from(lo)..=i64::from(hi)).contains(&device)
+    };
+    let (x0, x1) = (exact.x.floor() - 1.0, exact.x.ceil() + 1.0);
+    let mut best: Option<f64> = None;
+    let mut x = x0;
+    while x <= x1 {
+        if lands(x) && best.is_none_or(|b| (x - exact.x).abs() < (b - exact.x).abs()) {
+            best = Some(x);
+        }
+        x += 1.0;
+    }
+    Point::new(best.unwrap_or_else(|| exact.x.round()), y)
 }
 
 /// The way the finger moves, by the larger of the two displacements.
@@ -169,6 +195,7 @@ mod tests {
             },
             target: Some(target),
             plan: "Open Wi-Fi.".into(),
+            span: None,
         };
         let raw = render(&answer(&step, &frame())).unwrap();
         let parsed = parse(&raw, ParseMode::Strict).unwrap().output;
@@ -188,6 +215,38 @@ mod tests {
         // 401, 560 -> 561.9 -> 562.
         assert_eq!(parsed.blink[0].bbox, BBox::new(40.0, 401.0, 1052.0, 562.0));
         assert_eq!(parsed.blink[0].label, "Wi-Fi");
+    }
+
+    /// 1080×2400 at 200,704 pixels is seen as 280×644: a model pixel is
+    /// 3.857 device pixels wide. The slider tap at x 542 may land on 537–543
+    /// (the 50% span of the Display page's bar). Rounding 542 · 280/1080 =
+    /// 140.52 gives 141, which maps back to 141 · 1080/280 = 543.9 → 544,
+    /// outside; 140 maps to 540, inside and the nearest such.
+    #[test]
+    fn a_slider_tap_lands_in_its_span_at_a_coarse_frame() {
+        let frame = FrameMap::new(Size::new(1080, 2400), 200_704).unwrap();
+        let bar = node("", [11, 368, 1069, 494]);
+        let mut step = OracleStep {
+            action: DeviceAction::Tap {
+                at: DevicePoint { x: 542, y: 431 },
+            },
+            target: Some(bar),
+            plan: "Tap the brightness slider at 50% of its length.".into(),
+            span: None,
+        };
+        let x_of = |step: &OracleStep| match answer(step, &frame).link {
+            Link::Action {
+                action: Action::Tap { point_2d },
+                ..
+            } => point_2d,
+            other => panic!("not a tap: {other:?}"),
+        };
+        assert_eq!(frame.to_device(x_of(&step)).x, 544);
+        step.span = Some((537, 543));
+        let point = x_of(&step);
+        // y: 431 · 644/2400 = 115.65 → 116.
+        assert_eq!((point.x, point.y), (140.0, 116.0));
+        assert_eq!(frame.to_device(point).x, 540);
     }
 
     #[test]

@@ -57,6 +57,11 @@ pub struct OracleStep {
     pub target: Option<UiNode>,
     /// What a good agent would write as its Plan.
     pub plan: String,
+    /// For a tap whose effect depends on its x alone within a range (a
+    /// slider's value), the device x-range `[lo, hi]` with this step's
+    /// effect: the model frame may be too coarse to hit the exact point, so
+    /// the answer's point is chosen to land inside it.
+    pub span: Option<(i32, i32)>,
 }
 
 /// One instance of a task template, with its parameters fixed.

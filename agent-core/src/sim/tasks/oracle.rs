@@ -35,6 +35,7 @@ pub(super) fn step(
         action,
         target: target.cloned(),
         plan: plan.into(),
+        span: None,
     }
 }
 
@@ -86,10 +87,18 @@ pub(super) fn tap(screen: &UiNode, node: &UiNode, plan: impl Into<String>) -> Or
     step(DeviceAction::Tap { at: point(x, y) }, Some(node), plan)
 }
 
-/// A tap at `(x, y)`, a point inside `node` other than its centre (a
-/// position on a slider).
-pub(super) fn tap_at(node: &UiNode, x: i32, y: i32, plan: impl Into<String>) -> OracleStep {
-    step(DeviceAction::Tap { at: point(x, y) }, Some(node), plan)
+/// A tap at `(x, y)` on a slider `node`, where any x in `span` has the
+/// same effect (see [`OracleStep::span`]).
+pub(super) fn tap_on_slider(
+    node: &UiNode,
+    (x, y): (i32, i32),
+    span: (i32, i32),
+    plan: impl Into<String>,
+) -> OracleStep {
+    OracleStep {
+        span: Some(span),
+        ..step(DeviceAction::Tap { at: point(x, y) }, Some(node), plan)
+    }
 }
 
 pub(super) fn long_press(screen: &UiNode, node: &UiNode, plan: impl Into<String>) -> OracleStep {

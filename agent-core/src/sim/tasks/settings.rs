@@ -263,6 +263,26 @@ pub(super) fn brightness_percent(v: u8) -> u32 {
     (u32::from(v) * 100 + 127) / 255
 }
 
+/// The x-range around `x` on a brightness track (from `start`, `track`
+/// pixels long) whose taps all show `percent`%: the slider's value at a
+/// tap is the nearest of 0–255 (`Seek::value_at`).
+fn percent_span(x: i32, start: i32, track: i32, percent: u32) -> (i32, i32) {
+    let shows = |x: i32| {
+        let pos = i64::from((x - start).clamp(0, track));
+        let track = i64::from(track);
+        let value = (pos * 255 + track / 2) / track;
+        brightness_percent(u8::try_from(value).unwrap_or(u8::MAX)) == percent
+    };
+    let (mut lo, mut hi) = (x, x);
+    while lo > start && shows(lo - 1) {
+        lo -= 1;
+    }
+    while hi < start + track && shows(hi + 1) {
+        hi += 1;
+    }
+    (lo, hi)
+}
+
 /// The brightness value shown as `percent`%, the middle of those that are.
 fn brightness_value(percent: u32) -> u32 {
     (percent * 255 + 50) / 100
@@ -354,10 +374,10 @@ impl Task for Brightness {
                 let track = (x2 - x1 - 2 * pad).max(1);
                 let v = i32::try_from(brightness_value(self.percent)).unwrap_or(255);
                 let x = x1 + pad + (v * track + 127) / 255;
-                Some(oracle::tap_at(
+                Some(oracle::tap_on_slider(
                     bar,
-                    x,
-                    y1 + (y2 - y1) / 2,
+                    (x, y1 + (y2 - y1) / 2),
+                    percent_span(x, x1 + pad, track, self.percent),
                     format!("Tap the brightness slider at {want} of its length."),
                 ))
             }
@@ -370,6 +390,20 @@ impl Task for Brightness {
 mod tests {
     use super::*;
     use crate::sim::tasks::tests::blank_state;
+
+    /// The Display page's bar [11, 368, 1069, 494] at 1080 wide: pad 31,
+    /// track 996 from x 42. The slider shows 50% for values 127 and 128
+    /// ((v·100 + 127) div 255 = 50); a tap at position p gives
+    /// (255p + 498) div 996, which is 127 from p = 495 (126,723 div 996) to
+    /// 128 at p = 501 (128,253 div 996) and 129 at 502 (128,508 div 996),
+    /// 126 at 494: x = 42 + p spans 537–543.
+    #[test]
+    fn a_slider_percent_spans_every_x_that_shows_it() {
+        assert_eq!(percent_span(542, 42, 996, 50), (537, 543));
+        // The ends of the track stop the search.
+        assert_eq!(percent_span(42, 42, 996, 0).0, 42);
+        assert_eq!(percent_span(1038, 42, 996, 100).1, 1038);
+    }
 
     #[test]
     fn a_toggle_is_done_only_when_its_own_switch_is_in_place() {
