@@ -178,7 +178,8 @@ pub struct SftSection {
     pub max_regions: usize,
     /// Samples per forward and backward pass; above 1 their prompts' common
     /// text prefix (system prompt, action space) is evaluated once per
-    /// micro-batch. The step's loss is the same either way.
+    /// micro-batch. Without dropout the step is the same either way; LoRA's
+    /// dropout draws one mask for the shared prefix.
     pub micro_batch: usize,
 }
 

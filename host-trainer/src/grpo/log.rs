@@ -99,9 +99,9 @@ pub fn read_metrics(path: &Path) -> Result<Vec<StepMetrics>> {
 /// Steps in a row without a learning signal before [`SignalWatch`] warns.
 pub const SILENT_STEPS: u64 = 10;
 
-/// Watches a GRPO run for steps that train nothing: every group flat, so no
-/// optimizer update. After [`SILENT_STEPS`] of them in a row it says so,
-/// once, with the likely cause.
+/// Watches a GRPO run for steps without a reward signal: every group flat
+/// (skipped, or trained on its KL term alone). After [`SILENT_STEPS`] of
+/// them in a row it says so, once, with the likely cause.
 #[derive(Debug, Default)]
 pub struct SignalWatch {
     silent: u64,
@@ -121,9 +121,9 @@ impl SignalWatch {
         }
         self.warned = true;
         Some(format!(
-            "btl-train: warning: {} steps in a row without a learning signal (every group's \
-             rewards were equal, so no update): the policy likely never earns a reward — start \
-             from a supervised model (btl-train sft)",
+            "btl-train: warning: {} steps in a row without a reward signal (every group's \
+             rewards were equal): the policy likely never earns a reward — start from a \
+             supervised model (btl-train sft)",
             self.silent
         ))
     }

@@ -27,6 +27,7 @@
 //! same whichever phone thread asks first.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 
 use agent_core::agent::safety::{Confirm, SafetyConfig};
@@ -209,8 +210,11 @@ pub fn episodes(
                 OnlineSplit::Train => Split::Train.seed(instance),
                 OnlineSplit::Suite => instance,
             };
-            let task = tasks::sample(name, seed)
-                .ok_or_else(|| Error::Input(format!("no suite task named '{name}'")))?;
+            let task = tasks::sample(name, seed).ok_or_else(|| {
+                Error::Input(format!(
+                    "config: online.tasks: no suite task named '{name}'"
+                ))
+            })?;
             Ok(EpisodePlan {
                 slot,
                 task: Arc::from(task),
@@ -261,20 +265,31 @@ type Reply = mpsc::Sender<std::result::Result<String, String>>;
 
 /// Runs `plans` at once, one thread each, answering every state on this
 /// thread with `answer` (which returns the completion to execute). The
-/// episodes' results in slot order; the first error of `answer` or of an
-/// episode ends them all.
+/// episodes' results in slot order. The first error, of `answer` or of an
+/// episode, cancels the others (the agent's cancel flag: they stop before
+/// their next step) and is returned.
 pub fn run_episodes(
     plans: Vec<EpisodePlan>,
     settings: &EpisodeSettings,
     mut answer: impl FnMut(StateRequest) -> Result<String>,
 ) -> Result<Vec<EpisodeResult>> {
     let (tx, rx) = mpsc::channel::<(StateRequest, Reply)>();
+    let cancel = Arc::new(AtomicBool::new(false));
     std::thread::scope(|scope| {
         let handles: Vec<_> = plans
             .into_iter()
             .map(|plan| {
-                let tx = tx.clone();
-                scope.spawn(move || run_episode(plan, settings, tx))
+                let (tx, cancel) = (tx.clone(), cancel.clone());
+                let what = format!(
+                    "{} (slot {}, seed {})",
+                    plan.task.name(),
+                    plan.slot,
+                    plan.seed
+                );
+                (
+                    what,
+                    scope.spawn(move || run_episode(plan, settings, tx, cancel)),
+                )
             })
             .collect();
         drop(tx);
@@ -283,6 +298,7 @@ pub fn run_episodes(
             let result = match failure {
                 Some(_) => Err("the step was abandoned after an earlier error".to_owned()),
                 None => answer(request).map_err(|e| {
+                    cancel.store(true, Ordering::SeqCst);
                     let message = e.to_string();
                     failure = Some(e);
                     message
@@ -292,12 +308,14 @@ pub fn run_episodes(
             let _ = reply.send(result);
         }
         let mut results = Vec::with_capacity(handles.len());
-        for handle in handles {
-            let result = handle
-                .join()
-                .map_err(|_| Error::Input("an online episode's thread panicked".to_owned()))?;
-            if failure.is_none() {
-                results.push(result.map_err(Error::Input)?);
+        for (what, handle) in handles {
+            let result = handle.join().map_err(|_| {
+                Error::Input(format!("the thread of online episode {what} panicked"))
+            })?;
+            match result {
+                Ok(result) => results.push(result),
+                Err(e) if failure.is_none() => failure = Some(Error::Input(e)),
+                Err(_) => {}
             }
         }
         match failure {
@@ -312,6 +330,20 @@ fn run_episode(
     plan: EpisodePlan,
     settings: &EpisodeSettings,
     tx: mpsc::Sender<(StateRequest, Reply)>,
+    cancel: Arc<AtomicBool>,
+) -> std::result::Result<EpisodeResult, String> {
+    let result = play(plan, settings, tx, cancel.clone());
+    if result.is_err() {
+        cancel.store(true, Ordering::SeqCst);
+    }
+    result
+}
+
+fn play(
+    plan: EpisodePlan,
+    settings: &EpisodeSettings,
+    tx: mpsc::Sender<(StateRequest, Reply)>,
+    cancel: Arc<AtomicBool>,
 ) -> std::result::Result<EpisodeResult, String> {
     let EpisodePlan { slot, task, seed } = plan;
     let name = task.name();
@@ -363,7 +395,8 @@ fn run_episode(
     .map_err(|e| context(e.to_string()))?
     .with_task(serde_json::json!({"name": name, "params": task.params()}))
     .map_err(|e| context(e.to_string()))?
-    .with_checker(checker(phone, task.clone()));
+    .with_checker(checker(phone, task.clone()))
+    .with_cancel(cancel);
     let outcome = agent.run().map_err(|e| context(e.to_string()))?;
     if let StopReason::PolicyFailed { error } = &outcome.stop {
         return Err(context(error.clone()));

@@ -111,6 +111,33 @@ struct GroupTerms {
     clip_fraction: f64,
 }
 
+/// What a GRPO step's groups added up to.
+#[derive(Debug, Default)]
+struct Tally {
+    /// Every completion's reward, in order.
+    rewards: Vec<f64>,
+    /// Format, blink and link terms, summed over the completions.
+    parts: [f64; 3],
+    completion_tokens: usize,
+    groups: usize,
+    flat: usize,
+    trained: usize,
+    loss: f64,
+    kl: f64,
+    clip_fraction: f64,
+}
+
+impl Tally {
+    /// One completion of `tokens` tokens, its reward terms and total.
+    fn scored(&mut self, tokens: usize, terms: &RewardBreakdown, total: f64) {
+        self.completion_tokens += tokens;
+        self.parts[0] += terms.format;
+        self.parts[1] += terms.blink;
+        self.parts[2] += terms.link;
+        self.rewards.push(total);
+    }
+}
+
 /// One training sample and the directory its image paths are relative to.
 struct Item {
     sample: Sample,
@@ -721,10 +748,20 @@ impl Trainer {
         self.model.set_training(false);
         let episodes = online::run_episodes(plans, &settings, |request| {
             let rgb = image::DynamicImage::ImageRgba8(request.screenshot.clone()).to_rgb8();
-            let prompt = self.image_prompt(&request.target.messages, &rgb, request.max_pixels)?;
-            // Keyed by the observation's seed, not by arrival: the phones'
-            // threads ask in any order.
-            let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(step_seed, request.seed, 0));
+            let prompt = self
+                .image_prompt(&request.target.messages, &rgb, request.max_pixels)
+                .map_err(|e| {
+                    let at = request.target.id.as_deref().unwrap_or("a state");
+                    Error::Input(format!("online step {}, {at}: {e}", step + 1))
+                })?;
+            // Keyed by the episode's slot and the observation's seed, not by
+            // arrival (the phones' threads ask in any order); the slot tells
+            // apart episodes of different templates on the same instance.
+            let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(
+                step_seed,
+                request.seed,
+                request.slot as u64,
+            ));
             let completions = self.forward(|| {
                 sample_group(
                     &self.model,
@@ -755,69 +792,27 @@ impl Trainer {
         })?;
         groups.sort_by_key(|group| group.0);
         let total_sequences = (groups.len() * g.num_generations).max(1) as f64;
-        let (mut loss_sum, mut kl_sum, mut clip_sum, mut trained, mut flat) =
-            (0.0, 0.0, 0.0, 0usize, 0usize);
-        let (mut parts, mut outcome, mut all) = ([0.0f64; 3], 0.0, Vec::new());
-        let mut completion_tokens = 0usize;
+        let mut tally = Tally::default();
+        let mut outcome = 0.0;
         for (_, prompt, completions, scores) in &groups {
             let rewards: Vec<f64> = scores.iter().map(|s| s.total).collect();
             for (c, s) in completions.iter().zip(scores) {
-                completion_tokens += c.len();
-                parts[0] += s.process.format;
-                parts[1] += s.process.blink;
-                parts[2] += s.process.link;
+                tally.scored(c.len(), &s.process, s.total);
                 outcome += s.outcome;
             }
-            all.extend_from_slice(&rewards);
-            if is_flat(&rewards) {
-                flat += 1;
-                if g.skip_flat_groups || g.beta == 0.0 {
-                    continue;
-                }
-            }
-            let terms = self.train_group(prompt, completions, &rewards, total_sequences)?;
-            loss_sum += terms.loss;
-            kl_sum += terms.kl;
-            clip_sum += terms.clip_fraction;
-            trained += 1;
+            self.train_unless_flat(prompt, completions, &rewards, total_sequences, &mut tally)?;
         }
-        let mut grad_norm = 0.0;
-        if trained > 0 {
-            grad_norm = self.optimizer.clip_grad_norm(cfg.optim.max_grad_norm)?;
-            self.optimizer.step(lr)?;
-        }
-        self.done += 1;
-        let n = all.len().max(1) as f64;
-        let mean = all.iter().sum::<f64>() / n;
-        let std = (all.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / n).sqrt();
-        let per_group = |x: f64| if trained > 0 { x / trained as f64 } else { 0.0 };
-        Ok(StepMetrics {
-            step: self.done,
-            lr,
-            loss: loss_sum,
-            reward_mean: mean,
-            reward_std: std,
-            format: parts[0] / n,
-            blink: parts[1] / n,
-            link: parts[2] / n,
-            kl: per_group(kl_sum),
-            clip_fraction: per_group(clip_sum),
-            grad_norm,
-            groups: groups.len(),
-            flat_groups: flat,
-            completion_tokens_mean: completion_tokens as f64 / n,
-            seconds: started.elapsed().as_secs_f64(),
-            heldout_loss: None,
-            heldout_accuracy: None,
-            episodes: Some(episodes.len()),
-            episodes_done: Some(
-                episodes
-                    .iter()
-                    .filter(|e| e.outcome.success == Some(true))
-                    .count(),
-            ),
-            outcome: Some(outcome / n),
-        })
+        let n = tally.rewards.len().max(1) as f64;
+        let mut metrics = self.finish_grpo_step(started, lr, tally)?;
+        metrics.episodes = Some(episodes.len());
+        metrics.episodes_done = Some(
+            episodes
+                .iter()
+                .filter(|e| e.outcome.success == Some(true))
+                .count(),
+        );
+        metrics.outcome = Some(outcome / n);
+        Ok(metrics)
     }
 
     /// One GRPO step.
@@ -832,11 +827,7 @@ impl Trainer {
             * cosine_with_warmup(step as i64, cfg.run.steps as i64, cfg.warmup_steps());
         self.optimizer.zero_grad();
         let total_sequences = (g.prompts_per_step * g.num_generations) as f64;
-        let mut rewards_all = Vec::new();
-        let mut parts = [0.0f64; 3];
-        let (mut loss_sum, mut kl_sum, mut clip_sum, mut trained_groups, mut flat) =
-            (0.0, 0.0, 0.0, 0usize, 0usize);
-        let mut completion_tokens = 0usize;
+        let mut tally = Tally::default();
         for slot in 0..g.prompts_per_step {
             let index = step * g.prompts_per_step as u64 + slot as u64;
             let item = self.item_at(index);
@@ -862,39 +853,66 @@ impl Trainer {
             })?;
             let mut rewards = Vec::with_capacity(completions.len());
             for c in &completions {
-                completion_tokens += c.len();
                 let text = self.tokenizer.decode(c)?;
                 let r = self.reward.score(&sample, &text);
-                parts[0] += r.format;
-                parts[1] += r.blink;
-                parts[2] += r.link;
+                tally.scored(c.len(), &r, r.total);
                 rewards.push(r.total);
             }
-            rewards_all.extend_from_slice(&rewards);
-            if is_flat(&rewards) {
-                flat += 1;
-                if cfg.grpo.skip_flat_groups || g.beta == 0.0 {
-                    continue;
-                }
-            }
-            let terms = self.train_group(&prompt, &completions, &rewards, total_sequences)?;
-            loss_sum += terms.loss;
-            kl_sum += terms.kl;
-            clip_sum += terms.clip_fraction;
-            trained_groups += 1;
+            self.train_unless_flat(&prompt, &completions, &rewards, total_sequences, &mut tally)?;
         }
+        self.finish_grpo_step(started, lr, tally)
+    }
+
+    /// Backpropagates a group ([`Self::train_group`]) unless its rewards are
+    /// all equal and flat groups are skipped (`grpo.skip_flat_groups`, or
+    /// β = 0, where nothing would be learned); counts it either way.
+    fn train_unless_flat(
+        &self,
+        prompt: &Prompt,
+        completions: &[Vec<i64>],
+        rewards: &[f64],
+        total_sequences: f64,
+        tally: &mut Tally,
+    ) -> Result<()> {
+        tally.groups += 1;
+        let g = &self.config.grpo;
+        if is_flat(rewards) {
+            tally.flat += 1;
+            if g.skip_flat_groups || g.beta == 0.0 {
+                return Ok(());
+            }
+        }
+        let terms = self.train_group(prompt, completions, rewards, total_sequences)?;
+        tally.loss += terms.loss;
+        tally.kl += terms.kl;
+        tally.clip_fraction += terms.clip_fraction;
+        tally.trained += 1;
+        Ok(())
+    }
+
+    /// The optimizer step that ends a GRPO step (none when no group
+    /// trained), and the step's metrics.
+    fn finish_grpo_step(&mut self, started: Instant, lr: f64, tally: Tally) -> Result<StepMetrics> {
         let mut grad_norm = 0.0;
-        if trained_groups > 0 {
-            grad_norm = self.optimizer.clip_grad_norm(cfg.optim.max_grad_norm)?;
+        if tally.trained > 0 {
+            grad_norm = self
+                .optimizer
+                .clip_grad_norm(self.config.optim.max_grad_norm)?;
             self.optimizer.step(lr)?;
         }
         self.done += 1;
-        let n = rewards_all.len().max(1) as f64;
-        let mean = rewards_all.iter().sum::<f64>() / n;
-        let std = (rewards_all.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / n).sqrt();
+        let n = tally.rewards.len().max(1) as f64;
+        let mean = tally.rewards.iter().sum::<f64>() / n;
+        let std = (tally
+            .rewards
+            .iter()
+            .map(|r| (r - mean).powi(2))
+            .sum::<f64>()
+            / n)
+            .sqrt();
         let per_group = |x: f64| {
-            if trained_groups > 0 {
-                x / trained_groups as f64
+            if tally.trained > 0 {
+                x / tally.trained as f64
             } else {
                 0.0
             }
@@ -902,18 +920,18 @@ impl Trainer {
         Ok(StepMetrics {
             step: self.done,
             lr,
-            loss: loss_sum,
+            loss: tally.loss,
             reward_mean: mean,
             reward_std: std,
-            format: parts[0] / n,
-            blink: parts[1] / n,
-            link: parts[2] / n,
-            kl: per_group(kl_sum),
-            clip_fraction: per_group(clip_sum),
+            format: tally.parts[0] / n,
+            blink: tally.parts[1] / n,
+            link: tally.parts[2] / n,
+            kl: per_group(tally.kl),
+            clip_fraction: per_group(tally.clip_fraction),
             grad_norm,
-            groups: g.prompts_per_step,
-            flat_groups: flat,
-            completion_tokens_mean: completion_tokens as f64 / n,
+            groups: tally.groups,
+            flat_groups: tally.flat,
+            completion_tokens_mean: tally.completion_tokens as f64 / n,
             seconds: started.elapsed().as_secs_f64(),
             heldout_loss: None,
             heldout_accuracy: None,

@@ -301,23 +301,7 @@ impl Qwen25Vl {
         let positions = self.positions(std::slice::from_ref(&whole), grids)?;
         let device = self.device();
         let t = suffix.len() as i64;
-        let mut embeds = self.model.embed(
-            &Tensor::f_from_slice(suffix)?
-                .f_reshape([1, t])?
-                .f_to_device(device)?,
-        )?;
-        if let Some(images) = images {
-            let image_embeds = self.visual.forward(images.pixel_values, images.grids)?;
-            let slots: Vec<i64> = (0..t)
-                .filter(|&i| suffix[i as usize] == self.config.image_token_id)
-                .collect();
-            let slots = Tensor::f_from_slice(&slots)?.f_to_device(device)?;
-            let hidden = embeds.size()[2];
-            embeds = embeds
-                .f_reshape([t, hidden])?
-                .f_index_copy(0, &slots, &image_embeds.f_to_kind(embeds.kind())?)?
-                .f_reshape([1, t, hidden])?;
-        }
+        let embeds = self.embed_with_images(suffix, [1, t], images)?;
         let start = prefix.len();
         let rows: Vec<i64> = positions[0]
             .rows
@@ -327,7 +311,7 @@ impl Qwen25Vl {
         let positions = Tensor::f_from_slice(&rows)?
             .f_reshape([3, 1, t])?
             .f_to_device(device)?;
-        let mut cache = cache.repeat_rows(1)?;
+        let mut cache = cache.share();
         self.model.forward(&embeds, &positions, Some(&mut cache))
     }
 
@@ -403,6 +387,39 @@ impl Qwen25Vl {
         Ok((self.model.embed(&id_tensor)?, positions))
     }
 
+    /// Embeddings (batch, tokens, hidden) of `ids` (`shape` rows, flattened),
+    /// the images' embeddings in place of the image tokens. Callers have
+    /// matched every image-token run to its grid (`positions`), so the
+    /// counts agree; the rows are scattered in order of appearance.
+    fn embed_with_images(
+        &self,
+        ids: &[i64],
+        [b, t]: [i64; 2],
+        images: Option<&Images>,
+    ) -> Result<Tensor> {
+        let device = self.device();
+        let id_tensor = Tensor::f_from_slice(ids)?
+            .f_reshape([b, t])?
+            .f_to_device(device)?;
+        let embeds = self.model.embed(&id_tensor)?;
+        let Some(images) = images else {
+            return Ok(embeds);
+        };
+        let image_embeds = self.visual.forward(images.pixel_values, images.grids)?;
+        let slots: Vec<i64> = ids
+            .iter()
+            .enumerate()
+            .filter(|&(_, &id)| id == self.config.image_token_id)
+            .map(|(i, _)| i as i64)
+            .collect();
+        let slots = Tensor::f_from_slice(&slots)?.f_to_device(device)?;
+        let hidden = embeds.size()[2];
+        Ok(embeds
+            .f_reshape([b * t, hidden])?
+            .f_index_copy(0, &slots, &image_embeds.f_to_kind(embeds.kind())?)?
+            .f_reshape([b, t, hidden])?)
+    }
+
     /// Token embeddings with the image embeddings in place of the image
     /// tokens, the (3, batch, tokens) positions and each sequence's M-RoPE delta.
     fn prepare(&self, batch: &Batch) -> Result<(Tensor, Tensor, Vec<i64>)> {
@@ -414,27 +431,7 @@ impl Qwen25Vl {
         let device = self.device();
         let flat: Vec<i64> = ids.iter().flatten().copied().collect();
         let (b, t) = (ids.len() as i64, len as i64);
-        let id_tensor = Tensor::f_from_slice(&flat)?
-            .f_reshape([b, t])?
-            .f_to_device(device)?;
-        let mut embeds = self.model.embed(&id_tensor)?;
-        if let Some(images) = &batch.images {
-            let image_embeds = self.visual.forward(images.pixel_values, images.grids)?;
-            let slots: Vec<i64> = flat
-                .iter()
-                .enumerate()
-                .filter(|&(_, &id)| id == self.config.image_token_id)
-                .map(|(i, _)| i as i64)
-                .collect();
-            // positions() has matched every image-token run to its grid, so the
-            // counts agree; the rows are scattered in order of appearance.
-            let slots = Tensor::f_from_slice(&slots)?.f_to_device(device)?;
-            let hidden = embeds.size()[2];
-            embeds = embeds
-                .f_reshape([b * t, hidden])?
-                .f_index_copy(0, &slots, &image_embeds.f_to_kind(embeds.kind())?)?
-                .f_reshape([b, t, hidden])?;
-        }
+        let embeds = self.embed_with_images(&flat, [b, t], batch.images.as_ref())?;
         let rows: Vec<i64> = (0..3)
             .flat_map(|r| {
                 positions

@@ -43,6 +43,23 @@ impl KvCache {
         self.len() == 0
     }
 
+    /// The same cached keys and values (shared, not copied) to continue
+    /// separately: `forward` appends by replacing a layer's tensors, never
+    /// by writing into them.
+    pub fn share(&self) -> Self {
+        Self {
+            layers: self
+                .layers
+                .iter()
+                .map(|slot| {
+                    slot.as_ref()
+                        .map(|(k, v)| (k.shallow_clone(), v.shallow_clone()))
+                })
+                .collect(),
+            deltas: self.deltas.clone(),
+        }
+    }
+
     /// The cache of one sequence, repeated as `n` identical rows: the shared
     /// prompt of a group of sampled completions. Gradients flow back to the
     /// one prompt evaluation.

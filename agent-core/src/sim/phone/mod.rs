@@ -25,6 +25,7 @@ mod apps;
 mod launcher;
 mod render;
 mod scene;
+pub(crate) use scene::seek_value;
 pub mod state;
 pub mod system;
 mod system_ui;

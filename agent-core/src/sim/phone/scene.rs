@@ -123,6 +123,14 @@ pub(crate) enum Msg {
     App(AppMsg),
 }
 
+/// The value in `0..=max` a slider takes for a touch `pos` pixels along its
+/// track of `track` pixels (clamped to the track): the nearest one.
+pub(crate) fn seek_value(pos: i64, track: i64, max: u32) -> u32 {
+    let track = track.max(1);
+    let pos = pos.clamp(0, track);
+    ((pos * i64::from(max) + track / 2) / track) as u32
+}
+
 /// A slider: a tap or drag at `x` maps to a value in `0..=max`.
 #[derive(Debug, Clone)]
 pub(crate) struct Seek {
@@ -135,9 +143,12 @@ pub(crate) struct Seek {
 
 impl Seek {
     pub fn value_at(&self, rect: Rect, x: i32) -> u32 {
-        let track = (rect.w() - 2 * self.pad).max(1) as i64;
-        let pos = (i64::from(x) - i64::from(rect.x1 + self.pad)).clamp(0, track);
-        ((pos * i64::from(self.max) + track / 2) / track) as u32
+        let track = i64::from(rect.w() - 2 * self.pad);
+        seek_value(
+            i64::from(x) - i64::from(rect.x1 + self.pad),
+            track,
+            self.max,
+        )
     }
 
     pub fn fraction(&self) -> f32 {

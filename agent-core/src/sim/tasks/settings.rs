@@ -3,7 +3,7 @@
 
 use super::oracle::{self, List};
 use super::{OracleStep, SettingCheck, Task};
-use crate::sim::phone::{Key, Phone, PhoneState, SettingsState, UiNode};
+use crate::sim::phone::{Key, Phone, PhoneState, SettingsState, UiNode, seek_value};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
@@ -264,13 +264,10 @@ pub(super) fn brightness_percent(v: u8) -> u32 {
 }
 
 /// The x-range around `x` on a brightness track (from `start`, `track`
-/// pixels long) whose taps all show `percent`%: the slider's value at a
-/// tap is the nearest of 0–255 (`Seek::value_at`).
+/// pixels long) whose taps all show `percent`%, as the slider reads taps.
 fn percent_span(x: i32, start: i32, track: i32, percent: u32) -> (i32, i32) {
     let shows = |x: i32| {
-        let pos = i64::from((x - start).clamp(0, track));
-        let track = i64::from(track);
-        let value = (pos * 255 + track / 2) / track;
+        let value = seek_value(i64::from(x - start), i64::from(track), 255);
         brightness_percent(u8::try_from(value).unwrap_or(u8::MAX)) == percent
     };
     let (mut lo, mut hi) = (x, x);
