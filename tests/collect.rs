@@ -86,7 +86,7 @@ fn collect_without_devices_is_bad_usage() {
 fn relabelled_collection_records_the_oracle_s_answer_at_every_step() {
     let dir = Dir::new();
     let out = dir.path("data");
-    // The bundled random model acts; the oracle labels every screen it sees.
+    // The tiny random model acts; the oracle labels every screen it sees.
     let mut args = vec![
         "collect",
         "--sim",
@@ -107,6 +107,7 @@ fn relabelled_collection_records_the_oracle_s_answer_at_every_step() {
         path_str(&out),
     ];
     args.extend_from_slice(&FAST_SETTLE);
+    args.extend_from_slice(&TINY_MODEL);
     let run = dir.btl(&args);
     assert!(run.status.success(), "{}", stderr(&run));
     let episode = out.join("wifi_on-s0");

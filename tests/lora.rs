@@ -189,7 +189,7 @@ fn more_than_one_adapter_is_refused_before_loading() {
     );
 }
 
-/// `--lora FILE:SCALE` on the bundled model, through `btl predict` (the
+/// `--lora FILE:SCALE` on the tiny model it was made for, through `btl predict` (the
 /// same policy flags and loading as `btl run`, one short answer): the
 /// adapter is announced.
 #[test]
@@ -204,7 +204,7 @@ fn predict_applies_and_announces_the_adapter() {
     samples[0]["image_sizes"] = serde_json::json!([[224, 448]]);
     let samples = dir.write("samples.json", &serde_json::to_string(&samples).unwrap());
     let lora = format!("{}:0.5", path_str(&fixture("tiny-qwen25vl-lora-f32.gguf")));
-    let run = dir.btl([
+    let mut args = vec![
         "predict",
         "--samples",
         path_str(&samples),
@@ -212,7 +212,9 @@ fn predict_applies_and_announces_the_adapter() {
         "300",
         "--lora",
         &lora,
-    ]);
+    ];
+    args.extend_from_slice(&TINY_MODEL);
+    let run = dir.btl(&args);
     assert!(run.status.success(), "{}", stderr(&run));
     assert!(
         stderr(&run).contains(

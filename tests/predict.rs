@@ -1,4 +1,4 @@
-//! `btl predict`: the bundled model answers every sample of an
+//! `btl predict`: the default model answers every sample of an
 //! official-format file, and `btl metrics` scores the result.
 
 use crate::util::*;

@@ -1,36 +1,38 @@
 //! `btl run` end to end: the agent on the built-in virtual phone with the
-//! bundled tiny model (feature `llama`).
+//! shipped default model (feature `llama`), the oracle, real adb, resume.
 
 use crate::util::*;
 use serde_json::Value;
 
+/// The main job (scripts/run-agent): `btl run --task wifi_on` with no model
+/// named loads the shipped default model, which completes the task.
 #[cfg(feature = "llama")]
 #[test]
-fn run_with_the_bundled_model_reaches_a_stop_reason_and_writes_a_trajectory() {
+fn run_with_the_default_model_completes_its_task_and_writes_a_trajectory() {
     let dir = Dir::new();
     let out = dir.path("episode");
     let run = dir.btl([
         "run",
         "--task",
         "wifi_on",
-        "--max-steps",
-        "2",
         "--json",
         "--out",
         path_str(&out),
     ]);
     assert!(run.status.success(), "{}", stderr(&run));
     assert!(
-        stderr(&run).contains("bundled tiny random test model"),
+        stderr(&run).contains("using the default model")
+            && stderr(&run).contains("btl-mini-q8_0.gguf"),
         "{}",
         stderr(&run)
     );
     let result: Value = serde_json::from_str(stdout(&run).trim()).unwrap();
-    assert!(result["outcome"]["stop"]["reason"].is_string(), "{result}");
+    assert_eq!(result["outcome"]["success"], true, "{result}");
     let episode: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("episode.json")).unwrap()).unwrap();
     assert_eq!(episode["task"]["name"], "wifi_on");
     assert!(out.join("steps.jsonl").exists());
+    assert_only_valid_actions_ran(&steps_json(&out));
 }
 
 #[test]
@@ -157,7 +159,7 @@ fn an_episode_through_real_adb_with_the_oracle_succeeds() {
 
 #[cfg(feature = "llama")]
 #[test]
-fn an_episode_through_real_adb_with_the_bundled_model_stops_cleanly() {
+fn an_episode_through_real_adb_with_the_default_model_stops_cleanly() {
     let phone = ServedPhone::start(&["--seed", "12"]);
     let adb = AdbServer::start();
     let dir = Dir::new();

@@ -18,13 +18,13 @@ mod device;
 mod sim_cli;
 // The task suite's oracles solving every template through Debian adb and `AdbDevice`.
 mod tasks;
-// `btl run`: the agent on the virtual phone and through real adb; oracle, bundled model, kill and resume.
+// `btl run`: the agent on the virtual phone and through real adb; oracle, default model, kill and resume.
 mod run;
-// `btl bench --suite sim`: the oracle at 100%, the bundled model without errors, a bench over adb.
+// `btl bench --suite sim`: the oracle at 100%, the tiny model without errors, the default model on held-out tasks, a bench over adb.
 mod bench;
 // `btl collect`: several devices at once, a failing one skipped, an interrupted run finished.
 mod collect;
-// `btl predict`: the bundled model on official-format samples, scored by `btl metrics`.
+// `btl predict`: the default model on official-format samples, scored by `btl metrics`.
 mod predict;
 // `btl report`: the HTML replay rendered by headless Chromium.
 mod report;

@@ -15,6 +15,22 @@ pub const GROUNDING_SAMPLES: &str = concat!(
     "/../tests/data/btl-ui-examples/grounding_meta_format.json"
 );
 
+/// `--model`/`--mmproj` naming the tiny random fixture, for tests that need
+/// an aimless model or the one the fixture's LoRA adapter was made for
+/// (without them `btl` loads the trained default model).
+pub const TINY_MODEL: [&str; 4] = [
+    "--model",
+    concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/data/tiny-qwen25vl/tiny-qwen25vl-f16.gguf"
+    ),
+    "--mmproj",
+    concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/data/tiny-qwen25vl/mmproj-tiny-qwen25vl-f16.gguf"
+    ),
+];
+
 /// A temporary working directory, removed when dropped.
 pub struct Dir {
     tmp: tempfile::TempDir,

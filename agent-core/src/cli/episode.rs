@@ -60,7 +60,7 @@ pub struct PolicyArgs {
     /// for the states the policy reaches, mistakes included (DAgger).
     #[arg(long, value_enum)]
     pub relabel: Option<Teacher>,
-    /// Text model GGUF (default: the bundled tiny test model).
+    /// Text model GGUF (default: the shipped default model, agent-core/models).
     #[arg(long, requires = "mmproj")]
     pub model: Option<PathBuf>,
     /// Vision projector GGUF.
@@ -329,21 +329,15 @@ pub fn load_policy(args: &PolicyArgs, vote: u32) -> Result<SharedPolicy, Failure
 #[cfg(feature = "llama")]
 fn load_model(args: &PolicyArgs, vote: u32) -> Result<Box<dyn Policy>, Failure> {
     use crate::model::llama::{LlamaConfig, LlamaPolicy};
-    /// Where the bundled tiny test model lives: the default until a trained
-    /// default model exists.
-    const BUNDLED_MODEL_DIR: &str =
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/tiny-qwen25vl");
     let (model, mmproj) = match (&args.model, &args.mmproj) {
         (Some(m), Some(p)) => (m.clone(), p.clone()),
         _ => {
+            let (model, mmproj) = default_model();
             eprintln!(
-                "btl: no --model given: using the bundled tiny random test model (no trained default model exists yet); it runs the whole pipeline but cannot solve tasks"
+                "btl: no --model given: using the default model {} (trained by scripts/train-default-model; see agent-core/models/README.md)",
+                model.display()
             );
-            let dir = PathBuf::from(BUNDLED_MODEL_DIR);
-            (
-                dir.join("tiny-qwen25vl-f16.gguf"),
-                dir.join("mmproj-tiny-qwen25vl-f16.gguf"),
-            )
+            (model, mmproj)
         }
     };
     let mut config = LlamaConfig::new(model, mmproj);
@@ -361,6 +355,21 @@ fn load_model(args: &PolicyArgs, vote: u32) -> Result<Box<dyn Policy>, Failure> 
     }
     Ok(Box::new(policy))
 }
+
+/// The shipped default model's text GGUF and projector.
+pub fn default_model() -> (PathBuf, PathBuf) {
+    let dir = PathBuf::from(DEFAULT_MODEL_DIR);
+    (
+        dir.join(DEFAULT_MODEL_TEXT),
+        dir.join(DEFAULT_MODEL_PROJECTOR),
+    )
+}
+
+/// Where the default model lives: in the source tree, not in the binary,
+/// since `btl` is run from the workspace (scripts/run-agent).
+const DEFAULT_MODEL_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/models");
+const DEFAULT_MODEL_TEXT: &str = "btl-mini-q8_0.gguf";
+const DEFAULT_MODEL_PROJECTOR: &str = "mmproj-btl-mini-f16.gguf";
 
 #[cfg(not(feature = "llama"))]
 fn load_model(_: &PolicyArgs, _: u32) -> Result<Box<dyn Policy>, Failure> {
