@@ -189,9 +189,9 @@ fn more_than_one_adapter_is_refused_before_loading() {
     );
 }
 
-/// `--lora FILE:SCALE` on the tiny model it was made for, through `btl predict` (the
-/// same policy flags and loading as `btl run`, one short answer): the
-/// adapter is announced.
+/// `--lora FILE:SCALE` on the tiny model it was made for, through `btl
+/// predict` (the same policy flags and loading as `btl run`, one short
+/// answer): the adapter is announced.
 #[test]
 fn predict_applies_and_announces_the_adapter() {
     let dir = Dir::new();

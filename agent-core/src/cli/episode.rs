@@ -356,20 +356,17 @@ fn load_model(args: &PolicyArgs, vote: u32) -> Result<Box<dyn Policy>, Failure> 
     Ok(Box::new(policy))
 }
 
-/// The shipped default model's text GGUF and projector.
-pub fn default_model() -> (PathBuf, PathBuf) {
-    let dir = PathBuf::from(DEFAULT_MODEL_DIR);
+/// The shipped default model's text GGUF and projector. They stay in the
+/// source tree, not in the binary, since `btl` is run from the workspace
+/// (scripts/run-agent).
+#[cfg(feature = "llama")]
+fn default_model() -> (PathBuf, PathBuf) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
     (
-        dir.join(DEFAULT_MODEL_TEXT),
-        dir.join(DEFAULT_MODEL_PROJECTOR),
+        dir.join("btl-mini-q8_0.gguf"),
+        dir.join("mmproj-btl-mini-f16.gguf"),
     )
 }
-
-/// Where the default model lives: in the source tree, not in the binary,
-/// since `btl` is run from the workspace (scripts/run-agent).
-const DEFAULT_MODEL_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/models");
-const DEFAULT_MODEL_TEXT: &str = "btl-mini-q8_0.gguf";
-const DEFAULT_MODEL_PROJECTOR: &str = "mmproj-btl-mini-f16.gguf";
 
 #[cfg(not(feature = "llama"))]
 fn load_model(_: &PolicyArgs, _: u32) -> Result<Box<dyn Policy>, Failure> {
