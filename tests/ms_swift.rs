@@ -100,3 +100,53 @@ fn a_btl_failure_stops_the_reward_with_its_message() {
         "{err}"
     );
 }
+
+/// The edges where serde_json and Python's `json` part ways, through the
+/// plugin: each expected term is what the official plugin's Python gives
+/// (spec §4), worked out in the comments.
+#[test]
+fn the_plugin_scores_python_json_edges_as_the_official_plugin() {
+    let dir = Dir::new();
+    let link = |body: &str| {
+        format!(
+            "<blink>```json\n{GT_BOX}\n```</blink>\n<think> t </think>\n<link>```json\n{body}\n```</link>"
+        )
+    };
+    let nested = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    let batch = json!({
+        "completions": [
+            // A blink body that is JSON but no list of boxes: json.loads
+            // passes (format 1); x["bbox_2d"] raises (blink 0).
+            answer(r#"{"label": "result"}"#, TAP_GT),
+            // A string link item: "Plan" in it and "Action" in it are
+            // substring tests (format 1); pred["Action"] raises (link 0).
+            link(r#"["Plan, then Action"]"#),
+            // A list item: element tests (format 1); link 0 as above.
+            link(r#"[["point_2d"]]"#),
+            // A lone surrogate in the blink label: kept by
+            // json.loads (format 1, blink 1, link 1).
+            answer(
+                r#"[{"bbox_2d": [614, 1094, 720, 1182], "label": "\ud800"}]"#,
+                TAP_GT
+            ),
+            // A label nested 990 deep parses (992 levels in all, under the
+            // 994 Python reaches); 2,000 raise RecursionError (format 0,
+            // blink 0; the link body is fine: link 1).
+            answer(
+                &format!(r#"[{{"bbox_2d": [614, 1094, 720, 1182], "label": {}}}]"#, nested(990)),
+                TAP_GT
+            ),
+            answer(
+                &format!(r#"[{{"bbox_2d": [614, 1094, 720, 1182], "label": {}}}]"#, nested(2000)),
+                TAP_GT
+            ),
+        ],
+        "samples": vec![btl_sample(); 6],
+    });
+    let out = run_plugin(&dir, &batch, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rewards: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(rewards["btl_format"], json!([1.0, 1.0, 1.0, 1.0, 1.0, 0.0]));
+    assert_eq!(rewards["btl_blink"], json!([0.0, 1.0, 1.0, 1.0, 1.0, 0.0]));
+    assert_eq!(rewards["btl_link"], json!([1.0, 0.0, 0.0, 1.0, 1.0, 1.0]));
+}

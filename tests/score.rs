@@ -270,3 +270,77 @@ fn bad_input_is_named_with_file_line_and_reason() {
         stderr(&out)
     );
 }
+
+/// Released mode judges answers in the frame the plugin takes from its
+/// MAX_PIXELS environment variable, not the sample's own field.
+///
+/// Canonical blink (the GT box) and Tap [700, 1100] on the navigation sample
+/// (GT [663, 1135]) score 1 / 1 / 1 at the recipe's 4,014,080 pixels (spec
+/// §8). At 100,000 pixels smart_resize(720×1280) is 224×420 (1280·720 =
+/// 921,600 > 100,000; β = √9.216 = 3.036; ⌊1280/β/28⌋·28 = 420,
+/// ⌊720/β/28⌋·28 = 224), a frame that scales the screenshot down, so the GT
+/// box is judged scaled into it (docs/scoring.md): [191.0, 359.0, 224.0,
+/// 387.8]. The answer's box [614, 1094, 720, 1182] misses it (blink 0) and
+/// its point lies outside it (link 0): total 0.1.
+#[test]
+fn released_mode_normalises_clicks_at_max_pixels_as_the_plugin() {
+    let dir = Dir::new();
+    let completions = completions_file(&dir, "c.jsonl", &[answer(GT_BOX, &tap(700, 1100))]);
+    let mut samples: Value =
+        serde_json::from_str(&std::fs::read_to_string(NAVIGATION_SAMPLES).unwrap()).unwrap();
+    // The sample's own field says 100,000: released mode ignores it.
+    samples[0]["max_pixels"] = json!(100_000);
+    let samples = dir.write("s.json", &samples.to_string());
+    let score = |flag: Option<&str>, env: Option<&str>| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_btl"));
+        command.args([
+            "score",
+            "--samples",
+            path_str(&samples),
+            "--completions",
+            path_str(&completions),
+        ]);
+        if let Some(pixels) = flag {
+            command.args(["--max-pixels", pixels]);
+        }
+        command.env_remove("MAX_PIXELS");
+        if let Some(pixels) = env {
+            command.env("MAX_PIXELS", pixels);
+        }
+        command.output().unwrap()
+    };
+    let link = |out: &std::process::Output| -> String {
+        assert!(out.status.success(), "{}", stderr(out));
+        stdout(out).lines().nth(1).unwrap().to_owned()
+    };
+    let default = score(None, None);
+    assert!(
+        link(&default).ends_with("1.000   1.000   1.000   1.000"),
+        "{}",
+        stdout(&default)
+    );
+    assert!(
+        stdout(&default).contains("normalised at max_pixels 4014080 (default)"),
+        "{}",
+        stdout(&default)
+    );
+    let env = score(None, Some("100000"));
+    assert!(
+        link(&env).ends_with("1.000   0.000   0.000   0.100"),
+        "{}",
+        stdout(&env)
+    );
+    assert!(stdout(&env).contains("max_pixels 100000 (MAX_PIXELS)"));
+    let flag = score(Some("100000"), None);
+    assert!(link(&flag).ends_with("0.000   0.100"), "{}", stdout(&flag));
+    // The flag wins over the environment.
+    let both = score(Some("4014080"), Some("100000"));
+    assert!(link(&both).ends_with("1.000   1.000"), "{}", stdout(&both));
+    let bad = score(None, Some("lots"));
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("MAX_PIXELS='lots' is not a pixel count"),
+        "{}",
+        stderr(&bad)
+    );
+}

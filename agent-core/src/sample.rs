@@ -113,10 +113,10 @@ impl Sample {
         }
     }
 
-    /// The first item of the solution list, as the reward code reads it.
+    /// The first item of the solution list, as the reward code reads it
+    /// (`json.loads(solution)[0]`, with Python's reading of the JSON).
     pub fn solution_item(&self) -> Value {
-        serde_json::from_str::<Value>(&self.solution)
-            .ok()
+        crate::reward::pyjson::loads(&self.solution)
             .and_then(|v| v.get(0).cloned())
             .unwrap_or(Value::Null)
     }

@@ -14,7 +14,7 @@
 
 use agent_core::protocol::{
     Action, BBox, BtlOutput, FrameMap, Link, ParseMode, Point, Roi, parse_link_json, render,
-    smart_resize, to_python_json,
+    smart_resize,
 };
 use agent_core::sample::Sample;
 use tch::{Kind, Tensor};
@@ -57,21 +57,23 @@ pub fn in_frame(sample: &Sample, max_pixels: u64) -> Result<Sample> {
         Link::Action {
             plan,
             action: Action::Tap { point_2d },
-        } => solution(
-            &plan,
-            &Action::Tap {
+        } => Link::Action {
+            plan,
+            action: Action::Tap {
                 point_2d: moved(point_2d),
             },
-        ),
+        }
+        .to_json(),
         Link::Action {
             plan,
             action: Action::LongPress { point_2d },
-        } => solution(
-            &plan,
-            &Action::LongPress {
+        } => Link::Action {
+            plan,
+            action: Action::LongPress {
                 point_2d: moved(point_2d),
             },
-        ),
+        }
+        .to_json(),
         Link::Action { .. } => sample.solution.clone(),
         Link::Point(p) => {
             let p = moved(p);
@@ -79,18 +81,6 @@ pub fn in_frame(sample: &Sample, max_pixels: u64) -> Result<Sample> {
         }
     };
     Ok(out)
-}
-
-/// A solution list as `btl-train data` writes it: `[{"Plan": …, "Action": …}]`.
-fn solution(plan: &str, action: &Action) -> String {
-    #[derive(serde::Serialize)]
-    struct Item<'a> {
-        #[serde(rename = "Plan")]
-        plan: &'a str,
-        #[serde(rename = "Action")]
-        action: &'a Action,
-    }
-    to_python_json(&[Item { plan, action }])
 }
 
 /// The canonical BTL answer a sample teaches (spec §2), in the model frame

@@ -542,3 +542,84 @@ fn the_cli_converts_and_exports_and_reports_bad_input() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A real contact_add episode: its two typing steps are copied with other
+/// values that the goal and the answer agree on, the copies written in
+/// another directory still find their screenshots, and the trainer makes
+/// its target answers from them.
+#[test]
+fn typing_steps_are_copied_with_random_values_the_goal_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let episode = tmp.path().join("contact");
+    // A training instance: a plain-suite goal may name a held-out value,
+    // and then no copy of it may be made.
+    let seed = tasks::Split::Train.seed(3);
+    let outcome = record(&episode, "contact_add", seed, None);
+    assert_eq!(outcome.success, Some(true));
+    let samples = tmp.path().join("s.json");
+    btl_train_succeeds(&[
+        "data",
+        "from-trajectories",
+        episode.to_str().unwrap(),
+        "--out",
+        samples.to_str().unwrap(),
+    ]);
+    let out = tmp.path().join("elsewhere").join("typed.json");
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let stdout = btl_train_succeeds(&[
+        "data",
+        "augment-typed",
+        samples.to_str().unwrap(),
+        "--copies",
+        "3",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        stdout.starts_with("6 copies of 2 typing samples in "),
+        "{stdout}"
+    );
+    let typed = |sample: &Sample| match parse_link_json(&sample.solution, ParseMode::Strict)
+        .unwrap()
+        .0
+    {
+        Link::Action {
+            action: Action::Type { text },
+            ..
+        } => text,
+        other => panic!("{other:?}: not a typing step"),
+    };
+    let originals = load_samples(&samples).unwrap();
+    let copies = load_samples(&out).unwrap();
+    assert_eq!(copies.len(), 6);
+    for copy in &copies {
+        let id = copy.id.as_deref().unwrap();
+        let (of, _) = id.rsplit_once("/copy-").unwrap();
+        let original = typed(
+            originals
+                .iter()
+                .find(|s| s.id.as_deref() == Some(of))
+                .unwrap(),
+        );
+        let user = &copy.messages.last().unwrap().content;
+        let goal = user
+            .split("## User Instruction\n")
+            .nth(1)
+            .and_then(|rest| rest.lines().next())
+            .unwrap();
+        let text = typed(copy);
+        assert_ne!(text, original);
+        assert!(!goal.contains(&original), "{goal}");
+        assert!(goal.contains(&text), "{goal} / {text}");
+        assert!(Path::new(&copy.images[0]).is_file(), "{:?}", copy.images);
+        let answer = host_trainer::sft::target_answer(copy, TRAINING_MAX_PIXELS, 5).unwrap();
+        let link = agent_core::protocol::parse(&answer, ParseMode::Strict)
+            .unwrap()
+            .output
+            .link;
+        assert!(
+            matches!(link, Link::Action { action: Action::Type { text: t }, .. } if t == text),
+            "{answer}"
+        );
+    }
+}

@@ -1,6 +1,7 @@
 //! `btl score`: the BTL reward of each completion, and their mean.
 
-use super::{Outcome, json_line, load_pairs};
+use super::{Failure, Outcome, json_line, load_pairs};
+use crate::protocol::TRAINING_MAX_PIXELS;
 use crate::reward::{RewardBreakdown, RewardMode, Weights, score};
 use crate::sample::SampleRef;
 use serde::Serialize;
@@ -24,6 +25,35 @@ pub struct Args {
     /// One JSON object per line instead of a table.
     #[arg(long)]
     json: bool,
+    /// Released mode: the frame click distances are normalised in, as the
+    /// plugin takes it from its MAX_PIXELS environment variable; each
+    /// sample's own max_pixels is ignored in this mode [default: $MAX_PIXELS,
+    /// else 4014080, the BTL-UI recipe's value]
+    #[arg(long)]
+    max_pixels: Option<u64>,
+}
+
+/// The environment variable the official reward plugin reads its frame from.
+const MAX_PIXELS_ENV: &str = "MAX_PIXELS";
+
+/// Released mode's frame and where it came from; `None` in paper mode,
+/// which judges each sample in its own frame.
+fn released_frame(args: &Args) -> Result<Option<(u64, &'static str)>, Failure> {
+    if args.mode != RewardMode::Released {
+        return Ok(None);
+    }
+    if let Some(pixels) = args.max_pixels {
+        return Ok(Some((pixels, "--max-pixels")));
+    }
+    match std::env::var(MAX_PIXELS_ENV) {
+        Ok(text) => match text.trim().parse::<u64>() {
+            Ok(pixels) => Ok(Some((pixels, MAX_PIXELS_ENV))),
+            Err(e) => Err(Failure::BadInput(anyhow::anyhow!(
+                "{MAX_PIXELS_ENV}='{text}' is not a pixel count: {e}"
+            ))),
+        },
+        Err(_) => Ok(Some((TRAINING_MAX_PIXELS, "default"))),
+    }
 }
 
 fn parse_weights(s: &str) -> Result<Weights, String> {
@@ -54,11 +84,19 @@ struct Summary {
     completions: usize,
     mode: RewardMode,
     weights: Weights,
+    /// Released mode's frame (`null` in paper mode).
+    max_pixels: Option<u64>,
     mean: RewardBreakdown,
 }
 
 pub fn run(args: &Args) -> Outcome {
-    let (samples, completions) = load_pairs(&args.samples, &args.completions)?;
+    let frame = released_frame(args)?;
+    let (mut samples, completions) = load_pairs(&args.samples, &args.completions)?;
+    if let Some((pixels, _)) = frame {
+        for sample in &mut samples {
+            sample.max_pixels = pixels;
+        }
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if !args.json {
@@ -112,6 +150,7 @@ pub fn run(args: &Args) -> Outcome {
         completions: completions.len(),
         mode: args.mode,
         weights: args.weights,
+        max_pixels: frame.map(|(pixels, _)| pixels),
         mean,
     };
     if args.json {
@@ -123,6 +162,13 @@ pub fn run(args: &Args) -> Outcome {
             summary.completions, args.mode.name(), mean.format, mean.blink, mean.link, mean.total
         )
         .map_err(anyhow::Error::from)?;
+        if let Some((pixels, source)) = frame {
+            writeln!(
+                out,
+                "click distances normalised at max_pixels {pixels} ({source}), as the plugin's {MAX_PIXELS_ENV}"
+            )
+            .map_err(anyhow::Error::from)?;
+        }
     }
     Ok(())
 }

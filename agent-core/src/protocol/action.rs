@@ -163,6 +163,12 @@ impl Link {
             Self::Point(p) => Some(*p),
         }
     }
+
+    /// The `<link>` body's JSON list holding this link, keys in the official
+    /// order; a sample's `solution` is the same text.
+    pub fn to_json(&self) -> String {
+        super::render::to_python_json(&[LinkItem::from(self)])
+    }
 }
 
 /// The item of the `<link>` JSON list, in its official key order.

@@ -2,7 +2,7 @@
 //! BTL-UI data writes it (Python `json.dumps` separators, `` ```json `` fences,
 //! one line break between parts).
 
-use super::action::{BtlOutput, LinkItem, Point, Roi};
+use super::action::{BtlOutput, Point, Roi};
 use serde::Serialize;
 use std::io;
 use thiserror::Error;
@@ -28,7 +28,7 @@ pub fn render(output: &BtlOutput) -> Result<String, RenderError> {
         return Err(RenderError::NonFinite("link"));
     }
     let blink = to_python_json(&output.blink);
-    let link = to_python_json(&[LinkItem::from(&output.link)]);
+    let link = output.link.to_json();
     Ok(format!(
         "<blink>```json\n{blink}\n```</blink>\n<think>{think}</think>\n<link>```json\n{link}\n```</link>",
         think = output.think

@@ -11,6 +11,7 @@
 //! they stay faithful to the training recipe whatever the parser forgives.
 
 mod paper;
+pub(crate) mod pyjson;
 pub(crate) mod pyvalue;
 mod released;
 

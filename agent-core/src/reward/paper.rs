@@ -6,7 +6,8 @@
 //! algorithm on IoU, a pair counts when IoU ≥ τ = 0.5, and the reward is the
 //! best rank score s(k) = (λ − k + 1) / λ among matched ground-truth regions.
 //! Format and link are the released rules, strict about template and content
-//! but not about whitespace inside the tags.
+//! but not about whitespace inside the tags; bodies are read by serde_json
+//! (no lone surrogates, at most 128 levels), not as Python reads them.
 
 use super::indicator;
 use super::pyvalue::{self, number};
@@ -79,7 +80,7 @@ pub fn format(completion: &str) -> f64 {
     };
     indicator(
         predicted_boxes(blink).is_some()
-            && fenced_json(link).is_some_and(|l| released::link_has_one_item(&l)),
+            && fenced_json(link).is_some_and(|l| link_has_one_item(&l)),
     )
 }
 
@@ -164,4 +165,18 @@ fn best_matched_rank_score(predicted: &[BBox], truth: &[(BBox, usize)]) -> f64 {
         .filter(|&(r, &c)| iou(r, c) >= IOU_THRESHOLD)
         .map(|(r, &c)| rank_score(truth[if transpose { r } else { c }].1))
         .fold(0.0, f64::max)
+}
+
+/// Exactly one item, an object with `Plan` and `Action`, or with
+/// `point_2d`. Stricter than the plugin's Python test (see `released`),
+/// which a string or a list holding those names also passes: paper mode
+/// checks content, so its link must be the object the grammar defines.
+fn link_has_one_item(link: &Value) -> bool {
+    match link.as_array().map(Vec::as_slice) {
+        Some([Value::Object(item)]) => {
+            (item.contains_key("Plan") && item.contains_key("Action"))
+                || item.contains_key("point_2d")
+        }
+        _ => false,
+    }
 }

@@ -2,13 +2,16 @@
 //!
 //! Every early `return 0.0` below stands for a place where the Python code
 //! raises inside its `try` (a missing key, a wrong type, a failed unpacking)
-//! or a test that is false. Two deliberate differences, both documented in
-//! the spec: the plugin's link pattern for the format reward contains a stray
-//! U+00B7 (`js·on`) that makes that reward always 0, and we use the evident
-//! `json`; and the format reward requires every blink item to carry `bbox_2d`
-//! as the spec states. Python's `json` also reads `NaN`, `Infinity` and
-//! numbers beyond `f64`; serde_json refuses them, so such completions score 0
-//! where Python might not.
+//! or a test that is false. Bodies are read as Python's `json.loads` reads
+//! them ([`pyjson`]: lone surrogates kept, nesting as deep as Python goes).
+//!
+//! Differences, each documented in the spec: the plugin's link pattern for
+//! the format reward contains a stray U+00B7 (`js·on`) that makes that
+//! reward always 0, and we use the evident `json`; Python's `json` reads
+//! `NaN`, `Infinity` and numbers beyond `f64`, serde_json refuses them, so
+//! such completions score 0 where Python might not; and Type's lower-casing
+//! uses Rust's Unicode tables, newer than Python 3.11's Unicode 14, so a
+//! letter given a lower-case form after Unicode 14 compares differently.
 //!
 //! Faithfulness has a price worth knowing: like the plugin, the blink and link
 //! terms read the first fenced `<blink>`/`<link>` body anywhere in the text,
@@ -16,6 +19,7 @@
 //! reads the bodies from the template's own positions instead.
 
 use super::indicator;
+use super::pyjson;
 use super::pyvalue::{self, eq, first4, unpack2};
 use crate::protocol::{BBox, Size, smart_resize};
 use crate::sample::Sample;
@@ -55,30 +59,43 @@ pub const IOU_THRESHOLD: f64 = 0.5;
 /// `json.loads(re.search(pattern).group(1).strip())`.
 fn body_json(pattern: &Regex, completion: &str) -> Option<Value> {
     let body = pattern.captures(completion)?.get(1)?.as_str();
-    serde_json::from_str(pyvalue::strip(body)).ok()
+    pyjson::loads(pyvalue::strip(body))
 }
 
 pub fn format(completion: &str) -> f64 {
     if !ENVELOPE.is_match(completion) {
         return 0.0;
     }
-    let Some(Value::Array(blink)) = body_json(&BLINK_BODY, completion) else {
-        return 0.0;
-    };
-    if !blink.iter().all(|item| item.get("bbox_2d").is_some()) {
+    // The plugin only `json.loads` the blink body: any JSON value passes.
+    if body_json(&BLINK_BODY, completion).is_none() {
         return 0.0;
     }
-    indicator(body_json(&LINK_BODY, completion).is_some_and(|link| link_has_one_item(&link)))
+    indicator(body_json(&LINK_BODY, completion).is_some_and(|link| plugin_link_check(&link)))
 }
 
-/// Exactly one item, with `Plan` and `Action`, or with `point_2d`.
-pub(super) fn link_has_one_item(link: &Value) -> bool {
-    match link.as_array().map(Vec::as_slice) {
-        Some([Value::Object(item)]) => {
-            (item.contains_key("Plan") && item.contains_key("Action"))
-                || item.contains_key("point_2d")
-        }
-        _ => false,
+/// `len(link) == 1 and (("Plan" in link[0] and "Action" in link[0]) or
+/// "point_2d" in link[0])` as Python evaluates it, `False` where it raises.
+/// Only a one-item list gets past `len(link) == 1` and `link[0]`: a
+/// one-character string's `link[0]` holds none of the names, a one-key
+/// object's `link[0]` raises `KeyError`, and `len` of a number raises.
+/// `in` is then a key test on an object, a substring test on a string and
+/// an element test on a list, and raises on a number, a bool or null.
+fn plugin_link_check(link: &Value) -> bool {
+    let Some([item]) = link.as_array().map(Vec::as_slice) else {
+        return false;
+    };
+    let contains = |name: &str| match item {
+        Value::Object(keys) => Some(keys.contains_key(name)),
+        Value::String(text) => Some(text.contains(name)),
+        Value::Array(items) => Some(items.iter().any(|v| v.as_str() == Some(name))),
+        _ => None,
+    };
+    // `and` and `or` stop early, as Python's do: `"Action" in` is not
+    // evaluated when `"Plan" in` is false.
+    match contains("Plan") {
+        None => false,
+        Some(true) if contains("Action") == Some(true) => true,
+        Some(_) => contains("point_2d") == Some(true),
     }
 }
 

@@ -315,11 +315,121 @@ fn released_format_rejects_a_link_item_without_plan() {
     assert_eq!((r.format, r.link), (0.0, 1.0));
 }
 
-// Spec §4: every blink item must have bbox_2d; {"label": ...} alone → 0.
+// The plugin only runs json.loads on the blink body (spec §4, corrected):
+// items without bbox_2d, an object, a string or a number all parse → format
+// 1. The blink term indexes x["bbox_2d"] for each item and raises on all of
+// them → blink 0 (GT box non-empty).
 #[test]
-fn released_format_rejects_a_blink_item_without_bbox() {
-    let completion = canonical(r#"[{"label": "Los Angeles result"}]"#, GT_TAP);
-    assert_eq!(released(&navigation(), &completion).format, 0.0);
+fn released_format_accepts_any_json_blink_body_and_blink_scores_it_0() {
+    for body in [
+        r#"[{"label": "Los Angeles result"}]"#,
+        r#"{"bbox_2d": [614, 1094, 720, 1182]}"#,
+        r#""[614, 1094, 720, 1182]""#,
+        "3",
+        "null",
+    ] {
+        let r = released(&navigation(), &canonical(body, GT_TAP));
+        assert_eq!((r.format, r.blink, r.link), (1.0, 0.0, 1.0), "{body}");
+    }
+    // Not JSON at all: json.loads raises → 0.
+    let r = released(&navigation(), &canonical("[{bbox_2d: 1}]", GT_TAP));
+    assert_eq!(r.format, 0.0);
+}
+
+/// A completion whose link body is `link` (any text) and blink is the GT box.
+fn with_link_body(link: &str) -> String {
+    format!(
+        "<blink>```json\n{GT_BLINK}\n```</blink>\n<think> t </think>\n<link>```json\n{link}\n```</link>"
+    )
+}
+
+// len(link) == 1 and (("Plan" in link[0] and "Action" in link[0]) or
+// "point_2d" in link[0]) with Python's `in`. The link term then does
+// `"point_2d" in pred` and indexes pred["point_2d"] or pred["Action"], which
+// raises TypeError on a string or a list → link 0 for all of these.
+#[test]
+fn released_format_tests_non_object_link_items_as_python_does() {
+    let cases = [
+        // A string item: substring tests.
+        (r#"["Plan: tap. Action: Tap"]"#, 1.0),
+        (r#"["my point_2d"]"#, 1.0),
+        (r#"["Plan only"]"#, 0.0),
+        (r#"["plan action"]"#, 0.0),
+        // A list item: element tests (== on each element).
+        (r#"[["Plan", "Action"]]"#, 1.0),
+        (r#"[[1, "point_2d"]]"#, 1.0),
+        (r#"[["Plan", "Actions"]]"#, 0.0),
+        (r#"[["Plan and Action"]]"#, 0.0),
+        (r#"[[["Plan"], ["Action"]]]"#, 0.0),
+        // `in` on a number, a bool or None raises TypeError.
+        ("[3]", 0.0),
+        ("[true]", 0.0),
+        ("[null]", 0.0),
+        // len("P") == 1 but "P"[0] is "P", holding none of the names.
+        (r#""P""#, 0.0),
+        // A one-key object: len 1, but link[0] raises KeyError.
+        (r#"{"Plan": 1}"#, 0.0),
+        // Two items: len 2.
+        (r#"["Plan Action", "x"]"#, 0.0),
+        // len(5) raises.
+        ("5", 0.0),
+    ];
+    for (link, format) in cases {
+        let r = released(&navigation(), &with_link_body(link));
+        assert_eq!((r.format, r.link), (format, 0.0), "{link}");
+    }
+}
+
+// json.loads keeps lone surrogates: "\ud800" is a one-character str. A blink
+// label or a Plan holding one parses → format 1, blink 1, link 1.
+#[test]
+fn released_mode_reads_lone_surrogates_as_python_does() {
+    let blink = r#"[{"bbox_2d": [614, 1094, 720, 1182], "label": "\ud800 result"}]"#;
+    let completion = format!(
+        "<blink>```json\n{blink}\n```</blink>\n<think> t </think>\n<link>```json\n[{{\"Plan\": \"\\udc00\", \"Action\": {GT_TAP}}}]\n```</link>"
+    );
+    let r = released(&navigation(), &completion);
+    assert_eq!((r.format, r.blink, r.link), (1.0, 1.0, 1.0));
+}
+
+// Type text with lone surrogates: Python's str.lower() and split() leave
+// them as they are, and sets compare them by code point.
+// pred "\ud800 go" vs GT "\ud800 go": tokens equal → F1 1 → link 1.
+// pred "\ud800 go" vs GT "\ud801 go": common {"go"}, P = R = 1/2 → F1 0.5
+// ≥ 0.5 → 1. pred "\ud800" vs GT "\ud801": no common token → 0.
+// pred "\ud800" vs GT "\U0010f000" (a real private-use character, which a
+// stand-in must never equal) → 0.
+#[test]
+fn released_type_text_compares_lone_surrogates_by_code_point() {
+    for (pred, gt, link) in [
+        (r"\ud800 go", r"\ud800 go", 1.0),
+        (r"\ud800 go", r"\ud801 go", 1.0),
+        (r"\ud800", r"\ud801", 0.0),
+        (r"\ud800", r"\udbfc\udc00", 0.0),
+        (r"\udbff\udfff", r"\udbff\udfff", 1.0),
+    ] {
+        let sample = navigation_with_gt(&format!(r#"{{"function": "Type", "text": "{gt}"}}"#));
+        let completion = with_action(&format!(r#"{{"function": "Type", "text": "{pred}"}}"#));
+        assert_eq!(released(&sample, &completion).link, link, "{pred} vs {gt}");
+    }
+}
+
+// Python's json.loads recurses up to its recursion limit: 994 levels from a
+// top-level call in Python 3.11.7 (measured), so a blink label nested 990
+// deep parses → format 1; 2,000 levels raise RecursionError → format 0.
+#[test]
+fn released_mode_reads_nesting_as_deep_as_python() {
+    let nested = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    let blink = |n: usize| {
+        format!(
+            r#"[{{"bbox_2d": [614, 1094, 720, 1182], "label": {}}}]"#,
+            nested(n)
+        )
+    };
+    let r = released(&navigation(), &canonical(&blink(990), GT_TAP));
+    assert_eq!((r.format, r.blink, r.link), (1.0, 1.0, 1.0));
+    let r = released(&navigation(), &canonical(&blink(2000), GT_TAP));
+    assert_eq!((r.format, r.blink), (0.0, 0.0));
 }
 
 // `None` is not inside a ```json fence, so the blink body pattern fails → 0.

@@ -1,8 +1,11 @@
 //! `btl-train data`: trajectories → official-format samples, and samples →
 //! datasets for other trainers.
 
+use crate::data::augment::augment_typed;
 use crate::data::ms_swift::{ExportOptions, export_ms_swift};
-use crate::data::{ConvertOptions, DEFAULT_LAMBDA, Error, from_trajectories};
+use crate::data::{
+    ConvertOptions, DEFAULT_LAMBDA, Error, from_trajectories, load_samples, write_samples,
+};
 use agent_core::cli::{Failure, Outcome};
 use clap::builder::TypedValueParser;
 use std::path::PathBuf;
@@ -14,6 +17,25 @@ pub enum Command {
     FromTrajectories(FromTrajectoriesArgs),
     /// A dataset for another trainer, from a samples file.
     Export(ExportArgs),
+    /// Copies of the samples that type text, the text replaced by random
+    /// text of the same shape in the goal, the history and the answer, so a
+    /// model must copy typed values from the goal rather than recall them.
+    AugmentTyped(AugmentTypedArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AugmentTypedArgs {
+    /// Official-format samples (a JSON list).
+    samples: PathBuf,
+    /// The samples file to write: the copies only (train on both files).
+    #[arg(long)]
+    out: PathBuf,
+    /// Copies per typing sample.
+    #[arg(long, default_value_t = 4)]
+    copies: usize,
+    /// Seed of the random text (each sample draws from it and its id).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -58,7 +80,43 @@ pub fn run(command: &Command) -> Outcome {
     match command {
         Command::FromTrajectories(args) => from_trajectories_cmd(args),
         Command::Export(args) => export(args),
+        Command::AugmentTyped(args) => augment_typed_cmd(args),
     }
+}
+
+fn augment_typed_cmd(args: &AugmentTypedArgs) -> Outcome {
+    let samples = load_samples(&args.samples).map_err(failure)?;
+    let (mut copies, report) =
+        augment_typed(&samples, args.copies, args.seed, &args.samples).map_err(failure)?;
+    // Image paths are relative to the sample file: copies written elsewhere
+    // name the originals by their full path.
+    let dir = |p: &std::path::Path| {
+        std::path::absolute(p.parent().unwrap_or(std::path::Path::new("."))).unwrap_or_default()
+    };
+    let (from, to) = (dir(&args.samples), dir(&args.out));
+    if from != to {
+        for copy in &mut copies {
+            for image in &mut copy.images {
+                *image = from.join(&*image).display().to_string();
+            }
+        }
+    }
+    write_samples(&args.out, &copies).map_err(failure)?;
+    println!(
+        "{} copies of {} typing samples in {}{}",
+        report.copies,
+        report.typed,
+        args.out.display(),
+        if report.unnamed > 0 {
+            format!(
+                " ({} typing samples left out: their goal does not name the typed text)",
+                report.unnamed
+            )
+        } else {
+            String::new()
+        }
+    );
+    Ok(())
 }
 
 fn failure(e: Error) -> Failure {

@@ -9,11 +9,14 @@
 //! - [`rois`]: the target element of a tap and the ROI ranking (its docs
 //!   explain the ranking).
 //! - [`ms_swift`]: a dataset for ms-swift's `swift rlhf --rlhf_type grpo`.
+//! - [`augment`]: copies of the typing samples with the typed value
+//!   replaced by random text, so a model learns to copy it from the goal.
 //!
 //! The conversions themselves are pure (records and trees in, samples out);
 //! the functions that read directories and write files around them are
 //! kept apart so the rules can be tested without a disk.
 
+pub mod augment;
 pub mod ms_swift;
 pub mod rois;
 pub mod samples;
