@@ -82,7 +82,9 @@ fn rewrite(text: &str) -> Option<String> {
                             if code == MARK as u32 {
                                 out.extend([MARK, MARK]);
                             } else {
-                                out.push_str(&text_of(&rest[..11]));
+                                // The pair's escapes as written.
+                                out.push('\\');
+                                out.push_str(&rest[..11]);
                             }
                             rest = &rest[11..];
                         }
@@ -120,12 +122,6 @@ fn unit_escape(s: &str) -> Option<u32> {
         return None;
     }
     u32::from_str_radix(hex, 16).ok()
-}
-
-/// `\` + the 11 characters of a surrogate pair's escapes (`uD83D\uDE00`),
-/// kept as written.
-fn text_of(pair: &str) -> String {
-    format!("\\{pair}")
 }
 
 fn push_stand_in(out: &mut String, surrogate: u32) {

@@ -90,8 +90,10 @@ fn augment_typed_cmd(args: &AugmentTypedArgs) -> Outcome {
         augment_typed(&samples, args.copies, args.seed, &args.samples).map_err(failure)?;
     // Image paths are relative to the sample file: copies written elsewhere
     // name the originals by their full path.
+    // A bare file name's parent is "", which `absolute` refuses: it is ".".
     let dir = |p: &std::path::Path| {
-        std::path::absolute(p.parent().unwrap_or(std::path::Path::new("."))).unwrap_or_default()
+        let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
+        std::path::absolute(parent.unwrap_or(std::path::Path::new("."))).unwrap_or_default()
     };
     let (from, to) = (dir(&args.samples), dir(&args.out));
     if from != to {
