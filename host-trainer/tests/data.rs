@@ -17,14 +17,14 @@ use agent_core::device::sim::SimDevice;
 use agent_core::model::{OraclePolicy, Policy, Relabelled, ScriptedPolicy};
 use agent_core::protocol::{
     Action, BtlOutput, DevicePoint, FrameMap, Link, ParseMode, Point, Size, TRAINING_MAX_PIXELS,
-    parse_link_json, render,
+    parse, parse_link_json, render,
 };
 use agent_core::reward::{RewardMode, Weights, score};
 use agent_core::sample::Sample;
 use agent_core::sim::phone::{PhoneConfig, parse_uiautomator_xml};
 use agent_core::sim::tasks::{self, Task};
 use agent_core::sim::virtual_phone::VirtualPhone;
-use host_trainer::data::ms_swift::{DATASET_FILE, ExportOptions, export_ms_swift};
+use host_trainer::data::ms_swift::{DATASET_FILE, ExportOptions, Purpose, export_ms_swift};
 use host_trainer::data::{ConvertOptions, DEFAULT_LAMBDA, from_trajectories, load_samples};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -420,15 +420,21 @@ fn bad_trajectories_name_the_file_and_line() {
     assert!(!out.exists(), "nothing is written when the input is bad");
 }
 
-#[test]
-fn the_ms_swift_export_carries_every_sample_and_its_image() {
-    let tmp = tempfile::tempdir().unwrap();
-    let episode = tmp.path().join("ep");
-    record(&episode, "contact_add", 1, None);
-    let samples_path = tmp.path().join("data/samples.json");
+/// An oracle episode of `task` (instance `seed`) recorded in `dir`,
+/// converted to samples and exported to `dir/out` as `options` say: the
+/// samples file, its samples and the dataset's rows (one per sample).
+fn export_episode(
+    dir: &Path,
+    task: &str,
+    seed: u64,
+    options: &ExportOptions,
+) -> (PathBuf, Vec<Sample>, Vec<Value>) {
+    let episode = dir.join("ep");
+    record(&episode, task, seed, None);
+    let samples_path = dir.join("data/samples.json");
     let samples = convert(&[episode], &samples_path, &ConvertOptions::default());
-    let out = tmp.path().join("swift");
-    let report = export_ms_swift(&samples_path, &out, &ExportOptions::default()).unwrap();
+    let out = dir.join("out");
+    let report = export_ms_swift(&samples_path, &out, options).unwrap();
     assert_eq!(report.rows, samples.len());
     let text = std::fs::read_to_string(out.join(DATASET_FILE)).unwrap();
     let rows: Vec<Value> = text
@@ -436,6 +442,15 @@ fn the_ms_swift_export_carries_every_sample_and_its_image() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(rows.len(), samples.len());
+    (samples_path, samples, rows)
+}
+
+#[test]
+fn the_ms_swift_export_carries_every_sample_and_its_image() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (samples_path, samples, rows) =
+        export_episode(tmp.path(), "contact_add", 1, &ExportOptions::default());
+    let out = tmp.path().join("out");
     for (row, sample) in rows.iter().zip(&samples) {
         let image = row["images"][0].as_str().unwrap();
         assert!(Path::new(image).is_absolute(), "{image}");
@@ -460,6 +475,7 @@ fn the_ms_swift_export_carries_every_sample_and_its_image() {
 
     let moved = ExportOptions {
         dataset_root: Some("/mnt/btl/swift/".into()),
+        ..ExportOptions::default()
     };
     export_ms_swift(&samples_path, &tmp.path().join("swift2"), &moved).unwrap();
     let text = std::fs::read_to_string(tmp.path().join("swift2").join(DATASET_FILE)).unwrap();
@@ -474,6 +490,63 @@ fn the_ms_swift_export_carries_every_sample_and_its_image() {
         err.starts_with(&format!("{}:2: sample 0:", samples_path.display())),
         "{err}"
     );
+}
+
+#[test]
+fn the_sft_export_answers_each_prompt_with_its_oracle_step() {
+    let tmp = tempfile::tempdir().unwrap();
+    let options = ExportOptions {
+        purpose: Purpose::Sft { max_regions: 3 },
+        ..ExportOptions::default()
+    };
+    let (samples_path, samples, rows) = export_episode(tmp.path(), "contact_add", 2, &options);
+    let mut typed = 0;
+    for (row, sample) in rows.iter().zip(&samples) {
+        let messages = row["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), sample.messages.len() + 1);
+        assert_eq!(messages[messages.len() - 1]["role"], "assistant");
+        let answer = parse(
+            messages[messages.len() - 1]["content"].as_str().unwrap(),
+            ParseMode::Strict,
+        )
+        .unwrap()
+        .output;
+        let (solution, _) = parse_link_json(&sample.solution, ParseMode::Strict).unwrap();
+        assert_eq!(answer.link, solution, "{}", sample.solution);
+        assert!(answer.blink.len() <= 3);
+        typed += usize::from(matches!(
+            answer.link,
+            Link::Action {
+                action: Action::Type { .. },
+                ..
+            }
+        ));
+        let image = row["images"][0].as_str().unwrap();
+        assert_eq!(
+            std::fs::read(image).unwrap(),
+            std::fs::read(samples_path.parent().unwrap().join(&sample.images[0])).unwrap()
+        );
+    }
+    assert!(typed > 0, "contact_add types a name and a number");
+
+    // The official grounding examples have no Plan, so no answer to learn.
+    let official = tmp.path().join("official.json");
+    std::fs::write(
+        &official,
+        include_str!("../../tests/data/btl-ui-examples/navigation_meta_format.json"),
+    )
+    .unwrap();
+    let screenshot = tmp.path().join("examples/images/8418572386209486_10.png");
+    std::fs::create_dir_all(screenshot.parent().unwrap()).unwrap();
+    std::fs::copy(
+        samples_path.parent().unwrap().join(&samples[0].images[0]),
+        &screenshot,
+    )
+    .unwrap();
+    let err = export_ms_swift(&official, &tmp.path().join("sft2"), &options)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("sample 0:") && err.contains("Plan"), "{err}");
 }
 
 #[test]

@@ -254,6 +254,17 @@ def btl_scorer(btl: Path, samples_file: Path, workdir: Path):
 # TRL
 
 
+def trainer_settings(steps: int, seed: int, output_dir: Path) -> dict:
+    """The transformers Trainer settings of btl-train's [optim] and [run] in the TRL benchmarks: AdamW lr 1e-4
+    (0.9, 0.999, 1e-8), weight decay 0.1, max grad norm 1.0, cosine schedule with ceil(0.05·steps) warm-up steps,
+    float32 on the CPU, no gradient checkpointing, no checkpoints, a log line per step."""
+    return dict(output_dir=str(output_dir), max_steps=steps, learning_rate=1e-4, lr_scheduler_type="cosine",
+                warmup_steps=math.ceil(0.05 * steps), optim="adamw_torch", adam_beta1=0.9, adam_beta2=0.999,
+                adam_epsilon=1e-8, weight_decay=0.1, max_grad_norm=1.0, gradient_checkpointing=False, bf16=False,
+                fp16=False, use_cpu=True, seed=seed, logging_steps=1, report_to="none", save_strategy="no",
+                disable_tqdm=True)
+
+
 def run_trl(args, samples: list[dict], samples_file: Path, work: Path) -> dict:
     import torch
     from datasets import Dataset
@@ -299,8 +310,7 @@ def run_trl(args, samples: list[dict], samples_file: Path, work: Path) -> dict:
 
     g = args.generations
     config = GRPOConfig(
-        output_dir=str(work / "trl-out"),
-        max_steps=args.steps,
+        **trainer_settings(args.steps, args.seed, work / "trl-out"),
         per_device_train_batch_size=g,
         gradient_accumulation_steps=1,
         num_generations=g,
@@ -315,24 +325,6 @@ def run_trl(args, samples: list[dict], samples_file: Path, work: Path) -> dict:
         loss_type="grpo",
         scale_rewards="group",
         shuffle_dataset=False,
-        learning_rate=1e-4,
-        lr_scheduler_type="cosine",
-        warmup_steps=math.ceil(0.05 * args.steps),
-        optim="adamw_torch",
-        adam_beta1=0.9,
-        adam_beta2=0.999,
-        adam_epsilon=1e-8,
-        weight_decay=0.1,
-        max_grad_norm=1.0,
-        gradient_checkpointing=False,
-        bf16=False,
-        fp16=False,
-        use_cpu=True,
-        seed=args.seed,
-        logging_steps=1,
-        report_to="none",
-        save_strategy="no",
-        disable_tqdm=True,
         dataloader_num_workers=0,
     )
     model = Qwen2_5_VLForConditionalGeneration.from_pretrained(CHECKPOINT, dtype=torch.float32,

@@ -2,11 +2,12 @@
 //! datasets for other trainers.
 
 use crate::data::augment::augment_typed;
-use crate::data::ms_swift::{ExportOptions, export_ms_swift};
+use crate::data::ms_swift::{ExportOptions, Purpose, export_ms_swift};
 use crate::data::{
     ConvertOptions, DEFAULT_LAMBDA, Error, from_trajectories, load_samples, write_samples,
 };
 use agent_core::cli::{Failure, Outcome};
+use agent_core::model::grammar::GrammarLimits;
 use clap::builder::TypedValueParser;
 use std::path::PathBuf;
 
@@ -58,6 +59,10 @@ pub struct FromTrajectoriesArgs {
 pub enum Format {
     /// JSONL for ms-swift's `swift rlhf --rlhf_type grpo` (see docs/training.md).
     MsSwift,
+    /// JSONL for supervised fine-tuning in ms-swift (`swift sft`) or TRL's
+    /// `SFTTrainer`: each sample's messages and, as the assistant turn, the
+    /// canonical BTL answer `btl-train sft` trains on.
+    MsSwiftSft,
 }
 
 #[derive(Debug, clap::Args)]
@@ -74,6 +79,9 @@ pub struct ExportArgs {
     /// [default: OUT's absolute path here].
     #[arg(long)]
     dataset_root: Option<String>,
+    /// ms-swift-sft: most blink regions in an answer (as `sft.max_regions`).
+    #[arg(long, default_value_t = GrammarLimits::default().max_regions)]
+    max_regions: usize,
 }
 
 pub fn run(command: &Command) -> Outcome {
@@ -179,19 +187,25 @@ fn from_trajectories_cmd(args: &FromTrajectoriesArgs) -> Outcome {
 }
 
 fn export(args: &ExportArgs) -> Outcome {
-    match args.format {
-        Format::MsSwift => {
-            let options = ExportOptions {
-                dataset_root: args.dataset_root.clone(),
-            };
-            let report = export_ms_swift(&args.samples, &args.out, &options).map_err(failure)?;
-            println!(
-                "{} rows in {} (images in {}) for swift rlhf --rlhf_type grpo",
-                report.rows,
-                report.dataset.display(),
-                report.images_dir.display()
-            );
-            Ok(())
-        }
-    }
+    let (purpose, use_with) = match args.format {
+        Format::MsSwift => (Purpose::Grpo, "swift rlhf --rlhf_type grpo"),
+        Format::MsSwiftSft => (
+            Purpose::Sft {
+                max_regions: args.max_regions,
+            },
+            "swift sft or TRL's SFTTrainer",
+        ),
+    };
+    let options = ExportOptions {
+        dataset_root: args.dataset_root.clone(),
+        purpose,
+    };
+    let report = export_ms_swift(&args.samples, &args.out, &options).map_err(failure)?;
+    println!(
+        "{} rows in {} (images in {}) for {use_with}",
+        report.rows,
+        report.dataset.display(),
+        report.images_dir.display()
+    );
+    Ok(())
 }

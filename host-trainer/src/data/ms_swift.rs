@@ -1,5 +1,7 @@
 //! Export for ms-swift's GRPO (`swift rlhf --rlhf_type grpo`, ms-swift 3.x
-//! and 4.x), so the BTL reward can be trained on many GPUs and nodes.
+//! and 4.x), so the BTL reward can be trained on many GPUs and nodes, and
+//! for supervised fine-tuning elsewhere (ms-swift's `swift sft`, TRL's
+//! `SFTTrainer`) on the answers `btl-train sft` learns.
 //!
 //! ms-swift reads a JSONL dataset in its standard `messages` format: the
 //! system and user turns (no assistant turn, the model generates it), with
@@ -15,12 +17,17 @@
 //!   unchanged. One string column keeps the nested, sometimes empty lists
 //!   of a sample out of the dataset loader's type inference.
 //!
+//! An SFT row is `messages` with a third, assistant turn holding the
+//! sample's canonical BTL answer (what `btl-train sft` trains on, in the
+//! model frame of the sample's `max_pixels`), and `images`.
+//!
 //! The export directory holds `train.jsonl` and `images/`, a verbatim copy
 //! of the samples' screenshots, so it can be moved to the training machines
 //! as a whole; `dataset_root` says where it will be there.
 
 use super::samples::{load_samples, sample_value};
 use super::{Error, Result, create_dir, write_file};
+use crate::sft::target_answer;
 use agent_core::protocol::prompt::IMAGE_PLACEHOLDER;
 use agent_core::sample::Sample;
 use serde_json::{Value, json};
@@ -31,12 +38,24 @@ pub const DATASET_FILE: &str = "train.jsonl";
 /// The screenshots' directory in the export directory.
 pub const IMAGES_DIR: &str = "images";
 
+/// What the rows are for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Purpose {
+    /// GRPO: the prompt and the columns reward code reads ([`row`]).
+    #[default]
+    Grpo,
+    /// Supervised fine-tuning: the prompt and its canonical answer, with at
+    /// most this many blink regions ([`sft_row`]).
+    Sft { max_regions: usize },
+}
+
 /// How a dataset is exported.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExportOptions {
     /// Where the export directory will be on the training machines; its
     /// absolute path here by default.
     pub dataset_root: Option<String>,
+    pub purpose: Purpose,
 }
 
 /// What an export wrote.
@@ -47,8 +66,8 @@ pub struct ExportReport {
     pub images_dir: PathBuf,
 }
 
-/// One dataset row for `sample`, whose images will be at `images` (pure).
-pub fn row(sample: &Sample, images: &[String]) -> Result<Value, String> {
+/// Refuses a sample whose `<image>` marks don't match its images.
+fn check_marks(sample: &Sample, images: &[String]) -> Result<(), String> {
     let marks: usize = sample
         .messages
         .iter()
@@ -60,6 +79,12 @@ pub fn row(sample: &Sample, images: &[String]) -> Result<Value, String> {
             images.len()
         ));
     }
+    Ok(())
+}
+
+/// One GRPO dataset row for `sample`, whose images will be at `images` (pure).
+pub fn row(sample: &Sample, images: &[String]) -> Result<Value, String> {
+    check_marks(sample, images)?;
     let mut exported = sample.clone();
     exported.images = images.to_vec();
     let value = sample_value(&exported);
@@ -72,6 +97,21 @@ pub fn row(sample: &Sample, images: &[String]) -> Result<Value, String> {
         "max_pixels": value["max_pixels"],
         "btl_sample": value.to_string(),
     }))
+}
+
+/// One SFT dataset row for `sample`, whose images will be at `images`: its
+/// messages, then the answer `btl-train sft` would train on (pure).
+pub fn sft_row(sample: &Sample, images: &[String], max_regions: usize) -> Result<Value, String> {
+    check_marks(sample, images)?;
+    let answer =
+        target_answer(sample, sample.max_pixels, max_regions).map_err(|e| e.to_string())?;
+    let mut messages: Vec<Value> = sample
+        .messages
+        .iter()
+        .map(|m| json!({"role": m.role, "content": m.content}))
+        .collect();
+    messages.push(json!({"role": "assistant", "content": answer}));
+    Ok(json!({"messages": messages, "images": images}))
 }
 
 /// Exports the sample file `samples_path` into the directory `out`:
@@ -114,7 +154,11 @@ pub fn export_ms_swift(
             write_file(&images_dir.join(&name), &bytes)?;
             paths.push(format!("{root}/{IMAGES_DIR}/{name}"));
         }
-        lines.push_str(&row(sample, &paths).map_err(at_sample)?.to_string());
+        let line = match options.purpose {
+            Purpose::Grpo => row(sample, &paths),
+            Purpose::Sft { max_regions } => sft_row(sample, &paths, max_regions),
+        };
+        lines.push_str(&line.map_err(at_sample)?.to_string());
         lines.push('\n');
     }
     let dataset = out.join(DATASET_FILE);
@@ -156,6 +200,53 @@ mod tests {
                 ..sample
             }
         );
+    }
+
+    #[test]
+    fn an_sft_row_answers_the_prompt_with_the_samples_solution() {
+        use agent_core::protocol::{BBox, Link, ParseMode, parse, parse_link_json};
+        use agent_core::sample::RankedRoi;
+        let mut sample = parse_samples(NAVIGATION).unwrap().remove(0);
+        sample.solution = r#"[{"Plan": "Open the search box.", "Action": {"function": "Tap", "point_2d": [667, 1138]}}]"#.into();
+        let roi = |x1, y1, x2, y2, priority| RankedRoi {
+            bbox_2d: BBox::new(x1, y1, x2, y2),
+            label: format!("region {priority}"),
+            priority,
+        };
+        sample.rois = vec![
+            roi(100.0, 200.0, 300.0, 420.0, 2),
+            roi(0.0, 0.0, 720.0, 64.0, 1),
+            roi(10.0, 10.0, 20.0, 20.0, 3),
+        ];
+        let row = sft_row(&sample, &["/data/images/000000-0.png".into()], 2).unwrap();
+        assert_eq!(row["images"], json!(["/data/images/000000-0.png"]));
+        let messages = row["messages"].as_array().unwrap();
+        let roles: Vec<&str> = messages
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["system", "user", "assistant"]);
+        assert_eq!(messages[1]["content"], sample.messages[1].content.as_str());
+        let answer = parse(messages[2]["content"].as_str().unwrap(), ParseMode::Strict)
+            .expect("the answer is canonical")
+            .output;
+        let (solution, _) = parse_link_json(&sample.solution, ParseMode::Strict).unwrap();
+        assert_eq!(answer.think, "Open the search box.");
+        assert_eq!(answer.link, solution);
+        assert!(matches!(answer.link, Link::Action { .. }));
+        // The two regions of highest priority, in that order, scaled from
+        // the 720×1280 screenshot to the 728×1288 model frame (multiples of
+        // 28) and rounded: 100·728/720 = 101.1, 200·1288/1280 = 201.25,
+        // 300·728/720 = 303.3, 420·1288/1280 = 422.6, 64·1288/1280 = 64.4.
+        let boxes: Vec<_> = answer.blink.iter().map(|r| r.bbox).collect();
+        assert_eq!(
+            boxes,
+            [
+                BBox::new(0.0, 0.0, 728.0, 64.0),
+                BBox::new(101.0, 201.0, 303.0, 423.0)
+            ]
+        );
+        assert_eq!(answer.blink[0].label, "region 1");
     }
 
     #[test]

@@ -291,6 +291,7 @@ mod tests {
             groups,
             flat_groups,
             completion_tokens_mean: 0.0,
+            prompt_tokens: None,
             seconds: 0.0,
             heldout_loss: None,
             heldout_accuracy: None,
