@@ -7,6 +7,7 @@
 //! without saving generator states.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use agent_core::metrics::{Preset, evaluate};
@@ -156,10 +157,11 @@ struct PromptInput {
     pixels: Option<PixelValues>,
 }
 
-/// The [`PromptInput`] of a sample, its screenshot read from disk.
+/// The [`PromptInput`] of a sample, its screenshot read from disk and
+/// resized within `max_pixels` (`data.max_pixels`), else the sample's own.
 fn prompt_input(
     tokenizer: &PromptTokenizer,
-    config: &TrainConfig,
+    max_pixels: Option<u64>,
     merge: i64,
     item: &Item,
 ) -> Result<PromptInput> {
@@ -173,13 +175,54 @@ fn prompt_input(
     let rgb = image::open(&path)
         .map_err(|e| Error::Input(format!("{}: cannot read the image: {e}", path.display())))?
         .to_rgb8();
-    let max_pixels = config.data.max_pixels.unwrap_or(item.sample.max_pixels);
+    let max_pixels = max_pixels.unwrap_or(item.sample.max_pixels);
     image_prompt_input(tokenizer, merge, &item.sample.messages, &rgb, max_pixels).map_err(|e| {
         match e {
             Error::Input(why) => Error::Input(format!("{}: {why}", path.display())),
             other => other,
         }
     })
+}
+
+/// The [`PromptInput`]s of several samples, their screenshots decoded and
+/// preprocessed in parallel: done one by one, that is a third of an SFT
+/// step's time on the CPU and most of it on a GPU.
+fn prompt_inputs(
+    tokenizer: &PromptTokenizer,
+    max_pixels: Option<u64>,
+    merge: i64,
+    items: &[&Item],
+) -> Result<Vec<PromptInput>> {
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let per_thread = items.len().div_ceil(threads).max(1);
+    let inputs = std::thread::scope(|scope| {
+        let workers: Vec<_> = items
+            .chunks(per_thread)
+            .map(|chunk| {
+                scope.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|item| prompt_input(tokenizer, max_pixels, merge, item))
+                        .collect::<Result<Vec<_>>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect::<Result<Vec<_>>>()
+    })?;
+    Ok(inputs.into_iter().flatten().collect())
+}
+
+/// The next SFT step's prompt inputs, made in the background while the
+/// current step trains.
+struct Prefetch {
+    step: u64,
+    inputs: std::thread::JoinHandle<Result<Vec<PromptInput>>>,
 }
 
 /// The [`PromptInput`] of messages with one screenshot, resized within
@@ -209,9 +252,10 @@ pub struct Trainer {
     /// The frozen base model for the KL term in full fine-tuning (LoRA turns
     /// its adapters off instead).
     reference: Option<Qwen25Vl>,
-    tokenizer: PromptTokenizer,
+    /// Shared with the thread that prepares the next SFT step.
+    tokenizer: Arc<PromptTokenizer>,
     optimizer: AdamW,
-    items: Vec<Item>,
+    items: Arc<[Item]>,
     /// `data.heldout`: evaluated, never trained on.
     heldout: Vec<Item>,
     reward: Box<dyn Reward>,
@@ -220,6 +264,7 @@ pub struct Trainer {
     done: u64,
     /// The dtype forward passes autocast to (`precision = "bf16"`).
     autocast: Option<Kind>,
+    prefetched: Option<Prefetch>,
 }
 
 /// A well-mixed 64-bit value from a seed and two counters (SplitMix64's finalizer).
@@ -375,14 +420,15 @@ impl Trainer {
             config,
             model,
             reference,
-            tokenizer,
+            tokenizer: Arc::new(tokenizer),
             optimizer,
-            items,
+            items: items.into(),
             heldout,
             reward,
             online_tasks,
             done: 0,
             autocast,
+            prefetched: None,
         })
     }
 
@@ -452,54 +498,74 @@ impl Trainer {
     /// The sample at position `index` of the run's stream: epoch after
     /// epoch, each a seeded permutation (or the file order without shuffling).
     fn item_at(&self, index: u64) -> &Item {
+        &self.items[self.position_at(index)]
+    }
+
+    /// Where in `items` the sample at position `index` of the stream is.
+    fn position_at(&self, index: u64) -> usize {
         let n = self.items.len() as u64;
         let (epoch, offset) = (index / n, index % n);
         if !self.config.data.shuffle {
-            return &self.items[offset as usize];
+            return offset as usize;
         }
         let mut order: Vec<usize> = (0..self.items.len()).collect();
         let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(self.config.run.seed, 1, epoch));
         order.shuffle(&mut rng);
-        &self.items[order[offset as usize]]
+        order[offset as usize]
     }
 
     /// Ids and image tensor of a sample's prompt.
     fn prompt(&self, item: &Item) -> Result<Prompt> {
-        let input = prompt_input(&self.tokenizer, &self.config, self.merge(), item)?;
+        let input = prompt_input(
+            &self.tokenizer,
+            self.config.data.max_pixels,
+            self.merge(),
+            item,
+        )?;
         self.to_prompt(input)
     }
 
-    /// The prompts of several samples, their screenshots decoded and
-    /// preprocessed in parallel: on the CPU that is a third of an SFT
-    /// step's time when done one by one, and on a GPU most of it.
-    fn prompts(&self, items: &[&Item]) -> Result<Vec<Prompt>> {
-        let threads = std::thread::available_parallelism().map_or(1, usize::from);
-        let per_thread = items.len().div_ceil(threads.max(1)).max(1);
-        let (tokenizer, config, merge) = (&self.tokenizer, &self.config, self.merge());
-        let inputs = std::thread::scope(|scope| {
-            let workers: Vec<_> = items
-                .chunks(per_thread)
-                .map(|chunk| {
-                    scope.spawn(move || {
-                        chunk
-                            .iter()
-                            .map(|item| prompt_input(tokenizer, config, merge, item))
-                            .collect::<Result<Vec<_>>>()
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .map(|w| {
-                    w.join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                })
-                .collect::<Result<Vec<_>>>()
-        })?;
-        inputs
-            .into_iter()
-            .flatten()
-            .map(|input| self.to_prompt(input))
+    /// The prompt inputs of SFT step `step`: made in the background during
+    /// the step before, or now.
+    fn step_inputs(&mut self, step: u64) -> Result<Vec<PromptInput>> {
+        match self.prefetched.take() {
+            Some(prefetch) if prefetch.step == step => prefetch
+                .inputs
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            _ => {
+                let items: Vec<&Item> = self
+                    .step_positions(step)
+                    .into_iter()
+                    .map(|p| &self.items[p])
+                    .collect();
+                prompt_inputs(
+                    &self.tokenizer,
+                    self.config.data.max_pixels,
+                    self.merge(),
+                    &items,
+                )
+            }
+        }
+    }
+
+    /// Starts making SFT step `step`'s prompt inputs in the background.
+    fn prefetch(&mut self, step: u64) {
+        let positions = self.step_positions(step);
+        let (items, tokenizer) = (Arc::clone(&self.items), Arc::clone(&self.tokenizer));
+        let (max_pixels, merge) = (self.config.data.max_pixels, self.merge());
+        let inputs = std::thread::spawn(move || {
+            let chosen: Vec<&Item> = positions.iter().map(|&p| &items[p]).collect();
+            prompt_inputs(&tokenizer, max_pixels, merge, &chosen)
+        });
+        self.prefetched = Some(Prefetch { step, inputs });
+    }
+
+    /// Where in `items` SFT step `step`'s samples are.
+    fn step_positions(&self, step: u64) -> Vec<usize> {
+        let per_step = self.config.sft.samples_per_step as u64;
+        (0..per_step)
+            .map(|slot| self.position_at(step * per_step + slot))
             .collect()
     }
 
@@ -650,14 +716,22 @@ impl Trainer {
             answers.push((index, ids));
         }
         let tokens: usize = answers.iter().map(|(_, ids)| ids.len()).sum();
+        let inputs = self.step_inputs(step)?;
+        if step + 1 < cfg.run.steps {
+            self.prefetch(step + 1);
+        }
+        let prompts = inputs
+            .into_iter()
+            .map(|input| self.to_prompt(input))
+            .collect::<Result<Vec<_>>>()?;
+        let prompt_tokens = prompts.iter().map(|p| p.ids.len()).sum();
         let mut loss_sum = 0.0;
-        let mut prompt_tokens = 0;
         self.model.set_lora_enabled(true);
         if cfg.sft.micro_batch > 1 {
-            for chunk in answers.chunks(cfg.sft.micro_batch) {
-                let items: Vec<&Item> = chunk.iter().map(|(i, _)| self.item_at(*i)).collect();
-                let prompts = self.prompts(&items)?;
-                prompt_tokens += prompts.iter().map(|p| p.ids.len()).sum::<usize>();
+            for (chunk, prompts) in answers
+                .chunks(cfg.sft.micro_batch)
+                .zip(prompts.chunks(cfg.sft.micro_batch))
+            {
                 let batch: Vec<(&Prompt, &[i64])> = prompts
                     .iter()
                     .zip(chunk)
@@ -672,14 +746,12 @@ impl Trainer {
             }
             return self.finish_sft_step(started, lr, loss_sum, tokens, prompt_tokens);
         }
-        for (index, ids) in &answers {
-            let prompt = self.prompt(self.item_at(*index))?;
-            prompt_tokens += prompt.ids.len();
+        for ((_, ids), prompt) in answers.iter().zip(&prompts) {
             self.model.set_training(true);
             let out = self.forward(|| {
                 answer_loss(
                     &self.model,
-                    &prompt,
+                    prompt,
                     std::slice::from_ref(ids),
                     self.tokenizer.pad_id(),
                 )
