@@ -392,14 +392,26 @@ impl Trajectory {
 /// [`Trajectory::truncated_tail`].
 pub fn read_trajectory(dir: &Path) -> Result<Trajectory, TrajectoryError> {
     let episode_path = dir.join(EPISODE_FILE);
-    let text = std::fs::read_to_string(&episode_path).map_err(io_error(&episode_path))?;
-    let episode = serde_json::from_str(&text).map_err(|source| TrajectoryError::Json {
-        path: episode_path.clone(),
+    let episode = std::fs::read_to_string(&episode_path).map_err(io_error(&episode_path))?;
+    let steps_path = dir.join(STEPS_FILE);
+    let steps = std::fs::read(&steps_path).map_err(io_error(&steps_path))?;
+    parse_trajectory(dir, &episode, &steps)
+}
+
+/// The episode record `episode` and the step log `text` of the trajectory
+/// in `dir` (errors name the files there), as [`read_trajectory`] reads them.
+pub fn parse_trajectory(
+    dir: &Path,
+    episode: &str,
+    text: &[u8],
+) -> Result<Trajectory, TrajectoryError> {
+    let episode_path = dir.join(EPISODE_FILE);
+    let episode = serde_json::from_str(episode).map_err(|source| TrajectoryError::Json {
+        path: episode_path,
         line: None,
         source,
     })?;
     let steps_path = dir.join(STEPS_FILE);
-    let text = std::fs::read(&steps_path).map_err(io_error(&steps_path))?;
     let valid_len = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let (complete, tail) = text.split_at(valid_len);
     let mut steps = Vec::new();

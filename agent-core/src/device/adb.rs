@@ -197,7 +197,7 @@ impl AdbDevice {
 }
 
 /// Splits `…__btl_rc=N\n` off the end of stdout.
-fn split_exit_code(mut stdout: Vec<u8>, stderr: Vec<u8>) -> Option<ShellResult> {
+pub fn split_exit_code(mut stdout: Vec<u8>, stderr: Vec<u8>) -> Option<ShellResult> {
     let at = stdout
         .windows(RC_MARKER.len())
         .rposition(|w| w == RC_MARKER.as_bytes())?;
@@ -292,7 +292,7 @@ fn type_command(text: &str) -> String {
 }
 
 /// Reads `wm size`: an override size wins over the physical one.
-fn parse_wm_size(text: &str) -> Option<Size> {
+pub fn parse_wm_size(text: &str) -> Option<Size> {
     let size_after = |label: &str| {
         text.lines().find_map(|l| {
             let (w, h) = l.trim().strip_prefix(label)?.trim().split_once('x')?;

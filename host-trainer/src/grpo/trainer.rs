@@ -581,7 +581,8 @@ impl Trainer {
         self.to_prompt(input)
     }
 
-    /// Vision tokens per image token: the merger's square.
+    /// The side of the vision merger's square: merge² patches make one
+    /// image token.
     fn merge(&self) -> i64 {
         self.model.config().vision.spatial_merge_size
     }
@@ -706,16 +707,15 @@ impl Trainer {
         let im_end = self.tokenizer.stop_ids()[0];
         // The answers first: the step's mean is over every answer token.
         let mut answers = Vec::with_capacity(per_step);
-        for slot in 0..per_step {
-            let index = step * per_step as u64 + slot as u64;
-            let sample = &self.item_at(index).sample;
+        for position in self.step_positions(step) {
+            let sample = &self.items[position].sample;
             let max_pixels = cfg.data.max_pixels.unwrap_or(sample.max_pixels);
             let text = target_answer(sample, max_pixels, cfg.sft.max_regions)?;
             let mut ids = self.tokenizer.encode_text(&text)?;
             ids.push(im_end);
-            answers.push((index, ids));
+            answers.push(ids);
         }
-        let tokens: usize = answers.iter().map(|(_, ids)| ids.len()).sum();
+        let tokens: usize = answers.iter().map(Vec::len).sum();
         let inputs = self.step_inputs(step)?;
         if step + 1 < cfg.run.steps {
             self.prefetch(step + 1);
@@ -735,7 +735,7 @@ impl Trainer {
                 let batch: Vec<(&Prompt, &[i64])> = prompts
                     .iter()
                     .zip(chunk)
-                    .map(|(prompt, (_, ids))| (prompt, ids.as_slice()))
+                    .map(|(prompt, ids)| (prompt, ids.as_slice()))
                     .collect();
                 self.model.set_training(true);
                 let loss = self.forward(|| shared_prefix_loss(&self.model, &batch, tokens));
@@ -746,7 +746,7 @@ impl Trainer {
             }
             return self.finish_sft_step(started, lr, loss_sum, tokens, prompt_tokens);
         }
-        for ((_, ids), prompt) in answers.iter().zip(&prompts) {
+        for (ids, prompt) in answers.iter().zip(&prompts) {
             self.model.set_training(true);
             let out = self.forward(|| {
                 answer_loss(

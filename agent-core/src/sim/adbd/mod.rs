@@ -42,7 +42,7 @@ mod server;
 mod service;
 pub mod shell_v2;
 mod stream;
-mod sync;
+pub mod sync;
 #[cfg(test)]
 mod tests;
 

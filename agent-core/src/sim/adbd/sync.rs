@@ -29,7 +29,7 @@ const MAX_UPLOAD_BYTES: usize = 256 * 1024 * 1024;
 
 /// One sync request from the host.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Request {
+pub enum Request {
     Stat(String),
     List(String),
     /// `"path,mode"`.
@@ -43,7 +43,7 @@ pub(super) enum Request {
 
 /// A request the device cannot make sense of; the sync session ends.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub(super) enum SyncError {
+pub enum SyncError {
     #[error("unknown sync request {0:?}")]
     Unknown(String),
     #[error("sync path of {0} bytes is longer than {MAX_PATH_LEN}")]
@@ -54,7 +54,7 @@ pub(super) enum SyncError {
 
 /// Reassembles requests from WRTE payloads split at arbitrary points.
 #[derive(Debug, Default)]
-pub(super) struct RequestParser {
+pub struct RequestParser {
     buf: Vec<u8>,
     /// Bytes of `buf` already parsed; compacted on the next push so a WRTE
     /// full of small DATA requests costs one copy, not one per request.
@@ -62,14 +62,14 @@ pub(super) struct RequestParser {
 }
 
 impl RequestParser {
-    pub(super) fn push(&mut self, bytes: &[u8]) {
+    pub fn push(&mut self, bytes: &[u8]) {
         self.buf.drain(..self.start);
         self.start = 0;
         self.buf.extend_from_slice(bytes);
     }
 
     /// The next whole request, `Ok(None)` if more bytes are needed.
-    pub(super) fn next(&mut self) -> Result<Option<Request>, SyncError> {
+    pub fn next_request(&mut self) -> Result<Option<Request>, SyncError> {
         let pending = &self.buf[self.start..];
         let Some((&[i0, i1, i2, i3, l0, l1, l2, l3], rest)) = pending.split_first_chunk::<8>()
         else {
@@ -224,7 +224,7 @@ pub(super) async fn serve(mut stream: Stream, backend: Arc<dyn AdbBackend>) {
     let mut parser = RequestParser::default();
     let mut upload = None;
     loop {
-        let next = match parser.next() {
+        let next = match parser.next_request() {
             Ok(Some(request)) => handle(request, &mut upload, &mut stream, &backend).await,
             Ok(None) => match stream.read().await {
                 Some(bytes) => {
@@ -363,7 +363,7 @@ mod tests {
         let mut out = Vec::new();
         for chunk in chunks {
             parser.push(chunk);
-            while let Some(request) = parser.next().unwrap() {
+            while let Some(request) = parser.next_request().unwrap() {
                 out.push(request);
             }
         }
@@ -392,10 +392,10 @@ mod tests {
         ];
         let mut parser = RequestParser::default();
         parser.push(&header);
-        assert_eq!(parser.next(), Ok(None));
+        assert_eq!(parser.next_request(), Ok(None));
         parser.push(b"/sdcard");
-        assert_eq!(parser.next(), Ok(Some(Request::Stat("/sdcard".into()))));
-        assert_eq!(parser.next(), Ok(None));
+        assert_eq!(parser.next_request(), Ok(Some(Request::Stat("/sdcard".into()))));
+        assert_eq!(parser.next_request(), Ok(None));
     }
 
     #[test]
@@ -419,13 +419,13 @@ mod tests {
     fn hostile_requests_are_rejected_from_the_header() {
         let mut parser = RequestParser::default();
         parser.push(&[b'S', b'T', b'A', b'T', 0x01, 0x04, 0x00, 0x00]);
-        assert_eq!(parser.next(), Err(SyncError::PathTooLong(1025)));
+        assert_eq!(parser.next_request(), Err(SyncError::PathTooLong(1025)));
         let mut parser = RequestParser::default();
         parser.push(&[b'D', b'A', b'T', b'A', 0x01, 0x00, 0x01, 0x00]);
-        assert_eq!(parser.next(), Err(SyncError::DataTooLong(65537)));
+        assert_eq!(parser.next_request(), Err(SyncError::DataTooLong(65537)));
         let mut parser = RequestParser::default();
         parser.push(b"STA2\0\0\0\0");
-        assert_eq!(parser.next(), Err(SyncError::Unknown("STA2".into())));
+        assert_eq!(parser.next_request(), Err(SyncError::Unknown("STA2".into())));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! fail as on a device: `…: inaccessible or not found`, exit 127.
 
 mod commands;
-mod syntax;
+pub mod syntax;
 
 use super::backend::ShellOutput;
 use super::phone::Phone;

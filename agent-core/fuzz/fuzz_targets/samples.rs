@@ -1,0 +1,33 @@
+//! Fuzzes the sample and completion files (`btl score`, `btl-train`): the
+//! official JSON sample format and JSONL completions scored against them.
+//!
+//! The input is the samples text, then a 0xFF byte, then the completions.
+//! Beyond "never panics": every completion of parsed files is scored with
+//! both reward modes, every score in [0, 1].
+
+#![no_main]
+
+use agent_core::reward::{RewardMode, Weights, score};
+use agent_core::sample::{parse_completions, parse_samples};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let (samples, completions) = match data.iter().position(|&b| b == 0xff) {
+        Some(at) => (&data[..at], &data[at + 1..]),
+        None => (data, &[][..]),
+    };
+    let Ok(samples) = parse_samples(&String::from_utf8_lossy(samples)) else {
+        return;
+    };
+    let Ok(completions) = parse_completions(&String::from_utf8_lossy(completions), &samples)
+    else {
+        return;
+    };
+    for c in &completions {
+        let sample = &samples[c.sample];
+        for mode in [RewardMode::Released, RewardMode::Paper] {
+            let total = score(sample, &c.completion, mode, Weights::default()).total;
+            assert!((0.0..=1.0).contains(&total), "{mode:?} total {total}");
+        }
+    }
+});
