@@ -19,8 +19,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(samples) = parse_samples(&String::from_utf8_lossy(samples)) else {
         return;
     };
-    let Ok(completions) = parse_completions(&String::from_utf8_lossy(completions), &samples)
-    else {
+    let Ok(completions) = parse_completions(&String::from_utf8_lossy(completions), &samples) else {
         return;
     };
     for c in &completions {

@@ -12,10 +12,18 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let mut rest = data;
     while let Some((packet, used)) = decode_packet(rest) {
-        assert!(used > 0 && used <= rest.len(), "used {used} of {}", rest.len());
+        assert!(
+            used > 0 && used <= rest.len(),
+            "used {used} of {}",
+            rest.len()
+        );
         let mut again = Vec::new();
         encode_packet(packet.id, packet.data, &mut again);
-        assert_eq!(again, &rest[..used], "a packet does not encode to its bytes");
+        assert_eq!(
+            again,
+            &rest[..used],
+            "a packet does not encode to its bytes"
+        );
         rest = &rest[used..];
     }
 });
