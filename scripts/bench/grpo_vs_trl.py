@@ -254,6 +254,18 @@ def btl_scorer(btl: Path, samples_file: Path, workdir: Path):
 # TRL
 
 
+# btl-train's [optim] matching trainer_settings().
+OPTIM_TOML = """[optim]
+lr = 1e-4
+beta1 = 0.9
+beta2 = 0.999
+eps = 1e-8
+weight_decay = 0.1
+max_grad_norm = 1.0
+warmup_ratio = 0.05
+"""
+
+
 def trainer_settings(steps: int, seed: int, output_dir: Path) -> dict:
     """The transformers Trainer settings of btl-train's [optim] and [run] in the TRL benchmarks: AdamW lr 1e-4
     (0.9, 0.999, 1e-8), weight decay 0.1, max grad norm 1.0, cosine schedule with ceil(0.05·steps) warm-up steps,
@@ -394,15 +406,7 @@ skip_flat_groups = false
 mode = "released"
 weights = {{ format = 0.1, blink = 0.3, link = 0.6 }}
 
-[optim]
-lr = 1e-4
-beta1 = 0.9
-beta2 = 0.999
-eps = 1e-8
-weight_decay = 0.1
-max_grad_norm = 1.0
-warmup_ratio = 0.05
-
+{OPTIM_TOML}
 [run]
 steps = {args.steps}
 seed = {args.seed}

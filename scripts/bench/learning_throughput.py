@@ -50,6 +50,9 @@ import sys
 import time
 from pathlib import Path
 
+from grpo_vs_trl import (OPTIM_TOML, CHAT_TEMPLATE, btl_train_prompt_ids, conversation, make_processor,
+                         trainer_settings)
+
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "host-trainer" / "tests" / "data" / "tiny-qwen25vl-hf"
 TOKENIZER = REPO / "tests" / "data" / "tiny-qwen25vl" / "tokenizer.json"
@@ -115,16 +118,6 @@ tokenizer = {q(str(TOKENIZER))}
 precision = "{precision}"
 device = "{device}"
 """
-    optim = """
-[optim]
-lr = 1e-4
-beta1 = 0.9
-beta2 = 0.999
-eps = 1e-8
-weight_decay = 0.1
-max_grad_norm = 1.0
-warmup_ratio = 0.05
-"""
     if objective == "sft":
         steps = args.sft_steps
         body = f"""mode = "full"
@@ -156,7 +149,7 @@ tasks = ["wifi_on", "alarm_on"]
 phones = {args.phones}
 max_steps = {args.episode_steps}
 """
-    return common + body + optim + f"""
+    return common + body + "\n" + OPTIM_TOML + f"""
 [run]
 objective = "{'sft' if objective == 'sft' else 'grpo'}"
 steps = {steps}
@@ -243,9 +236,6 @@ def run_trl(args, model: str, samples: Path) -> dict:
     from tokenizers import Tokenizer
     from transformers import PrinterCallback, Qwen2_5_VLForConditionalGeneration, TrainerCallback
     from trl import SFTConfig, SFTTrainer
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    from grpo_vs_trl import CHAT_TEMPLATE, btl_train_prompt_ids, conversation, make_processor, trainer_settings
 
     torch.set_num_threads(args.threads)
     rows = trl_dataset(args, samples)

@@ -13,17 +13,6 @@
 use agent_core::sim::adbd::message::{Command, Message};
 use libfuzzer_sys::fuzz_target;
 
-const COMMANDS: [Command; 8] = [
-    Command::Cnxn,
-    Command::Auth,
-    Command::Open,
-    Command::Okay,
-    Command::Wrte,
-    Command::Clse,
-    Command::Stls,
-    Command::Sync,
-];
-
 fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else {
         return;
@@ -35,7 +24,7 @@ fuzz_target!(|data: &[u8]| {
     let Some((head, rest)) = rest.split_first_chunk::<9>() else {
         return;
     };
-    let command = COMMANDS[usize::from(head[0] % 8)];
+    let command = Command::ALL[usize::from(head[0]) % Command::ALL.len()];
     let arg0 = u32::from_le_bytes([head[1], head[2], head[3], head[4]]);
     let arg1 = u32::from_le_bytes([head[5], head[6], head[7], head[8]]);
     // The first bytes after the header say which frame bytes to overwrite

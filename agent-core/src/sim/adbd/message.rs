@@ -52,6 +52,18 @@ pub enum Command {
 }
 
 impl Command {
+    /// Every command.
+    pub const ALL: [Command; 8] = [
+        Command::Cnxn,
+        Command::Auth,
+        Command::Open,
+        Command::Okay,
+        Command::Wrte,
+        Command::Clse,
+        Command::Stls,
+        Command::Sync,
+    ];
+
     /// The wire value (`b"CNXN"` read as LE u32 = 0x4E584E43, …).
     pub const fn code(self) -> u32 {
         u32::from_le_bytes(*match self {
@@ -67,18 +79,7 @@ impl Command {
     }
 
     pub fn from_code(code: u32) -> Option<Self> {
-        [
-            Command::Cnxn,
-            Command::Auth,
-            Command::Open,
-            Command::Okay,
-            Command::Wrte,
-            Command::Clse,
-            Command::Stls,
-            Command::Sync,
-        ]
-        .into_iter()
-        .find(|command| command.code() == code)
+        Self::ALL.into_iter().find(|command| command.code() == code)
     }
 
     /// Largest payload the device accepts for this command.

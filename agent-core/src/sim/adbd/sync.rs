@@ -394,7 +394,10 @@ mod tests {
         parser.push(&header);
         assert_eq!(parser.next_request(), Ok(None));
         parser.push(b"/sdcard");
-        assert_eq!(parser.next_request(), Ok(Some(Request::Stat("/sdcard".into()))));
+        assert_eq!(
+            parser.next_request(),
+            Ok(Some(Request::Stat("/sdcard".into())))
+        );
         assert_eq!(parser.next_request(), Ok(None));
     }
 
@@ -425,7 +428,10 @@ mod tests {
         assert_eq!(parser.next_request(), Err(SyncError::DataTooLong(65537)));
         let mut parser = RequestParser::default();
         parser.push(b"STA2\0\0\0\0");
-        assert_eq!(parser.next_request(), Err(SyncError::Unknown("STA2".into())));
+        assert_eq!(
+            parser.next_request(),
+            Err(SyncError::Unknown("STA2".into()))
+        );
     }
 
     #[test]
