@@ -50,7 +50,7 @@ import sys
 import time
 from pathlib import Path
 
-from grpo_vs_trl import (OPTIM_TOML, CHAT_TEMPLATE, btl_train_prompt_ids, conversation, make_processor,
+from grpo_vs_trl import (CHAT_TEMPLATE, OPTIM_TOML, BenchError, btl_train_prompt_ids, conversation, make_processor,
                          trainer_settings)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -61,10 +61,6 @@ SAMPLES_PER_STEP = 8
 # Oracle episodes of these templates make the SFT samples: short and long
 # answers, typed text and taps.
 TASKS = "wifi_on,alarm_set,contact_add,web_search,note_create,brightness_set"
-
-
-class BenchError(Exception):
-    """A failure the user can act on; printed without a traceback."""
 
 
 def run(cmd: list[str], what: str, env: dict | None = None) -> str:
