@@ -16,11 +16,13 @@
 //! - [`agent`]: the agent loop, its safety gate, screen-stability wait and
 //!   crash-safe trajectories.
 //! - [`report`]: a trajectory as a self-contained HTML page.
+//! - [`hash`]: the fixed hash seeds are mixed with. Pure.
 //! - [`cli`]: the `btl` command line; `src/main.rs` only calls [`cli::main`].
 
 pub mod agent;
 pub mod cli;
 pub mod device;
+pub mod hash;
 pub mod metrics;
 pub mod model;
 pub mod protocol;

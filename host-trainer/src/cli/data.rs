@@ -4,7 +4,8 @@
 use crate::data::augment::augment_typed;
 use crate::data::ms_swift::{ExportOptions, Purpose, export_ms_swift};
 use crate::data::{
-    ConvertOptions, DEFAULT_LAMBDA, Error, from_trajectories, load_samples, write_samples,
+    ConvertOptions, DEFAULT_LAMBDA, Error, from_trajectories, load_samples, rebase_images,
+    write_samples,
 };
 use agent_core::cli::{Failure, Outcome};
 use agent_core::model::grammar::GrammarLimits;
@@ -96,21 +97,7 @@ fn augment_typed_cmd(args: &AugmentTypedArgs) -> Outcome {
     let samples = load_samples(&args.samples).map_err(failure)?;
     let (mut copies, report) =
         augment_typed(&samples, args.copies, args.seed, &args.samples).map_err(failure)?;
-    // Image paths are relative to the sample file: copies written elsewhere
-    // name the originals by their full path.
-    // A bare file name's parent is "", which `absolute` refuses: it is ".".
-    let dir = |p: &std::path::Path| {
-        let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
-        std::path::absolute(parent.unwrap_or(std::path::Path::new("."))).unwrap_or_default()
-    };
-    let (from, to) = (dir(&args.samples), dir(&args.out));
-    if from != to {
-        for copy in &mut copies {
-            for image in &mut copy.images {
-                *image = from.join(&*image).display().to_string();
-            }
-        }
-    }
+    rebase_images(&mut copies, &args.samples, &args.out);
     write_samples(&args.out, &copies).map_err(failure)?;
     println!(
         "{} copies of {} typing samples in {}{}",

@@ -16,6 +16,7 @@
 //! leaks the held-out split into training.
 
 use super::{Error, Result};
+use agent_core::hash::fnv1a;
 use agent_core::protocol::{Action, Link, ParseMode, parse_link_json};
 use agent_core::sample::Sample;
 use agent_core::sim::tasks::names_heldout_value;
@@ -84,7 +85,9 @@ pub fn augment_typed(
             continue;
         }
         report.typed += 1;
-        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ fnv(&name));
+        // Keyed by the id, each sample draws its own copies whatever the
+        // order of the file.
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ fnv1a(&[name.as_bytes()]));
         for copy in 0..copies {
             let Some(new) = (0..DRAWS)
                 .map(|_| reshape(value, &mut rng))
@@ -147,14 +150,6 @@ pub fn reshape(value: &str, rng: &mut ChaCha8Rng) -> String {
             c => c,
         })
         .collect()
-}
-
-/// FNV-1a of a sample's id, so each sample draws its own copies whatever
-/// the order of the file.
-fn fnv(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ use agent_core::agent::trajectory::{TrajectoryError, write_atomic};
 use std::path::{Path, PathBuf};
 
 pub use rois::DEFAULT_LAMBDA;
-pub use samples::{load_samples, write_samples};
+pub use samples::{load_samples, rebase_images, write_samples};
 pub use trajectories::{ConvertOptions, ConvertReport, from_trajectories};
 
 /// What went wrong with the data; each variant names the file (and line)

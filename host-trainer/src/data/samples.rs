@@ -37,6 +37,24 @@ pub fn write_samples(path: &Path, samples: &[Sample]) -> Result<()> {
     write_file(path, samples_json(samples).as_bytes())
 }
 
+/// Rewrites the image paths of `samples`, relative to the sample file
+/// `from`, for a sample file written at `to`: unchanged when both files are
+/// in one directory, else the originals' absolute paths.
+pub fn rebase_images(samples: &mut [Sample], from: &Path, to: &Path) {
+    // A bare file name's parent is "", which `absolute` refuses: it is ".".
+    let dir = |p: &Path| {
+        let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
+        std::path::absolute(parent.unwrap_or(Path::new("."))).unwrap_or_default()
+    };
+    let (from, to) = (dir(from), dir(to));
+    if from == to {
+        return;
+    }
+    for image in samples.iter_mut().flat_map(|s| s.images.iter_mut()) {
+        *image = from.join(&*image).display().to_string();
+    }
+}
+
 /// The sample as JSON, with whole numbers of `bbox` written as integers.
 pub(crate) fn sample_value(sample: &Sample) -> Value {
     let mut value =

@@ -252,12 +252,10 @@ pub fn sample(name: &str, seed: u64) -> Option<Box<dyn Task>> {
 
 /// FNV-1a of a template's name, mixed into the seed so that templates
 /// drawing alike (every alarm task draws a time first) do not all get the
-/// same values for one seed; fixed, unlike std's hasher, so a seed means the
-/// same task in every build.
+/// same values for one seed; fixed, so a seed means the same task in every
+/// build.
 fn fnv(name: &str) -> u64 {
-    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
+    crate::hash::fnv1a(&[name.as_bytes()])
 }
 
 /// One of `items`, drawn from `rng`.

@@ -7,6 +7,7 @@
 //! [`BrowserState`](crate::sim::phone::BrowserState).
 
 use super::{App, AppMsg, Effect, Enter, Stack};
+use crate::hash::fnv1a;
 use crate::sim::phone::render::wrapped_height;
 use crate::sim::phone::scene::{Align, Column, Element, Glyph, Look, Msg as SceneMsg, Rect};
 use crate::sim::phone::state::PhoneState;
@@ -96,18 +97,6 @@ const TEMPLATES: [(&str, &str, &str); 12] = [
 /// How many results a page lists.
 const RESULTS_PER_PAGE: usize = 8;
 
-/// FNV-1a: a fixed hash, unlike std's, so results never change between runs.
-fn fnv(parts: &[&[u8]]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for part in parts {
-        for b in *part {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    h
-}
-
 /// The results page for `query` (trimmed): always the same entries in the
 /// same order for the same query.
 pub fn search_results(query: &str) -> Vec<SearchResult> {
@@ -138,7 +127,7 @@ pub fn search_results(query: &str) -> Vec<SearchResult> {
             .replace("{plus}", &plus)
     };
     let mut order: Vec<usize> = (0..TEMPLATES.len()).collect();
-    order.sort_by_key(|&i| fnv(&[lower.as_bytes(), &[i as u8]]));
+    order.sort_by_key(|&i| fnv1a(&[lower.as_bytes(), &[i as u8]]));
     order
         .into_iter()
         .take(RESULTS_PER_PAGE)
