@@ -170,6 +170,6 @@ fn uiautomator_dump_pulled_with_adb_parses_to_the_phone_tree() {
         String::from_utf8_lossy(&out.stderr)
     );
     let xml = std::fs::read_to_string(&local).unwrap();
-    let tree = agent_core::sim::phone::parse_uiautomator_xml(&xml).unwrap();
+    let tree = agent_core::device::ui::parse_uiautomator_xml(&xml).unwrap();
     assert_eq!(tree, r.phone.with_phone(|p| p.ui_tree()));
 }

@@ -14,6 +14,7 @@ use agent_core::agent::trajectory::{
 use agent_core::agent::{Agent, AgentConfig};
 use agent_core::device::DeviceAction;
 use agent_core::device::sim::SimDevice;
+use agent_core::device::ui::parse_uiautomator_xml;
 use agent_core::model::{OraclePolicy, Policy, Relabelled, ScriptedPolicy};
 use agent_core::protocol::{
     Action, BtlOutput, DevicePoint, FrameMap, Link, ParseMode, Point, Size, TRAINING_MAX_PIXELS,
@@ -21,7 +22,7 @@ use agent_core::protocol::{
 };
 use agent_core::reward::{RewardMode, Weights, score};
 use agent_core::sample::Sample;
-use agent_core::sim::phone::{PhoneConfig, parse_uiautomator_xml};
+use agent_core::sim::phone::PhoneConfig;
 use agent_core::sim::tasks::{self, Task};
 use agent_core::sim::virtual_phone::VirtualPhone;
 use host_trainer::data::ms_swift::{DATASET_FILE, ExportOptions, Purpose, export_ms_swift};
@@ -273,7 +274,7 @@ fn relabelled_episodes_teach_the_teacher_s_answers_even_when_they_fail() {
     let (contacts, settings) = (icon("Contacts"), icon("Settings"));
     let size = Size::new(PhoneConfig::default().width, PhoneConfig::default().height);
     let frame = FrameMap::new(size, TRAINING_MAX_PIXELS).unwrap();
-    let tap = |node: &agent_core::sim::phone::UiNode| {
+    let tap = |node: &agent_core::device::ui::UiNode| {
         let (x, y) = node.center();
         let p = frame.to_model(DevicePoint {
             x: x as u32,

@@ -8,7 +8,7 @@
 
 #![no_main]
 
-use agent_core::sim::phone::{parse_uiautomator_xml, to_uiautomator_xml};
+use agent_core::device::ui::{parse_uiautomator_xml, to_uiautomator_xml};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -21,12 +21,12 @@ pub mod stability;
 pub mod trajectory;
 pub mod vote;
 
+use crate::device::ui::UiNode;
 use crate::device::{Device, DeviceAction, DeviceError};
 use crate::model::{Observation, Policy};
 use crate::protocol::{
     Action, FrameMap, Link, ParseMode, Profile, Prompt, Size, TRAINING_MAX_PIXELS, Task, parse,
 };
-use crate::sim::phone::UiNode;
 use image::RgbaImage;
 use safety::{ConfirmRequest, Confirmer, DenyAll, Rejection, SafetyConfig, Verdict};
 use serde::{Deserialize, Serialize};
@@ -766,12 +766,10 @@ impl Agent {
 /// A different seed for every attempt of every step, spread by SplitMix64
 /// so nearby (step, attempt) pairs do not give nearby seeds.
 fn attempt_seed(base: u64, step: u32, attempt: u32) -> u64 {
-    let mut z = base
-        .wrapping_add(u64::from(step) << 32 | u64::from(attempt))
-        .wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    crate::hash::splitmix64(
+        base.wrapping_add(u64::from(step) << 32 | u64::from(attempt))
+            .wrapping_add(crate::hash::SPLITMIX64_GAMMA),
+    )
 }
 
 /// Whether every pixel has the same colour (alpha ignored): what
@@ -797,5 +795,6 @@ fn unix_ms() -> u64 {
         .map_or(0, millis)
 }
 
-#[cfg(test)]
+// The loop's tests drive the virtual phone, which only host builds have.
+#[cfg(all(test, feature = "host"))]
 mod tests;

@@ -16,8 +16,8 @@
 //! Swipe, Back, Home, Wait and Finish are never sensitive: they navigate
 //! without committing anything.
 
+use crate::device::ui::UiNode;
 use crate::protocol::{Action, BtlOutput, FrameMap, Link, Point, Profile, Size};
-use crate::sim::phone::UiNode;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use thiserror::Error;

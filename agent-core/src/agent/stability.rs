@@ -138,8 +138,8 @@ pub(crate) fn millis(d: Duration) -> u64 {
 mod tests {
     use super::*;
     use crate::device::DeviceAction;
+    use crate::device::ui::UiNode;
     use crate::protocol::Size;
-    use crate::sim::phone::UiNode;
 
     /// Shows `frames[i]` on the i-th screenshot, then the last one forever.
     struct Flicker {

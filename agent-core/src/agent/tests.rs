@@ -9,9 +9,10 @@ use super::trajectory::{
 };
 use super::*;
 use crate::device::sim::SimDevice;
+use crate::device::ui::parse_uiautomator_xml;
 use crate::model::ScriptedPolicy;
 use crate::protocol::{BtlOutput, DevicePoint, Part, Point, Roi, render};
-use crate::sim::phone::{Phone, PhoneConfig, parse_uiautomator_xml};
+use crate::sim::phone::{Phone, PhoneConfig};
 use crate::sim::virtual_phone::VirtualPhone;
 use std::io::Write;
 use std::sync::Arc;

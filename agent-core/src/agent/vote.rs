@@ -14,8 +14,8 @@
 //!
 //! Pure: no device, no policy; tested as a table.
 
+use crate::device::ui::UiNode;
 use crate::protocol::{Action, FrameMap, Point};
-use crate::sim::phone::UiNode;
 use serde::{Deserialize, Serialize};
 
 /// Without a UI tree, points closer than this fraction of the model frame's

@@ -13,8 +13,8 @@ use crate::device::sim::SimDevice;
 use crate::device::{Device, DeviceError};
 use crate::model::settings::PROMPT_VERSION;
 use crate::model::{
-    LoraAdapter, ModelSettings, Observation, OraclePolicy, Policy, PolicyError, PolicyOutput,
-    Relabelled,
+    LlamaConfig, LoadPolicyError, LoraAdapter, ModelSettings, Observation, Policy, PolicyError,
+    PolicyOutput, PolicySpec, Relabelled,
 };
 use crate::protocol::{Action, Profile, TRAINING_MAX_PIXELS};
 use crate::sim::phone::PhoneConfig;
@@ -326,9 +326,7 @@ pub fn load_policy(args: &PolicyArgs, vote: u32) -> Result<SharedPolicy, Failure
     }
 }
 
-#[cfg(feature = "llama")]
 fn load_model(args: &PolicyArgs, vote: u32) -> Result<Box<dyn Policy>, Failure> {
-    use crate::model::llama::{LlamaConfig, LlamaPolicy};
     let (model, mmproj) = match (&args.model, &args.mmproj) {
         (Some(m), Some(p)) => (m.clone(), p.clone()),
         _ => {
@@ -349,30 +347,27 @@ fn load_model(args: &PolicyArgs, vote: u32) -> Result<Box<dyn Policy>, Failure> 
     config.grammar = !args.no_grammar;
     config.temperature = args.temperature.unwrap_or(if vote > 1 { 0.9 } else { 0.0 });
     config.adapters = args.lora.clone();
-    let policy = LlamaPolicy::load(config).map_err(|e| Failure::BadInput(e.into()))?;
+    let policy = PolicySpec::Llama(config).load().map_err(|e| match e {
+        LoadPolicyError::NotBuilt { .. } => Failure::BadInput(anyhow!(
+            "{e}: rebuild btl with `--features llama`, or use --policy oracle"
+        )),
+        e => Failure::BadInput(e.into()),
+    })?;
     if !args.lora.is_empty() {
         eprintln!("btl: model {}", policy.name());
     }
-    Ok(Box::new(policy))
+    Ok(policy)
 }
 
 /// The shipped default model's text GGUF and projector. They stay in the
 /// source tree, not in the binary, since `btl` is run from the workspace
 /// (scripts/run-agent).
-#[cfg(feature = "llama")]
 fn default_model() -> (PathBuf, PathBuf) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
     (
         dir.join("btl-mini-q8_0.gguf"),
         dir.join("mmproj-btl-mini-f16.gguf"),
     )
-}
-
-#[cfg(not(feature = "llama"))]
-fn load_model(_: &PolicyArgs, _: u32) -> Result<Box<dyn Policy>, Failure> {
-    Err(Failure::BadInput(anyhow!(
-        "this btl was built without the llama.cpp backend; rebuild with `--features llama`, or use --policy oracle"
-    )))
 }
 
 /// One loaded policy lent to episode after episode (a model is loaded
@@ -435,11 +430,12 @@ fn acting_policy(
     seed: u64,
 ) -> Result<Box<dyn Policy>, Failure> {
     match (kind, shared, task) {
-        (PolicyKind::Oracle, _, Some(task)) => {
-            let task = tasks::sample(task.name(), seed)
-                .ok_or_else(|| Failure::BadInput(anyhow!("no task named '{}'", task.name())))?;
-            Ok(Box::new(OraclePolicy::new(task)))
+        (PolicyKind::Oracle, _, Some(task)) => PolicySpec::Oracle {
+            task: task.name().to_owned(),
+            seed,
         }
+        .load()
+        .map_err(|e| Failure::BadInput(e.into())),
         (PolicyKind::Oracle, _, None) => Err(Failure::BadInput(anyhow!(
             "--policy oracle needs a task (--task NAME): the oracle knows how to solve suite tasks only"
         ))),

@@ -1,8 +1,8 @@
 //! The `btl` command line.
 //!
-//! Exit codes: 0 success; 1 the command ran and failed; 2 bad usage or bad
-//! input (a file that cannot be read or parsed, named with its line and the
-//! reason). Errors are printed once, with their cause chain, on stderr.
+//! Exit codes as [`crate::process`] gives them: 0 success; 1 the command ran
+//! and failed; 2 bad usage or bad input (a file that cannot be read or
+//! parsed, named with its line and the reason).
 
 mod bench;
 mod collect;
@@ -16,6 +16,8 @@ mod run;
 mod score;
 mod sim;
 
+use crate::process::{Failure, Outcome};
+use crate::process::{exit_code, parse_args};
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use std::io::Write;
@@ -57,23 +59,6 @@ enum Command {
     Devices(devices::Args),
 }
 
-/// Why a command stopped; decides the exit code.
-#[derive(Debug)]
-pub enum Failure {
-    /// Input the user can fix: exit code 2.
-    BadInput(anyhow::Error),
-    /// Anything else: exit code 1.
-    Failed(anyhow::Error),
-}
-
-impl From<anyhow::Error> for Failure {
-    fn from(e: anyhow::Error) -> Self {
-        Self::Failed(e)
-    }
-}
-
-pub type Outcome = Result<(), Failure>;
-
 /// Runs the CLI on the process arguments and returns the exit code.
 pub fn main() -> ExitCode {
     let cli: Cli = match parse_args() {
@@ -97,37 +82,6 @@ pub fn main() -> ExitCode {
         Command::Devices(args) => devices::run(&args),
     };
     exit_code("btl", result)
-}
-
-/// The process arguments as `C`, or the exit code after clap has printed
-/// help, the version or the usage error (shared with `btl-train`).
-pub fn parse_args<C: Parser>() -> Result<C, ExitCode> {
-    C::try_parse().map_err(|e| {
-        // clap prints help and version itself and knows their exit code (0).
-        let _ = e.print();
-        ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
-    })
-}
-
-/// The exit code of a command's outcome, its error printed once on stderr
-/// as `program: error: …` with the cause chain.
-pub fn exit_code(program: &str, outcome: Outcome) -> ExitCode {
-    let (e, code) = match outcome {
-        Ok(()) => return ExitCode::SUCCESS,
-        Err(Failure::BadInput(e)) => (e, 2),
-        Err(Failure::Failed(e)) if is_broken_pipe(&e) => return ExitCode::SUCCESS,
-        Err(Failure::Failed(e)) => (e, 1),
-    };
-    eprintln!("{program}: error: {e:#}");
-    ExitCode::from(code)
-}
-
-/// A closed stdout (`btl score … | head`) is the reader's choice, not a failure.
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
 }
 
 /// Reads a whole text file; failures are bad input naming the file.

@@ -3,7 +3,8 @@
 //! evaluated offline.
 //!
 //! Each sample's own prompt (its system and user messages) and image are
-//! used, and its coordinates frame is `smart_resize` of the image at the
+//! used, decoding is constrained to the action space that prompt lists,
+//! and its coordinates frame is `smart_resize` of the image at the
 //! sample's `max_pixels`, exactly what the answers are scored in. Image
 //! paths are relative to the samples file.
 
@@ -53,8 +54,7 @@ pub fn run(args: &Args) -> Outcome {
         let raw = policy
             .act(&Observation {
                 screenshot: &obs.screenshot,
-                // The official samples' prompts are the btl-ui profile's.
-                profile: Profile::BtlUi,
+                profile: obs.profile,
                 frame: obs.frame,
                 prompt: &obs.prompt,
                 ui_tree: None,
@@ -81,6 +81,9 @@ struct SampleObservation {
     screenshot: image::RgbaImage,
     frame: FrameMap,
     prompt: Prompt,
+    /// The action space the sample's prompt lists, so constrained decoding
+    /// admits exactly its actions (`Finish` in a `btl-extended` sample).
+    profile: Profile,
 }
 
 fn observation(sample: &Sample, base: &Path) -> anyhow::Result<SampleObservation> {
@@ -110,9 +113,65 @@ fn observation(sample: &Sample, base: &Path) -> anyhow::Result<SampleObservation
             size.height
         ));
     }
+    // The official samples' prompts are the btl-ui profile's; so are the
+    // grounding prompts, which list no actions.
+    let profile = Profile::of_user_prompt(&prompt.user).unwrap_or(Profile::BtlUi);
     Ok(SampleObservation {
         screenshot,
         frame: FrameMap::new(size, sample.max_pixels)?,
         prompt,
+        profile,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::prompt::Task;
+    use crate::sample::Message;
+
+    fn sample_with(profile: Profile, dir: &Path) -> Sample {
+        let prompt = Prompt::new(
+            &Task::Navigation {
+                goal: "Turn on Wi-Fi.",
+                step_instruction: None,
+                history: &[],
+            },
+            profile,
+            None,
+        );
+        image::RgbaImage::new(28, 56)
+            .save(dir.join("s.png"))
+            .unwrap();
+        Sample {
+            id: None,
+            images: vec!["s.png".into()],
+            image_sizes: vec![[28, 56]],
+            max_pixels: 200_704,
+            messages: vec![
+                Message {
+                    role: "system".into(),
+                    content: prompt.system,
+                },
+                Message {
+                    role: "user".into(),
+                    content: prompt.user,
+                },
+            ],
+            solution: r#"[{"Action": {"function": "Finish"}}]"#.into(),
+            bbox: Vec::new(),
+            rois: Vec::new(),
+        }
+    }
+
+    /// A sample recorded in `btl-extended` is decoded in that action space:
+    /// under the btl-ui grammar its `Finish` could never be answered.
+    #[test]
+    fn each_sample_is_decoded_in_the_action_space_its_prompt_lists() {
+        let dir = tempfile::tempdir().unwrap();
+        for profile in [Profile::BtlUi, Profile::BtlExtended] {
+            let obs = observation(&sample_with(profile, dir.path()), dir.path()).unwrap();
+            assert_eq!(obs.profile, profile);
+        }
+    }
 }

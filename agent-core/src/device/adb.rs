@@ -10,8 +10,8 @@
 //! followed by `echo __btl_rc=$?` and the code is read back from stdout.
 
 use super::{Device, DeviceAction, DeviceError, LONG_PRESS_MS};
+use crate::device::ui::{UiNode, parse_uiautomator_xml};
 use crate::protocol::{DevicePoint, Size};
-use crate::sim::phone::{UiNode, parse_uiautomator_xml};
 use adb_client::ADBDeviceExt;
 use adb_client::server::{ADBServer, DeviceState};
 use adb_client::server_device::ADBServerDevice;

@@ -10,18 +10,25 @@
 //!   phone) through the adb server, with per-call timeouts.
 //! - [`sim::SimDevice`]: the virtual phone in-process.
 //!
+//! [`ui::UiNode`] is the screen's accessibility tree as every backend
+//! reports it (`uiautomator dump`'s XML).
+//!
 //! [`adb_server::PrivateAdbServer`] starts an adb server of one's own for
 //! tests, benchmarks and collection on the virtual phone.
 
+#[cfg(feature = "host")]
 pub mod adb;
+#[cfg(feature = "host")]
 pub mod adb_server;
+#[cfg(feature = "host")]
 pub mod sim;
+pub mod ui;
 
 use crate::protocol::{Action, DevicePoint, Direction, FrameMap, Size};
-use crate::sim::phone::UiNode;
 use image::RgbaImage;
 use std::time::Duration;
 use thiserror::Error;
+use ui::UiNode;
 
 /// How long a long press holds: Android reports a long press after 500 ms;
 /// 800 ms leaves room for slow devices, as the spec asks.

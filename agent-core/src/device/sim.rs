@@ -3,8 +3,8 @@
 //! the fast path for tests, benchmarks and data collection.
 
 use super::{Device, DeviceAction, DeviceError};
+use crate::device::ui::UiNode;
 use crate::protocol::Size;
-use crate::sim::phone::UiNode;
 use crate::sim::virtual_phone::VirtualPhone;
 use image::RgbaImage;
 use std::sync::Arc;

@@ -17,11 +17,10 @@
 //! every context made for it, so it holds for the whole session and the
 //! kept prompt prefix was always computed with it.
 
-use super::grammar::{DEFAULT_MAX_TOKENS, GrammarLimits, btl_grammar};
+use super::grammar::{GrammarLimits, btl_grammar};
 use super::preprocess::{PillowVersion, resize_bicubic_pil};
-use super::{
-    GenerationStats, LoraAdapter, ModelSettings, Observation, Policy, PolicyError, PolicyOutput,
-};
+pub use super::spec::{ALL_LAYERS, GPU_BACKEND, LlamaConfig, default_gpu_layers};
+use super::{GenerationStats, ModelSettings, Observation, Policy, PolicyError, PolicyOutput};
 use crate::protocol::prompt::IMAGE_PLACEHOLDER;
 use image::RgbImage;
 use image::buffer::ConvertBuffer;
@@ -49,79 +48,6 @@ use thiserror::Error;
 
 /// Side of one merged vision patch: image tokens = (w / 28) · (h / 28).
 const MERGED_PATCH: u32 = 28;
-
-/// How a model is loaded and sampled.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct LlamaConfig {
-    /// Text model GGUF.
-    pub model: PathBuf,
-    /// Vision projector GGUF (`mmproj-…`).
-    pub mmproj: PathBuf,
-    pub threads: i32,
-    /// Context window in tokens (prompt, image and answer together).
-    pub context_tokens: u32,
-    /// Longest answer in tokens.
-    pub max_tokens: u32,
-    /// 0 samples greedily; above 0, top-k, top-p and temperature apply.
-    pub temperature: f32,
-    pub top_p: f32,
-    pub top_k: i32,
-    /// Constrain decoding to the canonical BTL answer (see
-    /// [`super::grammar`]); on by default.
-    #[serde(default = "yes")]
-    pub grammar: bool,
-    /// Keep the KV cache of the prompt's text before the screenshot (the
-    /// system prompt, the action space, the goal and the history so far)
-    /// between calls and evaluate only what changed; on by default.
-    #[serde(default = "yes")]
-    pub reuse_prefix: bool,
-    /// LoRA adapters laid over the text model for the session. llama-cpp-2
-    /// 0.1.160 sets one adapter per context (its `lora_adapter_set` replaces
-    /// the context's set), so loading refuses more than one.
-    #[serde(default)]
-    pub adapters: Vec<LoraAdapter>,
-    /// Transformer layers offloaded to the GPU backend ([`ALL_LAYERS`]: every
-    /// one). 0 runs everything on the CPU, the vision encoder included;
-    /// above 0 the vision encoder runs on the GPU too. Without a GPU backend
-    /// compiled in (features `vulkan`, `cuda`) the count has no effect.
-    #[serde(default = "default_gpu_layers")]
-    pub gpu_layers: u32,
-}
-
-/// `gpu_layers` for "all of them": llama.cpp caps the count at the model's.
-pub const ALL_LAYERS: u32 = u32::MAX;
-
-/// Whether this build has a GPU backend of llama.cpp to offload to.
-pub const GPU_BACKEND: bool = cfg!(any(feature = "vulkan", feature = "cuda"));
-
-/// Everything on the GPU when there is a GPU backend, else the CPU.
-pub fn default_gpu_layers() -> u32 {
-    if GPU_BACKEND { ALL_LAYERS } else { 0 }
-}
-
-fn yes() -> bool {
-    true
-}
-
-impl LlamaConfig {
-    /// Defaults for a model pair: greedy decoding, 2 threads, 8k context.
-    pub fn new(model: impl Into<PathBuf>, mmproj: impl Into<PathBuf>) -> Self {
-        Self {
-            model: model.into(),
-            mmproj: mmproj.into(),
-            threads: 2,
-            context_tokens: 8192,
-            max_tokens: DEFAULT_MAX_TOKENS,
-            temperature: 0.0,
-            top_p: 0.9,
-            top_k: 50,
-            grammar: true,
-            reuse_prefix: true,
-            adapters: Vec::new(),
-            gpu_layers: default_gpu_layers(),
-        }
-    }
-}
 
 /// Why a model could not be loaded.
 #[derive(Debug, Error)]
@@ -815,6 +741,7 @@ mod tests {
     //! scripts/make-tiny-model; reference.json records the generating run).
 
     use super::*;
+    use crate::model::grammar::DEFAULT_MAX_TOKENS;
     use serde_json::Value;
     use std::path::PathBuf;
 
@@ -1257,6 +1184,7 @@ mod tests {
     /// admits under the default limits. The longest strings seen are
     /// printed, the numbers `GrammarLimits::default` cites.
     #[test]
+    #[cfg(feature = "host")]
     fn llama_cpp_grammar_admits_every_oracle_answer() {
         use crate::device::Device;
         use crate::device::sim::SimDevice;

@@ -14,13 +14,16 @@
 //!   demos, replays of recorded trajectories).
 //! - [`grammar`]: the GBNF grammar of the canonical BTL answer, for
 //!   grammar-constrained decoding.
-//! - `quantize` (feature `llama`): llama.cpp's quantizer for text GGUFs.
-//! - [`oracle`]: [`OraclePolicy`], a virtual-phone task's oracle answering
-//!   in BTL (reference runs, demonstrations).
+//! - `quantize` (features `llama` and `host`): llama.cpp's quantizer for
+//!   text GGUFs.
+//! - `oracle` (feature `host`): `OraclePolicy`, a virtual-phone task's
+//!   oracle answering in BTL (reference runs, demonstrations).
 //! - [`relabel`]: [`Relabelled`], a student policy whose every answer
 //!   carries a teacher's answer for the same screen (DAgger collection).
 //! - [`settings`]: [`ModelSettings`], the profile and screenshot size a
 //!   model file says it was trained with.
+//! - [`spec`]: [`PolicySpec`], the policy an episode runs as the CLI and
+//!   the app name it, loaded with this build's features; [`LlamaConfig`].
 //! - [`preprocess`]: Qwen2.5-VL's image preprocessing as in training
 //!   (Pillow's BICUBIC resize, transformers' `pixel_values`), bit for bit.
 
@@ -28,22 +31,26 @@ pub mod grammar;
 #[cfg(feature = "llama")]
 pub mod llama;
 pub mod lora;
+#[cfg(feature = "host")]
 pub mod oracle;
 pub mod preprocess;
-#[cfg(feature = "llama")]
+#[cfg(all(feature = "llama", feature = "host"))]
 pub mod quantize;
 pub mod relabel;
 pub mod scripted;
 pub mod settings;
+pub mod spec;
 
 pub use lora::LoraAdapter;
+#[cfg(feature = "host")]
 pub use oracle::OraclePolicy;
 pub use relabel::Relabelled;
 pub use scripted::ScriptedPolicy;
 pub use settings::ModelSettings;
+pub use spec::{LlamaConfig, LoadPolicyError, PolicySpec};
 
+use crate::device::ui::UiNode;
 use crate::protocol::{FrameMap, Profile, Prompt};
-use crate::sim::phone::UiNode;
 use image::RgbaImage;
 use thiserror::Error;
 

@@ -9,10 +9,10 @@
 
 use super::{GenerationStats, Observation, Policy, PolicyError, PolicyOutput};
 use crate::device::DeviceAction;
+use crate::device::ui::UiNode;
 use crate::protocol::{
     Action, BBox, BtlOutput, DevicePoint, Direction, FrameMap, Link, Point, Roi, render,
 };
-use crate::sim::phone::UiNode;
 use crate::sim::tasks::{OracleStep, Task};
 
 pub struct OraclePolicy {

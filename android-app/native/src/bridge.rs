@@ -11,10 +11,10 @@
 //! it never stays pending across another JNI call.
 
 use agent_core::agent::safety::{ConfirmRequest, Confirmer};
+use agent_core::device::ui::{UiNode, parse_uiautomator_xml};
 use agent_core::device::{Device, DeviceAction, DeviceError, LONG_PRESS_MS};
 use agent_core::model::{Observation, Policy, PolicyError, PolicyOutput};
 use agent_core::protocol::Size;
-use agent_core::sim::phone::{UiNode, parse_uiautomator_xml};
 use image::RgbaImage;
 use jni::objects::{JByteArray, JObject, JString};
 use jni::refs::Global;

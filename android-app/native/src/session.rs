@@ -3,9 +3,10 @@
 //! any thread, then freed.
 
 use crate::bridge::{JavaConfirmer, JavaDevice, JavaSide, StoppablePolicy};
-use crate::config::{PolicyConfig, SessionConfig};
+use crate::config::{Backend, PolicyConfig, SessionConfig};
 use agent_core::agent::{Agent, AgentConfig, AgentError};
-use agent_core::model::{Policy, ScriptedPolicy};
+use agent_core::model::spec::{ALL_LAYERS, GPU_BACKEND};
+use agent_core::model::{LlamaConfig, Policy, PolicySpec};
 use jni::Env;
 use jni::objects::JObject;
 use std::path::{Path, PathBuf};
@@ -93,65 +94,33 @@ impl Session {
 
 /// The policy a request names, if this build has it.
 fn load_policy(config: &PolicyConfig) -> Result<Box<dyn Policy>, BridgeError> {
-    match config {
-        PolicyConfig::Scripted { answers } => Ok(Box::new(ScriptedPolicy::new(answers.clone()))),
+    let spec = match config {
+        PolicyConfig::Scripted { answers } => PolicySpec::Scripted(answers.clone()),
         PolicyConfig::Llama {
             model,
             mmproj,
             threads,
             backend,
-        } => load_llama(model, mmproj, *threads, *backend),
-        PolicyConfig::Oracle { task, seed } => load_oracle(task, *seed),
-    }
-}
-
-#[cfg(feature = "llama")]
-fn load_llama(
-    model: &Path,
-    mmproj: &Path,
-    threads: u32,
-    backend: crate::config::Backend,
-) -> Result<Box<dyn Policy>, BridgeError> {
-    use crate::config::Backend;
-    use agent_core::model::llama::{ALL_LAYERS, LlamaConfig, LlamaPolicy};
-    if backend == Backend::Vulkan && !cfg!(feature = "vulkan") {
-        return Err(BridgeError::Policy(
-            "backend vulkan: this libbtl_android was built without the vulkan feature".into(),
-        ));
-    }
-    let mut config = LlamaConfig::new(model, mmproj);
-    config.threads = i32::try_from(threads).unwrap_or(i32::MAX);
-    // A Vulkan build runs on the CPU too when asked: nothing is offloaded.
-    config.gpu_layers = match backend {
-        Backend::Cpu => 0,
-        Backend::Vulkan => ALL_LAYERS,
+        } => {
+            if *backend == Backend::Vulkan && !GPU_BACKEND {
+                return Err(BridgeError::Policy(
+                    "backend vulkan: this libbtl_android was built without the vulkan feature"
+                        .into(),
+                ));
+            }
+            let mut llama = LlamaConfig::new(model, mmproj);
+            llama.threads = i32::try_from(*threads).unwrap_or(i32::MAX);
+            // A Vulkan build runs on the CPU too when asked: nothing is offloaded.
+            llama.gpu_layers = match backend {
+                Backend::Cpu => 0,
+                Backend::Vulkan => ALL_LAYERS,
+            };
+            PolicySpec::Llama(llama)
+        }
+        PolicyConfig::Oracle { task, seed } => PolicySpec::Oracle {
+            task: task.clone(),
+            seed: *seed,
+        },
     };
-    let policy = LlamaPolicy::load(config).map_err(|e| BridgeError::Policy(e.to_string()))?;
-    Ok(Box::new(policy))
-}
-
-#[cfg(not(feature = "llama"))]
-fn load_llama(
-    _: &Path,
-    _: &Path,
-    _: u32,
-    _: crate::config::Backend,
-) -> Result<Box<dyn Policy>, BridgeError> {
-    Err(BridgeError::Policy(
-        "this libbtl_android was built without the llama feature (see scripts/build-apk.sh)".into(),
-    ))
-}
-
-#[cfg(feature = "host-sim")]
-fn load_oracle(task: &str, seed: u64) -> Result<Box<dyn Policy>, BridgeError> {
-    agent_core::sim::tasks::sample(task, seed)
-        .map(|t| Box::new(agent_core::model::OraclePolicy::new(t)) as Box<dyn Policy>)
-        .ok_or_else(|| BridgeError::Policy(format!("no task named '{task}'")))
-}
-
-#[cfg(not(feature = "host-sim"))]
-fn load_oracle(_: &str, _: u64) -> Result<Box<dyn Policy>, BridgeError> {
-    Err(BridgeError::Policy(
-        "the oracle policy exists only in host test builds (feature host-sim)".into(),
-    ))
+    spec.load().map_err(|e| BridgeError::Policy(e.to_string()))
 }

@@ -10,9 +10,10 @@
 
 use crate::session::BridgeError;
 use agent_core::device::sim::SimDevice;
+use agent_core::device::ui::to_uiautomator_xml;
 use agent_core::device::{Device, DeviceAction};
 use agent_core::protocol::DevicePoint;
-use agent_core::sim::phone::{PhoneConfig, to_uiautomator_xml};
+use agent_core::sim::phone::PhoneConfig;
 use agent_core::sim::tasks::{self, Task};
 use agent_core::sim::virtual_phone::VirtualPhone;
 use jni::EnvUnowned;

@@ -7,8 +7,8 @@ use crate::data::{
     ConvertOptions, DEFAULT_LAMBDA, Error, from_trajectories, load_samples, rebase_images,
     write_samples,
 };
-use agent_core::cli::{Failure, Outcome};
 use agent_core::model::grammar::GrammarLimits;
+use agent_core::process::{Failure, Outcome};
 use clap::builder::TypedValueParser;
 use std::path::PathBuf;
 

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use agent_core::cli::{Failure, Outcome};
+use agent_core::process::{Failure, Outcome};
 
 use crate::error::Error;
 use crate::export::Precision;

@@ -9,7 +9,7 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use agent_core::cli::{Failure, Outcome};
+use agent_core::process::{Failure, Outcome};
 use anyhow::anyhow;
 use indicatif::{ProgressBar, ProgressStyle};
 use toml::{Table, Value};

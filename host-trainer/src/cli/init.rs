@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use agent_core::cli::{Failure, Outcome};
+use agent_core::process::{Failure, Outcome};
 use anyhow::anyhow;
 
 use crate::error::Error;

@@ -11,7 +11,7 @@ mod export;
 mod grpo;
 mod init;
 
-use agent_core::cli::{exit_code, parse_args};
+use agent_core::process::{exit_code, parse_args};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 

@@ -49,11 +49,11 @@ use agent_core::agent::trajectory::{
     EPISODE_FILE, Executed, STEPS_FILE, StepOutcome, StepRecord, read_trajectory,
 };
 use agent_core::device::DeviceAction;
+use agent_core::device::ui::{UiNode, parse_uiautomator_xml};
 use agent_core::protocol::{
     Action, FrameMap, Link, ParseMode, Prompt, Size, parse, smart_resize, to_python_json,
 };
 use agent_core::sample::{Message, Sample};
-use agent_core::sim::phone::{UiNode, parse_uiautomator_xml};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};

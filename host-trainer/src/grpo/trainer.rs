@@ -269,12 +269,10 @@ pub struct Trainer {
 
 /// A well-mixed 64-bit value from a seed and two counters (SplitMix64's finalizer).
 pub(crate) fn derive_seed(seed: u64, a: u64, b: u64) -> u64 {
-    let mut z = seed
-        .wrapping_add(a.wrapping_mul(0x9E37_79B9_7F4A_7C15))
-        .wrapping_add(b.wrapping_mul(0xD1B5_4A32_D192_ED03));
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    agent_core::hash::splitmix64(
+        seed.wrapping_add(a.wrapping_mul(agent_core::hash::SPLITMIX64_GAMMA))
+            .wrapping_add(b.wrapping_mul(0xD1B5_4A32_D192_ED03)),
+    )
 }
 
 /// `cpu`, `cuda`, `cuda:N`; none: CUDA if available.

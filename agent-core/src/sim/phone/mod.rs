@@ -9,7 +9,6 @@
 //!
 //! # Layout
 //! - this file: [`Phone`], [`PhoneConfig`], [`Key`] and the public API.
-//! - [`ui`]: [`UiNode`], the `uiautomator dump` tree, XML out and in.
 //! - [`state`]: [`PhoneState`], the typed app data task checkers read.
 //! - [`system`]: clock calendar, system properties, the `settings` store.
 //! - `scene`: one frame as a tree of elements, from which the UI tree,
@@ -29,7 +28,6 @@ pub(crate) use scene::seek_value;
 pub mod state;
 pub mod system;
 mod system_ui;
-pub mod ui;
 mod widgets;
 
 #[cfg(test)]
@@ -37,8 +35,8 @@ mod tests;
 
 pub use apps::browser::{SearchResult, search_results};
 pub use state::{Alarm, BrowserState, Contact, MediaFile, Note, PhoneState, SettingsState};
-pub use ui::{HIERARCHY_CLASS, UiNode, UiXmlError, parse_uiautomator_xml, to_uiautomator_xml};
 
+use crate::device::ui::UiNode;
 use apps::{AppId, Apps, Effect, Enter};
 use image::RgbaImage;
 use scene::{Element, Msg, Rect};

@@ -8,7 +8,7 @@
 
 use super::Key;
 use super::apps::{AppId, AppMsg};
-use super::ui::UiNode;
+use crate::device::ui::UiNode;
 
 pub(crate) type Color = [u8; 4];
 

@@ -2,6 +2,7 @@
 //! in the UI tree, act at its centre, check the typed state.
 
 use super::*;
+use crate::device::ui::{parse_uiautomator_xml, to_uiautomator_xml};
 use proptest::prelude::*;
 
 fn phone() -> Phone {
@@ -60,55 +61,6 @@ fn swipe_up(p: &mut Phone) {
     p.swipe(x, y1, x, y2, 300);
 }
 
-fn node(text: &str, bounds: [i32; 4]) -> UiNode {
-    UiNode {
-        text: text.to_string(),
-        class: "android.widget.TextView".into(),
-        package: "com.example".into(),
-        enabled: true,
-        bounds,
-        ..UiNode::default()
-    }
-}
-
-#[test]
-fn xml_escapes_special_characters_and_round_trips() {
-    let mut root = node("", [0, 0, 1080, 2400]);
-    root.class = "android.widget.FrameLayout".into();
-    root.children = vec![
-        UiNode {
-            index: 0,
-            content_desc: "Tom & \"Jerry\" <3 'x'".into(),
-            checkable: true,
-            checked: true,
-            clickable: true,
-            ..node("a < b > c & d", [0, 0, 10, 20])
-        },
-        UiNode {
-            index: 1,
-            resource_id: "com.example:id/body".into(),
-            ..node("line one\nline two\ttab · Zoë 東京", [-5, 10, 1085, 2400])
-        },
-    ];
-    let xml = to_uiautomator_xml(&root);
-    assert!(xml.starts_with(
-        "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"0\"><node index=\"0\" text=\"\" resource-id=\"\" class=\"android.widget.FrameLayout\""
-    ));
-    assert!(xml.contains("text=\"a &lt; b &gt; c &amp; d\""), "{xml}");
-    assert!(
-        xml.contains("content-desc=\"Tom &amp; &quot;Jerry&quot; &lt;3 &apos;x&apos;\""),
-        "{xml}"
-    );
-    assert!(xml.contains("line one&#10;line two&#9;tab"), "{xml}");
-    assert!(xml.contains("bounds=\"[-5,10][1085,2400]\" />"), "{xml}");
-    assert!(xml.ends_with("</node></hierarchy>"));
-    assert_eq!(parse_uiautomator_xml(&xml), Ok(root.clone()));
-    // Characters XML cannot carry become '.', as uiautomator writes them.
-    root.children[0].text = "a\u{1}b\u{1b}c\u{ffff}".into();
-    let parsed = parse_uiautomator_xml(&to_uiautomator_xml(&root)).unwrap();
-    assert_eq!(parsed.children[0].text, "a.b.c.");
-}
-
 #[test]
 fn every_screen_round_trips_through_xml() {
     let mut p = phone();
@@ -123,97 +75,6 @@ fn every_screen_round_trips_through_xml() {
             "{label}"
         );
     }
-}
-
-/// The shape of an Android 14 emulator's `uiautomator dump /dev/tty`: every
-/// window at top level, attributes this phone never writes (`drawing-order`,
-/// `hint`, `display-id`, `NAF`), and the tool's message after the document.
-const REAL_DUMP: &str = concat!(
-    "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?>",
-    "<hierarchy rotation=\"0\">",
-    "<node index=\"0\" text=\"\" resource-id=\"\" class=\"android.widget.FrameLayout\" package=\"com.android.systemui\" ",
-    "content-desc=\"\" checkable=\"false\" checked=\"false\" clickable=\"false\" enabled=\"true\" focusable=\"false\" ",
-    "focused=\"false\" scrollable=\"false\" long-clickable=\"false\" password=\"false\" selected=\"false\" ",
-    "bounds=\"[0,0][1080,136]\" drawing-order=\"0\" hint=\"\" display-id=\"0\">",
-    "<node index=\"0\" text=\"12:04\" resource-id=\"com.android.systemui:id/clock\" class=\"android.widget.TextView\" ",
-    "package=\"com.android.systemui\" content-desc=\"12:04 PM\" checkable=\"false\" checked=\"false\" clickable=\"false\" ",
-    "enabled=\"true\" focusable=\"false\" focused=\"false\" scrollable=\"false\" long-clickable=\"false\" password=\"false\" ",
-    "selected=\"false\" bounds=\"[58,37][166,99]\" drawing-order=\"2\" hint=\"\" display-id=\"0\" />",
-    "</node>",
-    "<node index=\"0\" text=\"\" resource-id=\"\" class=\"android.widget.FrameLayout\" package=\"com.google.android.apps.messaging\" ",
-    "content-desc=\"\" checkable=\"false\" checked=\"false\" clickable=\"false\" enabled=\"true\" focusable=\"false\" ",
-    "focused=\"false\" scrollable=\"false\" long-clickable=\"false\" password=\"false\" selected=\"false\" ",
-    "bounds=\"[0,0][1080,2400]\" drawing-order=\"0\" hint=\"\" display-id=\"0\">",
-    "<node index=\"0\" text=\"Text message\" resource-id=\"com.google.android.apps.messaging:id/compose_message_text\" ",
-    "class=\"android.widget.EditText\" package=\"com.google.android.apps.messaging\" content-desc=\"\" checkable=\"false\" ",
-    "checked=\"false\" clickable=\"true\" enabled=\"true\" focusable=\"true\" focused=\"true\" scrollable=\"false\" ",
-    "long-clickable=\"true\" password=\"false\" selected=\"false\" bounds=\"[173,2144][868,2270]\" drawing-order=\"3\" ",
-    "hint=\"Text message\" display-id=\"0\" />",
-    "<node NAF=\"true\" index=\"1\" text=\"\" resource-id=\"\" class=\"android.widget.ImageButton\" ",
-    "package=\"com.google.android.apps.messaging\" content-desc=\"\" checkable=\"false\" checked=\"false\" clickable=\"true\" ",
-    "enabled=\"true\" focusable=\"true\" focused=\"false\" scrollable=\"false\" long-clickable=\"false\" password=\"false\" ",
-    "selected=\"false\" bounds=\"[0,2144][126,2270]\" drawing-order=\"1\" hint=\"\" display-id=\"0\" />",
-    "</node>",
-    "</hierarchy>",
-    "UI hierchary dumped to: /dev/tty\n",
-);
-
-#[test]
-fn a_real_multi_window_dump_parses_with_unknown_attributes_kept() {
-    let root = parse_uiautomator_xml(REAL_DUMP).unwrap();
-    assert_eq!(root.class, HIERARCHY_CLASS);
-    assert_eq!(root.bounds, [0, 0, 1080, 2400]);
-    assert_eq!(root.children.len(), 2);
-    let field = root.find_by_id("compose_message_text").unwrap();
-    assert!(field.focused && field.clickable && field.long_clickable);
-    assert_eq!(field.center(), (520, 2207));
-    assert_eq!(
-        field.extra,
-        [
-            ("drawing-order", "3"),
-            ("hint", "Text message"),
-            ("display-id", "0")
-        ]
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-    );
-    let naf = root
-        .find(|n| n.class == "android.widget.ImageButton")
-        .unwrap();
-    assert_eq!(naf.extra[0], ("NAF".to_string(), "true".to_string()));
-    assert_eq!(root.find_by_text("12:04").unwrap().content_desc, "12:04 PM");
-    // Writing it back and reading again changes nothing.
-    assert_eq!(parse_uiautomator_xml(&to_uiautomator_xml(&root)), Ok(root));
-}
-
-#[test]
-fn malformed_dumps_are_errors_not_panics() {
-    assert_eq!(
-        parse_uiautomator_xml("ERROR: null root node"),
-        Err(UiXmlError::NoHierarchy)
-    );
-    assert_eq!(
-        parse_uiautomator_xml("<hierarchy rotation=\"0\"></hierarchy>"),
-        Err(UiXmlError::Empty)
-    );
-    assert_eq!(
-        parse_uiautomator_xml("<hierarchy><node bounds=\"[0,0][1,\" /></hierarchy>"),
-        Err(UiXmlError::BadAttribute {
-            name: "bounds".into(),
-            value: "[0,0][1,".into()
-        })
-    );
-    assert!(matches!(
-        parse_uiautomator_xml("<hierarchy><node clickable=\"yes\" /></hierarchy>"),
-        Err(UiXmlError::BadAttribute { .. })
-    ));
-    assert!(matches!(
-        parse_uiautomator_xml("<hierarchy><node text=\"a&bogus;\" /></hierarchy>"),
-        Err(UiXmlError::Xml(_))
-    ));
-    // A dump cut off mid-way still yields what was read.
-    let cut = "<hierarchy rotation=\"0\"><node index=\"0\" text=\"a\" bounds=\"[0,0][5,5]\"><node text=\"b\" />";
-    let root = parse_uiautomator_xml(cut).unwrap();
-    assert_eq!(root.children[0].text, "b");
 }
 
 #[test]

@@ -2,8 +2,9 @@
 //! answering with the output format of its Android counterpart.
 
 use super::ShellEnv;
+use crate::device::ui::to_uiautomator_xml;
 use crate::sim::backend::ShellOutput;
-use crate::sim::phone::{Key, to_uiautomator_xml};
+use crate::sim::phone::Key;
 use base64::Engine;
 use std::io::Cursor;
 

@@ -1,6 +1,8 @@
 //! The shell against a default phone: outputs as Android's tools print them.
 
-use crate::sim::phone::{PhoneConfig, parse_uiautomator_xml};
+use crate::sim::phone::PhoneConfig;
+
+use crate::device::ui::parse_uiautomator_xml;
 use crate::sim::virtual_phone::VirtualPhone;
 
 fn phone() -> VirtualPhone {

@@ -7,7 +7,8 @@
 
 use super::oracle::{self, List};
 use super::{OracleStep, Task, loose_eq, pick};
-use crate::sim::phone::{Key, Phone, PhoneState, SearchResult, UiNode, search_results};
+use crate::device::ui::UiNode;
+use crate::sim::phone::{Key, Phone, PhoneState, SearchResult, search_results};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 

@@ -7,8 +7,9 @@
 
 use super::oracle::{self, List, Seek};
 use super::{OracleStep, Task, loose_eq, pick};
+use crate::device::ui::UiNode;
 use crate::sim::phone::state::next_id;
-use crate::sim::phone::{Alarm, Key, Phone, PhoneState, UiNode};
+use crate::sim::phone::{Alarm, Key, Phone, PhoneState};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 

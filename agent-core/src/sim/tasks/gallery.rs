@@ -9,7 +9,8 @@
 
 use super::oracle::{self, List, Seek};
 use super::{OracleStep, Task, pick};
-use crate::sim::phone::{Key, MediaFile, Phone, PhoneState, UiNode};
+use crate::device::ui::UiNode;
+use crate::sim::phone::{Key, MediaFile, Phone, PhoneState};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 

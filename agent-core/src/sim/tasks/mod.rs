@@ -36,7 +36,9 @@ mod split;
 #[cfg(test)]
 mod tests;
 
-use super::phone::{Phone, PhoneState, UiNode};
+use super::phone::{Phone, PhoneState};
+
+use crate::device::ui::UiNode;
 use crate::device::{Device, DeviceAction, DeviceError};
 use browser::{OpenResult, Search};
 use clock::{DeleteAlarm, SetAlarm, SetLabeledAlarm, SwitchAlarm};

@@ -5,8 +5,9 @@
 
 use super::oracle::{self, List, Seek};
 use super::{OracleStep, Task, loose_eq, pick};
+use crate::device::ui::UiNode;
 use crate::sim::phone::state::next_id;
-use crate::sim::phone::{Key, Note, Phone, PhoneState, UiNode};
+use crate::sim::phone::{Key, Note, Phone, PhoneState};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 

@@ -9,9 +9,9 @@
 //! lets them pick up from any screen an agent left behind.
 
 use super::OracleStep;
+use crate::device::ui::UiNode;
 use crate::device::{DeviceAction, SWIPE_MS};
 use crate::protocol::DevicePoint;
-use crate::sim::phone::UiNode;
 
 const LAUNCHER_ICON: &str = "com.btl.launcher:id/icon";
 const KEYBOARD: &str = "com.btl.inputmethod:id/keyboard_view";

@@ -3,7 +3,8 @@
 
 use super::oracle::{self, List};
 use super::{OracleStep, SettingCheck, Task};
-use crate::sim::phone::{Key, Phone, PhoneState, SettingsState, UiNode, seek_value};
+use crate::device::ui::UiNode;
+use crate::sim::phone::{Key, Phone, PhoneState, SettingsState, seek_value};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 

@@ -24,7 +24,8 @@
 //!   you …?", which training never shows.
 
 use super::{OracleStep, SettingCheck, Task, Template, fnv};
-use crate::sim::phone::{Phone, PhoneState, UiNode};
+use crate::device::ui::UiNode;
+use crate::sim::phone::{Phone, PhoneState};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 

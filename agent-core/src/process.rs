@@ -1,0 +1,55 @@
+//! How a command-line program of btl ends: its exit code and its one error
+//! message. Shared by `btl` and `btl-train`, so both mean the same by
+//! 0 (success), 1 (the command ran and failed) and 2 (bad usage or bad
+//! input), and both print an error once, with its cause chain, on stderr.
+
+use clap::Parser;
+use std::process::ExitCode;
+
+/// Why a command stopped; decides the exit code.
+#[derive(Debug)]
+pub enum Failure {
+    /// Input the user can fix: exit code 2.
+    BadInput(anyhow::Error),
+    /// Anything else: exit code 1.
+    Failed(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Self {
+        Self::Failed(e)
+    }
+}
+
+pub type Outcome = Result<(), Failure>;
+
+/// The process arguments as `C`, or the exit code after clap has printed
+/// help, the version or the usage error.
+pub fn parse_args<C: Parser>() -> Result<C, ExitCode> {
+    C::try_parse().map_err(|e| {
+        // clap prints help and version itself and knows their exit code (0).
+        let _ = e.print();
+        ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+    })
+}
+
+/// The exit code of a command's outcome, its error printed once on stderr
+/// as `program: error: …` with the cause chain.
+pub fn exit_code(program: &str, outcome: Outcome) -> ExitCode {
+    let (e, code) = match outcome {
+        Ok(()) => return ExitCode::SUCCESS,
+        Err(Failure::BadInput(e)) => (e, 2),
+        Err(Failure::Failed(e)) if is_broken_pipe(&e) => return ExitCode::SUCCESS,
+        Err(Failure::Failed(e)) => (e, 1),
+    };
+    eprintln!("{program}: error: {e:#}");
+    ExitCode::from(code)
+}
+
+/// A closed stdout (`btl score … | head`) is the reader's choice, not a failure.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
