@@ -4,19 +4,10 @@
 
 use crate::util::AdbServer;
 use agent_core::sim::adbd::Adbd;
-use agent_core::sim::backend::{
-    AdbBackend, DeviceIdentity, DirEntry, FileStat, Framebuffer, ShellOutput,
-};
-use agent_core::sim::vfs::Vfs;
+use agent_core::sim::backend::{Framebuffer, ShellOutput};
+use agent_core::sim::memory_phone::MemoryPhone;
 use std::process::Output;
-use std::sync::{Arc, Mutex};
-
-/// A phone with a handful of commands, enough to exercise the transport.
-#[derive(Default)]
-struct TestPhone {
-    fs: Mutex<Vfs>,
-    installs: Mutex<Vec<Vec<u8>>>,
-}
+use std::sync::Arc;
 
 /// `blob N`'s output: N pseudo-random bytes (xorshift), so a reordered or
 /// dropped chunk cannot go unnoticed.
@@ -32,16 +23,14 @@ fn blob(len: usize) -> Vec<u8> {
         .collect()
 }
 
-impl AdbBackend for TestPhone {
-    fn identity(&self) -> DeviceIdentity {
-        DeviceIdentity {
-            product_name: "vphone".into(),
-            model: "VirtualPhone".into(),
-            device: "vphone".into(),
-        }
-    }
-
-    fn shell(&self, command: &str) -> ShellOutput {
+/// A phone with a handful of commands, enough to exercise the transport.
+fn test_phone() -> MemoryPhone {
+    let framebuffer = Framebuffer {
+        width: 1,
+        height: 1,
+        rgba: vec![0, 0, 0, 255],
+    };
+    MemoryPhone::new(framebuffer, |command| {
         // `adb exec-out` quotes each argument: `blob '5000000'`.
         let words: Vec<&str> = command
             .split_whitespace()
@@ -58,49 +47,20 @@ impl AdbBackend for TestPhone {
             ),
             [] => ShellOutput::default(),
         }
-    }
-
-    fn stat(&self, path: &str) -> Option<FileStat> {
-        self.fs.lock().unwrap().stat(path)
-    }
-
-    fn list(&self, path: &str) -> Option<Vec<DirEntry>> {
-        self.fs.lock().unwrap().list(path)
-    }
-
-    fn read_file(&self, path: &str) -> Result<Vec<u8>, String> {
-        self.fs.lock().unwrap().read(path)
-    }
-
-    fn write_file(&self, path: &str, mode: u32, mtime: u32, data: Vec<u8>) -> Result<(), String> {
-        self.fs.lock().unwrap().write(path, data, mode, mtime)
-    }
-
-    fn framebuffer(&self) -> Framebuffer {
-        Framebuffer {
-            width: 1,
-            height: 1,
-            rgba: vec![0, 0, 0, 255],
-        }
-    }
-
-    fn install(&self, apk: Vec<u8>) -> Result<(), String> {
-        self.installs.lock().unwrap().push(apk);
-        Ok(())
-    }
+    })
 }
 
 /// A device, an adb server that has connected to it, and the device's serial.
 /// Fields drop in order: the adb server is killed before the device stops.
 struct Setup {
     adb: AdbServer,
-    phone: Arc<TestPhone>,
+    phone: Arc<MemoryPhone>,
     serial: String,
     _device: Adbd,
 }
 
 fn connected() -> Setup {
-    let phone = Arc::new(TestPhone::default());
+    let phone = Arc::new(test_phone());
     let device = Adbd::start(phone.clone(), None).unwrap();
     let serial = device.serial();
     let adb = AdbServer::start();
@@ -211,12 +171,7 @@ fn adb_push_and_pull_round_trip_a_file() {
     let out = setup.on_device(&["push", local.to_str().unwrap(), "/sdcard/Download/"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("1 file pushed"), "{out:?}");
-    let on_phone = setup
-        .phone
-        .fs
-        .lock()
-        .unwrap()
-        .read("/sdcard/Download/up.bin");
+    let on_phone = setup.phone.fs().read("/sdcard/Download/up.bin");
     assert!(on_phone.unwrap() == contents, "pushed bytes differ");
 
     let out = setup.on_device(&["ls", "/sdcard/Download"]);
@@ -259,7 +214,7 @@ fn adb_install_streams_the_apk() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).ends_with("Success\n"), "{out:?}");
     assert!(
-        *setup.phone.installs.lock().unwrap() == [contents],
+        setup.phone.installs() == [contents],
         "installed bytes differ"
     );
 }

@@ -11,12 +11,10 @@ use agent_core::model::LoraAdapter;
 use agent_core::model::llama::{LlamaConfig, LlamaPolicy, LoadError};
 use image::RgbImage;
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/data/tiny-qwen25vl")
-        .join(name)
+    Path::new(TINY_DIR).join(name)
 }
 
 fn reference() -> Value {

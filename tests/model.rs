@@ -6,10 +6,7 @@
 
 use crate::util::*;
 
-const F16: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../tests/data/tiny-qwen25vl/tiny-qwen25vl-f16.gguf"
-);
+const F16: &str = TINY_TEXT;
 
 #[test]
 fn quantized_to_q8_0_the_model_loads_and_keeps_its_first_tokens() {
@@ -29,20 +26,10 @@ fn quantized_to_q8_0_the_model_loads_and_keeps_its_first_tokens() {
     assert_eq!(std::fs::read_dir(dir.path("")).unwrap().count(), 1);
 
     let reference: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../tests/data/tiny-qwen25vl/reference.json"
-        ))
-        .unwrap(),
+        &std::fs::read_to_string(std::path::Path::new(TINY_DIR).join("reference.json")).unwrap(),
     )
     .unwrap();
-    let mut config = LlamaConfig::new(
-        &out,
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../tests/data/tiny-qwen25vl/mmproj-tiny-qwen25vl-f16.gguf"
-        ),
-    );
+    let mut config = LlamaConfig::new(&out, TINY_MMPROJ);
     config.max_tokens = 3;
     config.context_tokens = 512;
     let mut policy = LlamaPolicy::load(config).unwrap();

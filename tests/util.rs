@@ -18,18 +18,19 @@ pub const GROUNDING_SAMPLES: &str = concat!(
 /// `--model`/`--mmproj` naming the tiny random fixture, for tests that need
 /// an aimless model or the one the fixture's LoRA adapter was made for
 /// (without them `btl` loads the trained default model).
-pub const TINY_MODEL: [&str; 4] = [
-    "--model",
-    concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/data/tiny-qwen25vl/tiny-qwen25vl-f16.gguf"
-    ),
-    "--mmproj",
-    concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/data/tiny-qwen25vl/mmproj-tiny-qwen25vl-f16.gguf"
-    ),
-];
+pub const TINY_MODEL: [&str; 4] = ["--model", TINY_TEXT, "--mmproj", TINY_MMPROJ];
+
+/// The tiny random Qwen2.5-VL fixture (scripts/make-tiny-model): its
+/// directory, text GGUF and projector.
+pub const TINY_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/tiny-qwen25vl");
+pub const TINY_TEXT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/data/tiny-qwen25vl/tiny-qwen25vl-f16.gguf"
+);
+pub const TINY_MMPROJ: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/data/tiny-qwen25vl/mmproj-tiny-qwen25vl-f16.gguf"
+);
 
 /// A temporary working directory, removed when dropped.
 pub struct Dir {

@@ -105,7 +105,7 @@ fn main() -> anyhow::Result<()> {
             &user[screenshots..]
         ),
     );
-    let fail = |e: String| anyhow::anyhow!(e);
+    let fail = |e: agent_core::model::llama::GenerateError| anyhow::anyhow!(e);
 
     let mut fresh = policy(&args, false)?;
     let first = fresh.generate(&step1, Some(&image), 0).map_err(fail)?;

@@ -524,16 +524,9 @@ impl Agent {
             return Some(StopReason::Finished { answer });
         };
         let key = (hash_image(screenshot), device_action.clone());
-        let limit = self.config().repeat_limit;
-        if limit >= 2
-            && self.recent.len() + 1 >= limit as usize
-            && self.recent.iter().all(|k| *k == key)
-        {
+        if let Some(times) = self.would_repeat(&key) {
             record.outcome = StepOutcome::Repeated;
-            return Some(StopReason::RepeatedAction {
-                action,
-                times: limit,
-            });
+            return Some(StopReason::RepeatedAction { action, times });
         }
         let perform_started = self.clock.now();
         let performed = self.device.perform(&device_action);
@@ -541,14 +534,36 @@ impl Agent {
         if let Err(error) = performed {
             return Some(self.device_failed(record, error));
         }
+        self.remember(plan, key);
+        self.settle(record)
+    }
+
+    /// The repeat limit, when performing the action keyed `key` on this
+    /// screen would make it the limit's worth of identical steps in a row.
+    fn would_repeat(&self, key: &(u64, DeviceAction)) -> Option<u32> {
+        let limit = self.config().repeat_limit;
+        (limit >= 2
+            && self.recent.len() + 1 >= limit as usize
+            && self.recent.iter().all(|k| k == key))
+        .then_some(limit)
+    }
+
+    /// A performed step: its Plan joins the history, its key the recent
+    /// steps the repeat limit looks at.
+    fn remember(&mut self, plan: String, key: (u64, DeviceAction)) {
         self.history.push(plan);
         self.recent.push(key);
         // Only the last `limit - 1` matter: with the next one they make
         // `limit` repetitions.
-        let keep = (limit as usize).saturating_sub(1);
+        let keep = (self.config().repeat_limit as usize).saturating_sub(1);
         if self.recent.len() > keep {
             self.recent.drain(..self.recent.len() - keep);
         }
+    }
+
+    /// Waits for the screen to settle after an action; its last screenshot
+    /// is the next step's.
+    fn settle(&mut self, record: &mut StepRecord) -> Option<StopReason> {
         let stability = self.config().stability;
         match wait_until_stable(self.device.as_mut(), self.clock.as_mut(), &stability) {
             Ok((shot, settle)) => {

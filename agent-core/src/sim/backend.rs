@@ -2,9 +2,10 @@
 //!
 //! [`super::adbd`] speaks the device side of the ADB wire protocol and knows
 //! nothing about phones; it turns each service request into a call on an
-//! [`AdbBackend`]. The virtual phone implements the trait; tests implement it
-//! with canned replies. Calls are synchronous and short: the transport runs
-//! them off its I/O tasks.
+//! [`AdbBackend`]. The virtual phone implements the trait, and so does
+//! [`super::memory_phone::MemoryPhone`], a file system with a given shell.
+//! Calls are synchronous and short: the transport runs them off its I/O
+//! tasks.
 
 /// What a shell command produced.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

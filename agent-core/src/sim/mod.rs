@@ -6,6 +6,8 @@
 //! - [`adbd`]: the device side of the ADB wire protocol over TCP, serving an
 //!   [`AdbBackend`].
 //! - [`backend`]: the [`AdbBackend`] seam between transport and phone.
+//! - [`memory_phone`]: an [`AdbBackend`] that is a file system and a given
+//!   shell only (transport tests, ADB clients' tests).
 //! - [`vfs`]: the phone's in-memory file system.
 //! - [`phone`]: the phone model: screens, apps, input, rendering and the
 //!   `uiautomator` tree, deterministic for a seed.
@@ -18,6 +20,7 @@
 
 pub mod adbd;
 pub mod backend;
+pub mod memory_phone;
 pub mod phone;
 pub mod shell;
 pub mod tasks;

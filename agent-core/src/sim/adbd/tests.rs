@@ -5,10 +5,8 @@
 
 use super::message::{A_VERSION, MAX_PAYLOAD};
 use super::{Adbd, EMULATOR_PORTS, Faults, MAX_STREAMS_PER_CONNECTION, run, run_with_faults};
-use crate::sim::backend::{
-    AdbBackend, DeviceIdentity, DirEntry, FileStat, Framebuffer, ShellOutput,
-};
-use crate::sim::vfs::Vfs;
+use crate::sim::backend::{AdbBackend, Framebuffer, ShellOutput};
+use crate::sim::memory_phone::MemoryPhone;
 use std::net::SocketAddr;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -27,19 +25,26 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 /// How long "the device sends nothing" is watched for.
 const QUIET: Duration = Duration::from_millis(200);
 
-/// The fake phone: canned commands over an in-memory file system.
+/// `wait` blocks until this opens, to hold streams busy.
 #[derive(Default)]
-struct FakePhone {
-    fs: Mutex<Vfs>,
-    installs: Mutex<Vec<Vec<u8>>>,
-    /// `wait` blocks until this opens, to hold streams busy.
-    gate: (Mutex<bool>, Condvar),
+struct Gate {
+    open: Mutex<bool>,
+    opened: Condvar,
 }
 
-impl FakePhone {
-    fn open_gate(&self) {
-        *self.gate.0.lock().unwrap() = true;
-        self.gate.1.notify_all();
+impl Gate {
+    fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.opened.notify_all();
+    }
+
+    fn wait(&self) {
+        let guard = self.open.lock().unwrap();
+        // Bounded so a failing test cannot hang the runtime's drop.
+        drop(
+            self.opened
+                .wait_timeout_while(guard, TIMEOUT * 2, |open| !*open),
+        );
     }
 }
 
@@ -48,26 +53,21 @@ fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i % 251) as u8).collect()
 }
 
-impl AdbBackend for FakePhone {
-    fn identity(&self) -> DeviceIdentity {
-        DeviceIdentity {
-            product_name: "vphone".into(),
-            model: "VirtualPhone".into(),
-            device: "vphone".into(),
-        }
-    }
-
-    fn shell(&self, command: &str) -> ShellOutput {
+/// The fake phone: canned commands over an in-memory file system.
+fn fake_phone(gate: Arc<Gate>) -> MemoryPhone {
+    let framebuffer = Framebuffer {
+        width: 2,
+        height: 1,
+        rgba: vec![255, 0, 0, 255, 0, 0, 255, 128],
+    };
+    MemoryPhone::new(framebuffer, move |command| {
         let (name, rest) = command.split_once(' ').unwrap_or((command, ""));
         match name {
             "echo" => ShellOutput::ok(format!("{rest}\n")),
             "false" => ShellOutput::fail(1, ""),
             "big" => ShellOutput::ok(pattern(rest.parse().unwrap())),
             "wait" => {
-                let (open, cv) = &self.gate;
-                let guard = open.lock().unwrap();
-                // Bounded so a failing test cannot hang the runtime's drop.
-                drop(cv.wait_timeout_while(guard, TIMEOUT * 2, |open| !*open));
+                gate.wait();
                 ShellOutput::ok("done\n")
             }
             _ => ShellOutput::fail(
@@ -75,45 +75,14 @@ impl AdbBackend for FakePhone {
                 format!("/system/bin/sh: {name}: inaccessible or not found\n"),
             ),
         }
-    }
-
-    fn stat(&self, path: &str) -> Option<FileStat> {
-        self.fs.lock().unwrap().stat(path)
-    }
-
-    fn list(&self, path: &str) -> Option<Vec<DirEntry>> {
-        self.fs.lock().unwrap().list(path)
-    }
-
-    fn read_file(&self, path: &str) -> Result<Vec<u8>, String> {
-        self.fs.lock().unwrap().read(path)
-    }
-
-    fn write_file(&self, path: &str, mode: u32, mtime: u32, data: Vec<u8>) -> Result<(), String> {
-        self.fs.lock().unwrap().write(path, data, mode, mtime)
-    }
-
-    fn framebuffer(&self) -> Framebuffer {
-        Framebuffer {
-            width: 2,
-            height: 1,
-            rgba: vec![255, 0, 0, 255, 0, 0, 255, 128],
-        }
-    }
-
-    fn install(&self, apk: Vec<u8>) -> Result<(), String> {
-        if !apk.starts_with(b"PK") {
-            return Err("INSTALL_PARSE_FAILED_NOT_APK: not a zip".into());
-        }
-        self.installs.lock().unwrap().push(apk);
-        Ok(())
-    }
+    })
 }
 
 /// The device under test, served by [`run_with_faults`] on this runtime.
 struct Device {
     addr: SocketAddr,
-    phone: Arc<FakePhone>,
+    phone: Arc<MemoryPhone>,
+    gate: Arc<Gate>,
     faults: Faults,
     stop: oneshot::Sender<()>,
     server: JoinHandle<()>,
@@ -123,7 +92,8 @@ impl Device {
     async fn start() -> Device {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let phone = Arc::new(FakePhone::default());
+        let gate = Arc::new(Gate::default());
+        let phone = Arc::new(fake_phone(gate.clone()));
         let faults = Faults::default();
         let (stop, stopped) = oneshot::channel::<()>();
         let backend: Arc<dyn AdbBackend> = phone.clone();
@@ -133,6 +103,7 @@ impl Device {
         Device {
             addr,
             phone,
+            gate,
             faults,
             stop,
             server,
@@ -471,7 +442,7 @@ async fn input_to_a_running_command_is_acknowledged_and_dropped() {
     host.expect(b"OKAY", 1, 1, b"").await;
     host.send(b"WRTE", 1, 1, &[0x04, 0, 0, 0, 0]).await; // close stdin
     host.expect(b"OKAY", 1, 1, b"").await;
-    device.phone.open_gate();
+    device.gate.open();
     let packets = [&[1, 5, 0, 0, 0][..], b"done\n", &[3, 1, 0, 0, 0, 0]].concat();
     host.expect(b"WRTE", 1, 1, &packets).await;
     host.expect(b"CLSE", 1, 1, b"").await;
@@ -486,7 +457,7 @@ async fn a_host_flooding_a_stream_is_disconnected() {
     let stdin = frame(b"WRTE", 1, 1, &[0, 1, 0, 0, 0, b'x']);
     host.send_raw(&stdin.repeat(8)).await;
     host.assert_closed("a burst of unacknowledged WRTEs").await;
-    device.phone.open_gate();
+    device.gate.open();
 }
 
 #[tokio::test]
@@ -514,7 +485,7 @@ async fn streams_are_capped_and_busy_ones_do_not_block_the_connection() {
     host.expect(b"CLSE", 0, cap + 1, b"").await;
 
     // Every slot is held by a backend call that blocks; I/O still flows.
-    device.phone.open_gate();
+    device.gate.open();
     let mut closed = Vec::new();
     for _ in 0..cap * 2 {
         let (command, local, remote, payload) = host.recv().await;
@@ -541,10 +512,7 @@ async fn install_is_streamed_and_answered_success() {
     host.expect(b"OKAY", 1, 3, b"").await;
     host.expect(b"WRTE", 1, 3, b"Success\n").await;
     host.expect(b"CLSE", 1, 3, b"").await;
-    assert_eq!(
-        *device.phone.installs.lock().unwrap(),
-        [b"PK\x03\x04ABCDEF"]
-    );
+    assert_eq!(device.phone.installs(), [b"PK\x03\x04ABCDEF"]);
 
     host.open(4, 2, "exec:cmd package 'install' '-r' -S 3")
         .await;
@@ -669,9 +637,7 @@ async fn sync_recv_keeps_data_packets_whole_and_done_last() {
     let contents = pattern(10_000);
     device
         .phone
-        .fs
-        .lock()
-        .unwrap()
+        .fs()
         .write("/sdcard/big.bin", contents.clone(), 0o644, 0)
         .unwrap();
     let mut host = device.host(4096).await;
@@ -788,7 +754,7 @@ async fn shutdown_closes_connections_and_returns() {
 async fn run_without_faults_serves_too() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let server = tokio::spawn(run(listener, Arc::new(FakePhone::default()), async {
+    let server = tokio::spawn(run(listener, Arc::new(fake_phone(Arc::default())), async {
         tokio::time::sleep(TIMEOUT).await;
     }));
     let mut host = Host::connect(addr).await;
@@ -799,7 +765,7 @@ async fn run_without_faults_serves_too() {
 #[test]
 fn the_blocking_handle_serves_off_the_emulator_ports_until_dropped() {
     use std::io::{Read, Write};
-    let adbd = Adbd::start(Arc::new(FakePhone::default()), None).unwrap();
+    let adbd = Adbd::start(Arc::new(fake_phone(Arc::default())), None).unwrap();
     let port = adbd.addr().port();
     assert!(!EMULATOR_PORTS.contains(&port));
     assert_eq!(adbd.serial(), format!("127.0.0.1:{port}"));

@@ -108,50 +108,66 @@ enum Want<'a> {
     Gone,
 }
 
+/// The oracle of every alarm task: the Clock app, then the alarm list or
+/// the alarm editor, whichever is on screen.
 fn alarm_oracle(screen: &UiNode, time: Time, want: Want) -> Option<OracleStep> {
     if !oracle::in_app(screen, PKG) {
         return Some(oracle::launch(screen, LABEL));
     }
+    match List::find(screen, "alarm_list") {
+        Some(list) => on_alarm_list(screen, &list, time, want),
+        None => on_alarm_editor(screen, time, want),
+    }
+}
+
+/// On the list: find the alarm (scrolling), then add, open or switch it;
+/// `None` when the list already shows what is wanted.
+fn on_alarm_list(screen: &UiNode, list: &List, time: Time, want: Want) -> Option<OracleStep> {
     let hhmm = time.hhmm();
     let what = format!("the {hhmm} alarm");
-    if let Some(list) = List::find(screen, "alarm_list") {
-        let key = |n: &UiNode| oracle::text_of(n, "alarm_time").map(str::to_string);
-        let item = match oracle::seek_sorted(&list, key, &hhmm, &what) {
-            Seek::Found(item) => item,
-            Seek::Move(step) => return Some(*step),
-            Seek::Absent => {
-                return match want {
-                    Want::Set(_) => {
-                        let add = screen.find_by_id("fab_add_alarm")?;
-                        Some(oracle::tap(
-                            screen,
-                            add,
-                            "Tap the add button to create an alarm.",
-                        ))
-                    }
-                    Want::Switched(_) | Want::Gone => None,
-                };
-            }
-        };
-        let switch = item.find_by_id("alarm_switch")?;
-        return match want {
-            Want::Gone => Some(oracle::tap(
-                screen,
-                item,
-                format!("Open {what} to delete it."),
-            )),
-            Want::Set(Some(label)) if oracle::text_of(item, "alarm_label") != Some(label) => Some(
-                oracle::tap(screen, item, format!("Open {what} to set its label.")),
-            ),
-            Want::Set(_) => {
-                (!switch.checked).then(|| oracle::tap(screen, switch, format!("Switch {what} on.")))
-            }
-            Want::Switched(on) => (switch.checked != on).then(|| {
-                let state = if on { "on" } else { "off" };
-                oracle::tap(screen, switch, format!("Switch {what} {state}."))
-            }),
-        };
+    let key = |n: &UiNode| oracle::text_of(n, "alarm_time").map(str::to_string);
+    let item = match oracle::seek_sorted(list, key, &hhmm, &what) {
+        Seek::Found(item) => item,
+        Seek::Move(step) => return Some(*step),
+        Seek::Absent => {
+            return match want {
+                Want::Set(_) => {
+                    let add = screen.find_by_id("fab_add_alarm")?;
+                    Some(oracle::tap(
+                        screen,
+                        add,
+                        "Tap the add button to create an alarm.",
+                    ))
+                }
+                Want::Switched(_) | Want::Gone => None,
+            };
+        }
+    };
+    let switch = item.find_by_id("alarm_switch")?;
+    match want {
+        Want::Gone => Some(oracle::tap(
+            screen,
+            item,
+            format!("Open {what} to delete it."),
+        )),
+        Want::Set(Some(label)) if oracle::text_of(item, "alarm_label") != Some(label) => Some(
+            oracle::tap(screen, item, format!("Open {what} to set its label.")),
+        ),
+        Want::Set(_) => {
+            (!switch.checked).then(|| oracle::tap(screen, switch, format!("Switch {what} on.")))
+        }
+        Want::Switched(on) => (switch.checked != on).then(|| {
+            let state = if on { "on" } else { "off" };
+            oracle::tap(screen, switch, format!("Switch {what} {state}."))
+        }),
     }
+}
+
+/// In the editor: fill in and save a new alarm (or the one wanted), delete
+/// it, or leave an editor of another alarm.
+fn on_alarm_editor(screen: &UiNode, time: Time, want: Want) -> Option<OracleStep> {
+    let hhmm = time.hhmm();
+    let what = format!("the {hhmm} alarm");
     let (Some(hour), Some(minute)) = (screen.find_by_id("hour"), screen.find_by_id("minute"))
     else {
         return Some(oracle::back("Go back to the alarm list."));

@@ -17,6 +17,8 @@
 //! every context made for it, so it holds for the whole session and the
 //! kept prompt prefix was always computed with it.
 
+mod log;
+
 use super::grammar::{GrammarLimits, btl_grammar};
 use super::preprocess::{PillowVersion, resize_bicubic_pil};
 pub use super::spec::{ALL_LAYERS, GPU_BACKEND, LlamaConfig, default_gpu_layers};
@@ -31,18 +33,15 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaLoraAdapter, LlamaModel};
 use llama_cpp_2::mtmd::{
-    MtmdBitmap, MtmdContext, MtmdContextParams, MtmdInputText, mtmd_default_marker,
+    MtmdBitmap, MtmdContext, MtmdContextParams, MtmdInputChunks, MtmdInputText, mtmd_default_marker,
 };
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
-use llama_cpp_sys_2 as sys;
-use std::cell::RefCell;
-use std::ffi::{CStr, CString, c_char, c_void};
-use std::io::Write;
+use log::{llama_errors, timing_encoder};
+use std::ffi::CString;
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use thiserror::Error;
 
@@ -83,149 +82,11 @@ pub(super) fn backend() -> Result<&'static LlamaBackend, LoadError> {
     static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
     BACKEND
         .get_or_init(|| {
-            let to_stderr = std::env::var_os(LOG_ENV).is_some_and(|v| v != "0");
-            LOG_TO_STDERR.store(to_stderr, Ordering::Relaxed);
-            if !to_stderr {
-                llama_cpp_2::send_logs_to_tracing(
-                    llama_cpp_2::LogOptions::default().with_logs_enabled(false),
-                );
-                // llama.cpp's and ggml's own sink: their reasons for
-                // refusing a file exist only as log lines.
-                // SAFETY: `keep_errors` matches ggml_log_callback, ignores its
-                // null user data and never unwinds.
-                unsafe { sys::llama_log_set(Some(keep_errors), std::ptr::null_mut()) };
-            }
-            // SAFETY: `mtmd_log` matches ggml_log_callback, ignores its null
-            // user data and never unwinds.
-            unsafe { sys::mtmd_helper_log_set(Some(mtmd_log), std::ptr::null_mut()) };
+            log::install(std::env::var_os(LOG_ENV).is_some_and(|v| v != "0"));
             LlamaBackend::init().map_err(|e| e.to_string())
         })
         .as_ref()
         .map_err(|e| LoadError::Backend(e.clone()))
-}
-
-/// Whether llama.cpp's log goes to stderr ([`LOG_ENV`]); set once, by
-/// [`backend`].
-static LOG_TO_STDERR: AtomicBool = AtomicBool::new(false);
-
-thread_local! {
-    /// Error lines llama.cpp logs on this thread while [`llama_errors`]
-    /// runs; `None` outside such a call.
-    static LOGGED_ERRORS: RefCell<Option<String>> = const { RefCell::new(None) };
-    /// The vision encoder's time on this thread while [`timing_encoder`]
-    /// runs; `None` outside such a call.
-    static ENCODER_CLOCK: RefCell<Option<EncoderClock>> = const { RefCell::new(None) };
-}
-
-/// Times the vision encoder inside mtmd's prompt evaluation. The helper
-/// encodes an image and decodes its embeddings in one call, and llama-cpp-2
-/// wraps neither half on its own; the only sign of where one ends is the
-/// helper's log, which announces each encoding right before and right
-/// after it runs. Those two lines start and stop this clock.
-#[derive(Debug, Default)]
-struct EncoderClock {
-    running: Option<Instant>,
-    total: Duration,
-}
-
-impl EncoderClock {
-    fn observe(&mut self, line: &[u8], now: Instant) {
-        let line = line.trim_ascii_end();
-        if line.starts_with(b"encoding ") && line.ends_with(b" slice...") {
-            self.running = Some(now);
-        } else if line.windows(18).any(|w| w == b" slice encoded in ") {
-            if let Some(started) = self.running.take() {
-                self.total += now.saturating_duration_since(started);
-            }
-        }
-    }
-}
-
-/// mtmd's log sink: feeds the [`EncoderClock`] of a [`timing_encoder`] call
-/// on this thread, then writes the line to stderr if llama.cpp's log is
-/// wanted there, or keeps it like llama.cpp's own error lines.
-unsafe extern "C" fn mtmd_log(level: sys::ggml_log_level, text: *const c_char, user: *mut c_void) {
-    if text.is_null() {
-        return;
-    }
-    // SAFETY: mtmd passes a NUL-terminated string that outlives the call.
-    let line = unsafe { CStr::from_ptr(text) }.to_bytes();
-    if level == sys::GGML_LOG_LEVEL_INFO {
-        let now = Instant::now();
-        // try_*: see keep_errors.
-        let _ = ENCODER_CLOCK.try_with(|clock| {
-            if let Ok(mut clock) = clock.try_borrow_mut() {
-                if let Some(clock) = clock.as_mut() {
-                    clock.observe(line, now);
-                }
-            }
-        });
-    }
-    if LOG_TO_STDERR.load(Ordering::Relaxed) {
-        let _ = std::io::stderr().write_all(line);
-    } else {
-        // SAFETY: the arguments are mtmd's, as keep_errors expects them.
-        unsafe { keep_errors(level, text, user) };
-    }
-}
-
-/// Runs `f` and returns how long the vision encoder ran meanwhile on this
-/// thread (see [`EncoderClock`]).
-fn timing_encoder<T>(f: impl FnOnce() -> T) -> (T, Duration) {
-    ENCODER_CLOCK.with(|clock| *clock.borrow_mut() = Some(EncoderClock::default()));
-    let out = f();
-    let clock = ENCODER_CLOCK.with(|clock| clock.borrow_mut().take());
-    (out, clock.unwrap_or_default().total)
-}
-
-/// llama.cpp's log sink: keeps the error lines of a [`llama_errors`] call
-/// on its own thread (models load on many threads at once in tests) and
-/// drops everything else, as btl always has.
-unsafe extern "C" fn keep_errors(level: sys::ggml_log_level, text: *const c_char, _: *mut c_void) {
-    if level != sys::GGML_LOG_LEVEL_ERROR || text.is_null() {
-        return;
-    }
-    // SAFETY: llama.cpp passes a NUL-terminated string that outlives the call.
-    let text = unsafe { CStr::from_ptr(text) }.to_string_lossy();
-    // try_*: a log call during thread teardown or re-entrantly must not
-    // panic across the C boundary; such a line is simply not kept.
-    let _ = LOGGED_ERRORS.try_with(|errors| {
-        if let Ok(mut errors) = errors.try_borrow_mut() {
-            if let Some(errors) = errors.as_mut() {
-                errors.push_str(&text);
-            }
-        }
-    });
-}
-
-/// Runs `f` and returns what llama.cpp logged as errors meanwhile, tidied
-/// by [`tidy_errors`].
-fn llama_errors<T>(f: impl FnOnce() -> T) -> (T, String) {
-    LOGGED_ERRORS.with(|errors| *errors.borrow_mut() = Some(String::new()));
-    let out = f();
-    let logged = LOGGED_ERRORS.with(|errors| errors.borrow_mut().take());
-    (out, tidy_errors(&logged.unwrap_or_default()))
-}
-
-/// llama.cpp's error lines as one sentence: each line without the
-/// `function_name: ` it starts with, joined by "; ".
-fn tidy_errors(log: &str) -> String {
-    log.lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty())
-        .map(|line| match line.split_once(": ") {
-            Some((func, rest))
-                if !func.is_empty()
-                    && func
-                        .bytes()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') =>
-            {
-                rest
-            }
-            _ => line,
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
 }
 
 /// Checks a file is there, readable and a GGUF before llama.cpp sees it:
@@ -270,6 +131,230 @@ struct Session<'m> {
     /// Tokens at positions 0.. of sequence 0 that are known to be in the
     /// cache (the text before the screenshot of the last prompt).
     prefix: Vec<LlamaToken>,
+}
+
+/// The context a prompt needs: room for the prompt and the longest
+/// answer, batches of at most 2,048 tokens, and a micro-batch the image's
+/// tokens fit in whole (mtmd decodes an image in one).
+#[derive(Debug, Clone, Copy)]
+struct ContextSizes {
+    ctx: u32,
+    batch: u32,
+    ubatch: u32,
+}
+
+impl ContextSizes {
+    fn new(config: &LlamaConfig, prefix: usize, chunks: &MtmdInputChunks, image: u32) -> Self {
+        let prompt =
+            u32::try_from(prefix.saturating_add(chunks.total_tokens())).unwrap_or(u32::MAX);
+        let ctx = config
+            .context_tokens
+            .max(prompt.saturating_add(config.max_tokens));
+        let batch = ctx.min(2048);
+        Self {
+            ctx,
+            batch,
+            ubatch: batch.max(image),
+        }
+    }
+}
+
+impl<'m> Session<'m> {
+    /// Makes a new context when there is none or the one there is too
+    /// small; a new context starts with an empty cache and the adapter set.
+    fn ensure_context(
+        &mut self,
+        model: &'m LlamaModel,
+        backend: &LlamaBackend,
+        config: &LlamaConfig,
+        sizes: ContextSizes,
+    ) -> Result<(), GenerateError> {
+        if self.ctx.is_some() && self.n_ctx >= sizes.ctx && self.n_ubatch >= sizes.ubatch {
+            return Ok(());
+        }
+        self.ctx = None;
+        self.prefix.clear();
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(sizes.ctx))
+            .with_n_batch(sizes.batch)
+            .with_n_ubatch(sizes.ubatch)
+            .with_n_threads(config.threads)
+            .with_n_threads_batch(config.threads)
+            // With no layer offloaded, llama.cpp would still ship large
+            // prompt batches' weights to a GPU it finds.
+            .with_op_offload(config.gpu_layers > 0);
+        let mut ctx = model
+            .new_context(backend, params)
+            .map_err(|e| GenerateError::Context {
+                tokens: sizes.ctx,
+                reason: e.to_string(),
+            })?;
+        if let Some((adapter, scale)) = self.adapter.as_mut() {
+            ctx.lora_adapter_set(adapter, *scale)
+                .map_err(|e| GenerateError::Adapter(e.to_string()))?;
+        }
+        self.ctx = Some(ctx);
+        self.n_ctx = sizes.ctx;
+        self.n_ubatch = sizes.ubatch;
+        Ok(())
+    }
+
+    /// How many of `prefix`'s tokens the cache already holds, and forgets
+    /// the rest until the prompt is evaluated again. Without a suffix the
+    /// last prefix token is decoded again, for its logits.
+    fn reusable(&mut self, prefix: &[LlamaToken], reuse: bool, suffix_tokens: usize) -> usize {
+        let mut cached = if reuse {
+            self.prefix
+                .iter()
+                .zip(prefix)
+                .take_while(|(a, b)| a == b)
+                .count()
+        } else {
+            0
+        };
+        if suffix_tokens == 0 {
+            cached = cached.min(prefix.len().saturating_sub(1));
+        }
+        self.prefix.clear();
+        cached
+    }
+}
+
+/// The prompt as evaluated into the KV cache.
+struct EvaluatedPrompt {
+    /// The position after its last token.
+    end: i32,
+    /// Its last text token, decoded again to rewind to it.
+    last_token: LlamaToken,
+    /// The vision encoder's share of the evaluation.
+    encoding: Duration,
+}
+
+impl EvaluatedPrompt {
+    /// Cuts the cache back to the prompt without its last token and decodes
+    /// that token again, for fresh logits: the state right after
+    /// evaluation, for another candidate.
+    fn rewind(&self, ctx: &mut LlamaContext) -> Result<(), GenerateError> {
+        let last = self.end - 1;
+        ctx.clear_kv_cache_seq(Some(0), Some(u32::try_from(last).unwrap_or(0)), None)
+            .map_err(|e| GenerateError::Rewind(e.to_string()))?;
+        let mut one = LlamaBatch::new(1, 1);
+        one.add(self.last_token, last, &[0], true)
+            .map_err(|e| GenerateError::Decode(e.to_string()))?;
+        ctx.decode(&mut one)
+            .map_err(|e| GenerateError::Decode(e.to_string()))
+    }
+}
+
+/// Evaluates the prompt after its first `cached` tokens: the rest of the
+/// text prefix in batches, then mtmd's chunks (image and text after it).
+fn evaluate_prompt(
+    ctx: &mut LlamaContext,
+    mtmd: &mut MtmdContext,
+    prefix: &[LlamaToken],
+    cached: usize,
+    chunks: &MtmdInputChunks,
+    n_batch: u32,
+) -> Result<EvaluatedPrompt, GenerateError> {
+    let keep = u32::try_from(cached).unwrap_or(u32::MAX);
+    ctx.clear_kv_cache_seq(Some(0), Some(keep), None)
+        .map_err(|e| GenerateError::Rewind(e.to_string()))?;
+    let suffix_tokens = chunks.total_tokens();
+    let mut batch = LlamaBatch::new(n_batch as usize, 1);
+    let mut n_past = i32::try_from(cached).unwrap_or(i32::MAX);
+    for piece in prefix[cached..].chunks(n_batch as usize) {
+        batch.clear();
+        for (i, &token) in piece.iter().enumerate() {
+            let last = suffix_tokens == 0 && i + 1 == piece.len();
+            batch
+                .add(token, n_past, &[0], last)
+                .map_err(|e| GenerateError::Prompt(e.to_string()))?;
+            n_past += 1;
+        }
+        ctx.decode(&mut batch)
+            .map_err(|e| GenerateError::Prompt(e.to_string()))?;
+    }
+    let (end, encoding) = if suffix_tokens > 0 {
+        let (evaluated, encoding) = timing_encoder(|| {
+            chunks.eval_chunks(
+                mtmd,
+                ctx,
+                n_past,
+                0,
+                i32::try_from(n_batch).unwrap_or(2048),
+                true,
+            )
+        });
+        let end = evaluated.map_err(|e| GenerateError::Prompt(e.to_string()))?;
+        (end, encoding)
+    } else {
+        (n_past, Duration::ZERO)
+    };
+    let last_token = (0..chunks.len())
+        .rev()
+        .find_map(|i| chunks.get(i)?.text_tokens()?.last().copied())
+        .or_else(|| prefix.last().copied())
+        .ok_or(GenerateError::EmptyPrompt)?;
+    Ok(EvaluatedPrompt {
+        end,
+        last_token,
+        encoding,
+    })
+}
+
+/// Samples and decodes up to `max_tokens` tokens after position `start`,
+/// stopping before the first end-of-generation token.
+fn decode(
+    ctx: &mut LlamaContext,
+    model: &LlamaModel,
+    mut sampler: LlamaSampler,
+    start: i32,
+    max_tokens: u32,
+) -> Result<Vec<i32>, GenerateError> {
+    let vocab = model.vocab();
+    let mut one = LlamaBatch::new(1, 1);
+    let mut tokens = Vec::new();
+    let mut n_past = start;
+    while tokens.len() < max_tokens as usize {
+        let token = sampler.sample(ctx, -1);
+        if vocab.is_eog(token) {
+            break;
+        }
+        tokens.push(token.0);
+        one.clear();
+        one.add(token, n_past, &[0], true)
+            .map_err(|e| GenerateError::Decode(e.to_string()))?;
+        ctx.decode(&mut one)
+            .map_err(|e| GenerateError::Decode(e.to_string()))?;
+        n_past += 1;
+    }
+    Ok(tokens)
+}
+
+/// Why a generation failed: the phase, and llama.cpp's reason.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum GenerateError {
+    #[error("cannot hand the image to mtmd: {0}")]
+    Image(String),
+    #[error("cannot tokenize the prompt: {0}")]
+    Tokenize(String),
+    #[error("cannot create a context of {tokens} tokens: {reason}")]
+    Context { tokens: u32, reason: String },
+    #[error("no llama.cpp context")]
+    NoContext,
+    #[error("cannot apply the LoRA adapter: {0}")]
+    Adapter(String),
+    #[error("llama.cpp rejected the BTL grammar: {0}")]
+    Grammar(String),
+    #[error("cannot rewind the KV cache: {0}")]
+    Rewind(String),
+    #[error("prompt evaluation failed: {0}")]
+    Prompt(String),
+    #[error("the prompt has no text token")]
+    EmptyPrompt,
+    #[error("decoding failed: {0}")]
+    Decode(String),
 }
 
 /// An adapter file must exist and be a GGUF: llama-cpp-2 asserts the first
@@ -396,13 +481,13 @@ impl LlamaPolicy {
         model: &LlamaModel,
         seed: u64,
         grammar: Option<&str>,
-    ) -> Result<LlamaSampler, String> {
+    ) -> Result<LlamaSampler, GenerateError> {
         let c = config;
         let mut chain = Vec::new();
         if let Some(grammar) = grammar {
             chain.push(
                 LlamaSampler::grammar(model, grammar, "root")
-                    .map_err(|e| format!("llama.cpp rejected the BTL grammar: {e}"))?,
+                    .map_err(|e| GenerateError::Grammar(e.to_string()))?,
             );
         }
         if c.temperature <= 0.0 {
@@ -428,50 +513,33 @@ impl LlamaPolicy {
         prompt: &str,
         image: Option<&RgbImage>,
         seed: u64,
-    ) -> Result<Generation, String> {
-        self.generate_many(prompt, image, &[seed], None)?
-            .pop()
-            .ok_or_else(|| "no generation".to_string())
+    ) -> Result<Generation, GenerateError> {
+        // One seed, one generation.
+        let mut generations = self.generate_many(prompt, image, &[seed], None)?;
+        Ok(generations.remove(0))
     }
 
-    /// One generation per seed, all from one evaluation of the prompt and
-    /// image: between candidates the KV cache is cut back to the prompt and
-    /// the prompt's last token is decoded again for fresh logits, so the
-    /// image is encoded once however many candidates are drawn. The first
-    /// candidate's `encode_ms` holds the vision encoder's time and its
-    /// `prefill_ms` the rest of the prompt evaluation; the others' hold 0
-    /// and that one token.
+    /// One generation per seed, all from one evaluation of
+    /// the prompt and image: between candidates the KV cache is cut back to
+    /// the prompt and the prompt's last token is decoded again for fresh
+    /// logits, so the image is encoded once however many candidates are
+    /// drawn. The first candidate's `encode_ms` holds the vision encoder's
+    /// time and its `prefill_ms` the rest of the prompt evaluation; the
+    /// others' hold 0 and that one token.
     pub fn generate_many(
         &mut self,
         prompt: &str,
         image: Option<&RgbImage>,
         seeds: &[u64],
         grammar: Option<&str>,
-    ) -> Result<Vec<Generation>, String> {
+    ) -> Result<Vec<Generation>, GenerateError> {
         let started = Instant::now();
         // The text before the screenshot is evaluated token by token so its
         // cache can be kept; mtmd tokenizes the text around a media marker
         // on its own, so splitting there gives the same tokens.
         let split = prompt.find(mtmd_default_marker()).unwrap_or(prompt.len());
         let (prefix_text, suffix_text) = prompt.split_at(split);
-        let bitmaps = match image {
-            Some(img) => vec![
-                MtmdBitmap::from_image_data(img.width(), img.height(), img.as_raw())
-                    .map_err(|e| e.to_string())?,
-            ],
-            None => Vec::new(),
-        };
-        let chunks = self
-            .mtmd
-            .tokenize(
-                MtmdInputText {
-                    text: suffix_text.to_string(),
-                    add_special: false,
-                    parse_special: true,
-                },
-                &bitmaps.iter().collect::<Vec<_>>(),
-            )
-            .map_err(|e| e.to_string())?;
+        let chunks = self.tokenize_suffix(suffix_text, image)?;
         let image_tokens = image.map_or(0, |i| {
             (i.width() / MERGED_PATCH) * (i.height() / MERGED_PATCH)
         });
@@ -483,156 +551,77 @@ impl LlamaPolicy {
             ..
         } = self;
         loaded.with_dependent_mut(|model, session| {
-            let prefix: Vec<LlamaToken> =
-                model.vocab().tokenize(prefix_text.as_bytes(), false, true);
-            let suffix_tokens = u32::try_from(chunks.total_tokens()).unwrap_or(u32::MAX);
-            let prompt_tokens = u32::try_from(prefix.len())
-                .unwrap_or(u32::MAX)
-                .saturating_add(suffix_tokens);
-            let n_ctx = config
-                .context_tokens
-                .max(prompt_tokens.saturating_add(config.max_tokens));
-            let n_batch = n_ctx.min(2048);
-            // An image is decoded in one micro-batch, so it must fit in one.
-            let n_ubatch = n_batch.max(image_tokens);
-            if session.ctx.is_none() || session.n_ctx < n_ctx || session.n_ubatch < n_ubatch {
-                session.ctx = None;
-                session.prefix.clear();
-                let params = LlamaContextParams::default()
-                    .with_n_ctx(NonZeroU32::new(n_ctx))
-                    .with_n_batch(n_batch)
-                    .with_n_ubatch(n_ubatch)
-                    .with_n_threads(config.threads)
-                    .with_n_threads_batch(config.threads)
-                    // With no layer offloaded, llama.cpp would still ship
-                    // large prompt batches' weights to a GPU it finds.
-                    .with_op_offload(config.gpu_layers > 0);
-                let mut ctx = model
-                    .new_context(backend, params)
-                    .map_err(|e| format!("cannot create a context of {n_ctx} tokens: {e}"))?;
-                if let Some((adapter, scale)) = session.adapter.as_mut() {
-                    ctx.lora_adapter_set(adapter, *scale)
-                        .map_err(|e| format!("cannot apply the LoRA adapter: {e}"))?;
-                }
-                session.ctx = Some(ctx);
-                session.n_ctx = n_ctx;
-                session.n_ubatch = n_ubatch;
-            }
-            let Some(ctx) = session.ctx.as_mut() else {
-                return Err("no llama.cpp context".to_string());
-            };
+            let prefix = model.vocab().tokenize(prefix_text.as_bytes(), false, true);
+            let sizes = ContextSizes::new(config, prefix.len(), &chunks, image_tokens);
+            session.ensure_context(model, backend, config, sizes)?;
             let prepared = started.elapsed();
-            // Keep what the cache holds of this prefix; without a suffix the
-            // last prefix token is decoded again, for its logits.
-            let mut cached = if config.reuse_prefix {
-                session
-                    .prefix
-                    .iter()
-                    .zip(&prefix)
-                    .take_while(|(a, b)| a == b)
-                    .count()
-            } else {
-                0
+            let cached = session.reusable(&prefix, config.reuse_prefix, chunks.total_tokens());
+            let ctx = session.ctx.as_mut().ok_or(GenerateError::NoContext)?;
+            let prompt = evaluate_prompt(ctx, mtmd, &prefix, cached, &chunks, sizes.batch)?;
+            session.prefix = prefix;
+            let prompt_tokens = u32::try_from(session.prefix.len())
+                .unwrap_or(u32::MAX)
+                .saturating_add(u32::try_from(chunks.total_tokens()).unwrap_or(u32::MAX));
+            let first = GenerationStats {
+                prompt_tokens,
+                cached_prompt_tokens: u32::try_from(cached).unwrap_or(u32::MAX),
+                encode_ms: prompt.encoding.as_secs_f64() * 1e3,
+                prefill_ms: started
+                    .elapsed()
+                    .saturating_sub(prepared + prompt.encoding)
+                    .as_secs_f64()
+                    * 1e3,
+                ..GenerationStats::default()
             };
-            if suffix_tokens == 0 {
-                cached = cached.min(prefix.len().saturating_sub(1));
-            }
-            session.prefix.clear();
-            let keep = u32::try_from(cached).map_err(|e| e.to_string())?;
-            ctx.clear_kv_cache_seq(Some(0), Some(keep), None)
-                .map_err(|e| format!("cannot rewind the KV cache: {e}"))?;
-            let mut batch = LlamaBatch::new(n_batch as usize, 1);
-            let mut n_past = i32::try_from(cached).map_err(|e| e.to_string())?;
-            for piece in prefix[cached..].chunks(n_batch as usize) {
-                batch.clear();
-                for (i, &token) in piece.iter().enumerate() {
-                    let last = suffix_tokens == 0 && i + 1 == piece.len();
-                    batch
-                        .add(token, n_past, &[0], last)
-                        .map_err(|e| e.to_string())?;
-                    n_past += 1;
-                }
-                ctx.decode(&mut batch)
-                    .map_err(|e| format!("prompt evaluation failed: {e}"))?;
-            }
-            let (prompt_end, encoding) = if suffix_tokens > 0 {
-                let (evaluated, encoding) = timing_encoder(|| {
-                    chunks.eval_chunks(
-                        mtmd,
-                        ctx,
-                        n_past,
-                        0,
-                        i32::try_from(n_batch).unwrap_or(2048),
-                        true,
-                    )
-                });
-                let end = evaluated.map_err(|e| format!("prompt evaluation failed: {e}"))?;
-                (end, encoding)
-            } else {
-                (n_past, Duration::ZERO)
-            };
-            session.prefix = prefix.clone();
-            let last_prompt_token = (0..chunks.len())
-                .rev()
-                .find_map(|i| chunks.get(i)?.text_tokens()?.last().copied())
-                .or_else(|| prefix.last().copied())
-                .ok_or_else(|| "the prompt has no text token".to_string())?;
-            let mut encode_ms = encoding.as_secs_f64() * 1e3;
-            let mut prefill_ms =
-                (started.elapsed().saturating_sub(prepared + encoding)).as_secs_f64() * 1e3;
-            let cached_prompt_tokens = u32::try_from(cached).unwrap_or(u32::MAX);
-            let mut one = LlamaBatch::new(1, 1);
             let mut generations = Vec::with_capacity(seeds.len());
             for (i, &seed) in seeds.iter().enumerate() {
-                if i > 0 {
+                let mut stats = if i == 0 {
+                    first
+                } else {
                     let again = Instant::now();
-                    let last = u32::try_from(prompt_end - 1).map_err(|e| e.to_string())?;
-                    ctx.clear_kv_cache_seq(Some(0), Some(last), None)
-                        .map_err(|e| format!("cannot rewind the KV cache: {e}"))?;
-                    one.clear();
-                    one.add(last_prompt_token, prompt_end - 1, &[0], true)
-                        .map_err(|e| e.to_string())?;
-                    ctx.decode(&mut one)
-                        .map_err(|e| format!("decoding failed: {e}"))?;
-                    encode_ms = 0.0;
-                    prefill_ms = again.elapsed().as_secs_f64() * 1e3;
-                }
-                let decoding = Instant::now();
-                let mut sampler = Self::sampler(config, model, seed, grammar)?;
-                let mut n_past = prompt_end;
-                let mut tokens = Vec::new();
-                let vocab = model.vocab();
-                while tokens.len() < config.max_tokens as usize {
-                    let token = sampler.sample(ctx, -1);
-                    if vocab.is_eog(token) {
-                        break;
-                    }
-                    tokens.push(token.0);
-                    one.clear();
-                    one.add(token, n_past, &[0], true)
-                        .map_err(|e| e.to_string())?;
-                    ctx.decode(&mut one)
-                        .map_err(|e| format!("decoding failed: {e}"))?;
-                    n_past += 1;
-                }
-                generations.push(Generation {
-                    stats: GenerationStats {
+                    prompt.rewind(ctx)?;
+                    GenerationStats {
                         prompt_tokens,
-                        cached_prompt_tokens: if i == 0 {
-                            cached_prompt_tokens
-                        } else {
-                            prompt_tokens.saturating_sub(1)
-                        },
-                        generated_tokens: u32::try_from(tokens.len()).unwrap_or(u32::MAX),
-                        encode_ms,
-                        prefill_ms,
-                        decode_ms: decoding.elapsed().as_secs_f64() * 1e3,
-                    },
-                    tokens,
-                });
+                        cached_prompt_tokens: prompt_tokens.saturating_sub(1),
+                        prefill_ms: again.elapsed().as_secs_f64() * 1e3,
+                        ..GenerationStats::default()
+                    }
+                };
+                let decoding = Instant::now();
+                let sampler = Self::sampler(config, model, seed, grammar)?;
+                let tokens = decode(ctx, model, sampler, prompt.end, config.max_tokens)?;
+                stats.generated_tokens = u32::try_from(tokens.len()).unwrap_or(u32::MAX);
+                stats.decode_ms = decoding.elapsed().as_secs_f64() * 1e3;
+                generations.push(Generation { tokens, stats });
             }
             Ok(generations)
         })
+    }
+
+    /// mtmd's chunks of the prompt from the media marker on: the image's
+    /// tokens and the text after it.
+    fn tokenize_suffix(
+        &self,
+        text: &str,
+        image: Option<&RgbImage>,
+    ) -> Result<MtmdInputChunks, GenerateError> {
+        let bitmaps = match image {
+            Some(img) => vec![
+                MtmdBitmap::from_image_data(img.width(), img.height(), img.as_raw())
+                    .map_err(|e| GenerateError::Image(e.to_string()))?,
+            ],
+            None => Vec::new(),
+        };
+        self.mtmd
+            .tokenize(
+                MtmdInputText {
+                    text: text.to_string(),
+                    add_special: false,
+                    parse_special: true,
+                },
+                &bitmaps.iter().collect::<Vec<_>>(),
+            )
+            .map_err(|e| GenerateError::Tokenize(e.to_string()))
     }
 
     /// What `act` and `act_many` feed the model: the screenshot at the
@@ -722,7 +711,7 @@ impl Policy for LlamaPolicy {
         let (rgb, prompt, grammar) = self.inputs(obs)?;
         let generations = self
             .generate_many(&prompt, Some(&rgb), seeds, grammar.as_deref())
-            .map_err(PolicyError::Backend)?;
+            .map_err(|e| PolicyError::Backend(e.to_string()))?;
         Ok(generations
             .into_iter()
             .map(|g| PolicyOutput {
@@ -798,49 +787,6 @@ mod tests {
         )
     }
 
-    #[test]
-    fn tidy_errors_keeps_llama_cpps_reasons_without_function_names() {
-        let log = "llama_adapter_lora_init_from_file_ptr: failed to apply lora adapter: \
-                   tensor 'blk.0.attn_q.weight' has incorrect shape (hint: maybe wrong base model?)\n";
-        assert_eq!(
-            tidy_errors(log),
-            "failed to apply lora adapter: tensor 'blk.0.attn_q.weight' has incorrect shape (hint: maybe wrong base model?)"
-        );
-        assert_eq!(
-            tidy_errors(
-                "gguf_init_from_file_impl: failed to read tensor data\n\nllama_x: second\n"
-            ),
-            "failed to read tensor data; second"
-        );
-        // Only a leading lower-case identifier is a function name.
-        assert_eq!(tidy_errors("Tensor X: bad shape"), "Tensor X: bad shape");
-        assert_eq!(tidy_errors("no colon here\n"), "no colon here");
-        assert_eq!(tidy_errors(""), "");
-    }
-
-    /// The two lines mtmd's helper logs around each encoding, as
-    /// tools/mtmd/mtmd-helper.cpp writes them.
-    #[test]
-    fn the_encoder_clock_runs_between_mtmds_two_lines() {
-        let t0 = Instant::now();
-        let ms = Duration::from_millis;
-        let mut clock = EncoderClock::default();
-        clock.observe(b"image slice encoded in 3 ms\n", t0);
-        assert_eq!(clock.total, Duration::ZERO, "an end without a start");
-        clock.observe(b"encoding image slice...\n", t0);
-        clock.observe(
-            b"decoding image batch 1/1, n_tokens_batch = 128\n",
-            t0 + ms(2),
-        );
-        clock.observe(b"image slice encoded in 5 ms\n", t0 + ms(5));
-        clock.observe(b"image decoded (batch 1/1) in 9 ms\n", t0 + ms(14));
-        assert_eq!(clock.total, ms(5));
-        clock.observe(b"encoding audio slice...", t0 + ms(20));
-        clock.observe(b"audio slice encoded in 1 ms", t0 + ms(21));
-        clock.observe(b"audio slice encoded in 1 ms", t0 + ms(30));
-        assert_eq!(clock.total, ms(6));
-    }
-
     /// Generation reports the vision encoder's share of prompt evaluation
     /// apart from the rest, once per prompt evaluation.
     #[test]
@@ -876,7 +822,7 @@ mod tests {
         let user_text = r["cases"]["image"]["source"].as_str().unwrap();
         assert!(user_text.contains("navigation_meta_format.json"));
         let official: Value = serde_json::from_str(include_str!(
-            "../../../tests/data/btl-ui-examples/navigation_meta_format.json"
+            "../../../../tests/data/btl-ui-examples/navigation_meta_format.json"
         ))
         .unwrap();
         let user = official[0]["messages"][1]["content"].as_str().unwrap();
