@@ -142,3 +142,106 @@ fn relabelled_collection_records_the_oracle_s_answer_at_every_step() {
         stderr(&bad)
     );
 }
+
+/// A phone lost in the middle of an episode (Debian's adb in between; the
+/// virtual phone's fault hook drops the connection): the episode is kept as
+/// it stopped, the other device finishes its work, and once the phone is
+/// back a second run resumes the episode on it, its first steps untouched.
+#[test]
+fn a_device_lost_mid_episode_is_resumed_when_it_comes_back() {
+    use agent_core::sim::adbd::Adbd;
+    use agent_core::sim::phone::PhoneConfig;
+    use agent_core::sim::virtual_phone::VirtualPhone;
+    use std::sync::Arc;
+
+    let adb = AdbServer::start();
+    let adbd = Adbd::start(Arc::new(VirtualPhone::new(PhoneConfig::default())), None).unwrap();
+    let serial = adbd.serial();
+    // The episode's first tap (opening Settings) runs; the second, on the
+    // switch, never does: the connection drops as it is sent.
+    adbd.faults().drop_connection_on_nth("input tap", 2);
+    let dir = Dir::new();
+    let out = dir.path("data");
+    let port = adb.port().to_string();
+    let mut args = vec![
+        "collect",
+        "--devices",
+        &serial,
+        "--adb-port",
+        &port,
+        "--sim",
+        "1",
+        "--tasks",
+        "wifi_on,bluetooth_on",
+        "--policy",
+        "oracle",
+        "--out",
+        path_str(&out),
+    ];
+    args.extend_from_slice(&FAST_SETTLE);
+
+    let first = dir.btl(&args);
+    let err = stderr(&first);
+    assert_eq!(first.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "on adb device {serial}: interrupted after 2 steps"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("device adb device {serial} failed and is skipped")),
+        "{err}"
+    );
+    assert!(
+        stdout(&first).contains("collected 1 episodes (1 successful)"),
+        "{}",
+        stdout(&first)
+    );
+    let lost = ["wifi_on-s0", "bluetooth_on-s0"]
+        .map(|name| out.join(name))
+        .into_iter()
+        .find(|d| episode_json(d)["device"] == serial.as_str())
+        .expect("the adb device ran one episode");
+    let stopped = episode_json(&lost);
+    assert_eq!(
+        stopped["outcome"]["stop"]["reason"], "device_failed",
+        "{stopped}"
+    );
+    let before = steps_json(&lost);
+    assert_eq!(before.len(), 2, "{before:?}");
+    assert_eq!(before[0]["outcome"]["kind"], "performed", "{before:?}");
+    assert_eq!(before[1]["outcome"]["kind"], "device_failed", "{before:?}");
+
+    // The phone comes back.
+    let _ = adb.adb(["disconnect", &serial]);
+    let back = adb.adb(["connect", &serial]);
+    assert!(stdout(&back).contains("connected to"), "{}", stdout(&back));
+    let ready = adb.adb(["-s", &serial, "wait-for-device"]);
+    assert!(ready.status.success(), "{}", stderr(&ready));
+
+    // The virtual phone leaves it alone: the episode is the adb phone's.
+    let second = dir.btl(&args);
+    assert!(second.status.success(), "{}", stderr(&second));
+    assert!(
+        stderr(&second).contains("1 of 2 episodes already finished"),
+        "{}",
+        stderr(&second)
+    );
+    let resumed = episode_json(&lost);
+    assert_eq!(resumed["outcome"]["success"], true, "{resumed}");
+    assert_eq!(
+        resumed["resumed_at_steps"],
+        serde_json::json!([2]),
+        "{resumed}"
+    );
+    let after = steps_json(&lost);
+    assert_eq!(
+        after[..2],
+        before[..],
+        "the steps before the loss are kept as they were"
+    );
+    assert!(after.len() > 2, "{after:?}");
+    let index = std::fs::read_to_string(out.join("collect.jsonl")).unwrap();
+    assert_eq!(index.lines().count(), 2, "{index}");
+}

@@ -126,6 +126,16 @@ pub enum StopReason {
     Cancelled,
 }
 
+impl StopReason {
+    /// Whether an episode that stopped this way can be continued: the
+    /// device was lost (a cable pulled, an emulator restarted), not the
+    /// episode. [`Agent::resume`] takes it up where it stopped, its steps
+    /// intact.
+    pub fn resumable(&self) -> bool {
+        matches!(self, Self::DeviceFailed { .. })
+    }
+}
+
 impl std::fmt::Display for StopReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -246,15 +256,19 @@ impl Agent {
         ))
     }
 
-    /// Continues an interrupted episode: its settings, Plan history and
-    /// step count come from `dir`; a partial last line is cut off.
+    /// Continues an interrupted episode, or one its device failed (see
+    /// [`StopReason::resumable`], whose recorded outcome is cleared): its
+    /// settings, Plan history and step count come from `dir`; a partial
+    /// last line is cut off.
     pub fn resume(
         dir: &Path,
         device: Box<dyn Device>,
         policy: Box<dyn Policy>,
     ) -> Result<Self, AgentError> {
-        let trajectory = read_trajectory(dir)?;
-        if let Some(outcome) = trajectory.episode.outcome {
+        let mut trajectory = read_trajectory(dir)?;
+        if let Some(outcome) = trajectory.episode.outcome.take()
+            && !outcome.stop.resumable()
+        {
             return Err(AgentError::AlreadyEnded {
                 dir: dir.display().to_string(),
                 stop: outcome.stop,

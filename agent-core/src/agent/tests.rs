@@ -737,6 +737,81 @@ fn an_episode_directory_is_never_overwritten() {
     assert!(matches!(resumed, Err(AgentError::AlreadyEnded { .. })));
 }
 
+/// The virtual phone with its cable pulled at the `n`-th action.
+struct Unplugged {
+    device: SimDevice,
+    actions_left: u32,
+}
+
+impl Device for Unplugged {
+    fn name(&self) -> String {
+        self.device.name()
+    }
+    fn screen_size(&mut self) -> Result<Size, DeviceError> {
+        self.device.screen_size()
+    }
+    fn screenshot(&mut self) -> Result<RgbaImage, DeviceError> {
+        self.device.screenshot()
+    }
+    fn ui_tree(&mut self) -> Result<Option<UiNode>, DeviceError> {
+        self.device.ui_tree()
+    }
+    fn perform(&mut self, action: &DeviceAction) -> Result<(), DeviceError> {
+        self.actions_left = self.actions_left.saturating_sub(1);
+        if self.actions_left == 0 {
+            return Err(DeviceError::Disconnected {
+                operation: "input".into(),
+                reason: "the cable was pulled".into(),
+            });
+        }
+        self.device.perform(action)
+    }
+}
+
+#[test]
+fn an_episode_its_device_failed_resumes_with_its_steps_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let phone = new_phone();
+    let back = || answer("Go back.", Action::Back, None);
+    let mut config = config("Look around");
+    config.max_steps = 3;
+    config.repeat_limit = 0;
+    let outcome = Agent::new(
+        dir.path(),
+        config,
+        Box::new(Unplugged {
+            device: SimDevice::new(phone.clone()),
+            actions_left: 2,
+        }),
+        Box::new(ScriptedPolicy::new(vec![back(), back()])),
+    )
+    .unwrap()
+    .with_clock(ManualClock::default())
+    .run()
+    .unwrap();
+    assert!(matches!(outcome.stop, StopReason::DeviceFailed { .. }));
+    assert!(outcome.stop.resumable());
+    let stopped = read_trajectory(dir.path()).unwrap();
+    assert_eq!(stopped.episode.outcome, Some(outcome));
+    assert_eq!(stopped.steps.len(), 2);
+
+    let outcome = Agent::resume(
+        dir.path(),
+        Box::new(SimDevice::new(phone)),
+        Box::new(ScriptedPolicy::new(vec![back()])),
+    )
+    .unwrap()
+    .with_clock(ManualClock::default())
+    .run()
+    .unwrap();
+    assert_eq!(outcome.stop, StopReason::StepBudget { max_steps: 3 });
+    let resumed = read_trajectory(dir.path()).unwrap();
+    assert_eq!(resumed.episode.resumed_at_steps, [2]);
+    assert_eq!(resumed.steps[..2], stopped.steps[..]);
+    assert_eq!(resumed.steps[2].outcome, StepOutcome::Performed);
+    assert_consistent(&resumed);
+}
+
 /// Marks a finished episode as interrupted, as if killed before its end,
 /// with `max_steps` raised so it has steps left.
 fn mark_interrupted(dir: &Path, max_steps: u32) {

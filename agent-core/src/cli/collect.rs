@@ -7,10 +7,14 @@
 //! can run (adb devices: the settings tasks only). A device that cannot be
 //! opened or fails mid-episode is reported and retired; its job goes back
 //! to the queue for the others, so one bad phone never stops the
-//! collection. Jobs land in `OUT/TASK-sSEED/`; `OUT/collect.jsonl` gets one
-//! line per finished episode. Run again with the same arguments to finish
-//! an interrupted collection: finished episodes are kept, interrupted ones
-//! resumed.
+//! collection. A device lost in the middle of an episode is retired too,
+//! and its episode kept as it stopped, steps intact: it is resumed on that
+//! device (an adb serial) or on any virtual phone (which replays the
+//! recorded actions) when the collection runs again, never on another
+//! phone whose screen it has not seen. Jobs land in `OUT/TASK-sSEED/`;
+//! `OUT/collect.jsonl` gets one line per finished episode. Run again with
+//! the same arguments to finish an interrupted collection: finished
+//! episodes are kept, interrupted ones resumed.
 
 use super::episode::{
     AgentArgs, EpisodeFailure, PolicyArgs, PolicyChoice, PolicyKind, SharedPolicy, Target,
@@ -66,6 +70,9 @@ pub const INDEX_FILE: &str = "collect.jsonl";
 struct Job {
     task: Arc<dyn Task>,
     seed: u64,
+    /// The device an interrupted episode of this job was running on, which
+    /// alone may resume it ([`Target::resumes_on`]).
+    resume_on: Option<String>,
 }
 
 /// What a device worker reports.
@@ -81,6 +88,13 @@ enum Report {
         job: Job,
         error: String,
     },
+    /// The device was lost in the middle of the job's episode; the episode
+    /// waits, steps intact, for the collection to run again.
+    Interrupted {
+        device: String,
+        job: Job,
+        steps: u32,
+    },
     DeviceRetired {
         device: String,
         error: String,
@@ -94,7 +108,14 @@ pub fn run(args: &Args) -> Outcome {
     // Finished episodes of an earlier run stay as they are, and in the index.
     let jobs: Vec<Job> = all
         .into_iter()
-        .filter(|job| !finished(&episode_dir(&args.out, job)))
+        .filter_map(|job| match recorded(&episode_dir(&args.out, &job)) {
+            Recorded::Finished => None,
+            Recorded::Interrupted { device } => Some(Job {
+                resume_on: Some(device),
+                ..job
+            }),
+            Recorded::Nothing => Some(job),
+        })
         .collect();
     if jobs.len() < total {
         eprintln!(
@@ -147,7 +168,7 @@ pub fn run(args: &Args) -> Outcome {
     }
     drop(tx);
     let index = args.out.join(INDEX_FILE);
-    let (mut done, mut succeeded, mut failed_jobs, mut retired) = (0, 0, 0, 0);
+    let (mut done, mut succeeded, mut failed_jobs, mut retired, mut interrupted) = (0, 0, 0, 0, 0);
     runtime.block_on(async {
         while let Some(report) = rx.recv().await {
             match report {
@@ -182,6 +203,15 @@ pub fn run(args: &Args) -> Outcome {
                         seed_label(job.seed)
                     );
                 }
+                Report::Interrupted { device, job, steps } => {
+                    interrupted += 1;
+                    eprintln!(
+                        "btl: {} {} on {device}: interrupted after {steps} steps, kept in {} to resume",
+                        job.task.name(),
+                        seed_label(job.seed),
+                        episode_dir(&args.out, &job).display()
+                    );
+                }
                 Report::DeviceRetired { device, error } => {
                     retired += 1;
                     eprintln!("btl: device {device} failed and is skipped: {error}");
@@ -192,12 +222,12 @@ pub fn run(args: &Args) -> Outcome {
     })?;
     let left = queue.lock().map_or(0, |q| q.len());
     println!(
-        "collected {done} episodes ({succeeded} successful) in {}; {failed_jobs} failed, {retired} devices skipped, {left} not run",
+        "collected {done} episodes ({succeeded} successful) in {}; {failed_jobs} failed, {interrupted} interrupted, {retired} devices skipped, {left} not run",
         args.out.display()
     );
-    if left > 0 || failed_jobs > 0 {
+    if left > 0 || failed_jobs > 0 || interrupted > 0 {
         return Err(Failure::Failed(anyhow!(
-            "{left} episodes could not run on any device and {failed_jobs} failed; run the same command again to retry them"
+            "{left} episodes could not run on any device, {interrupted} were interrupted and {failed_jobs} failed; run the same command again to retry them"
         )));
     }
     Ok(())
@@ -240,14 +270,33 @@ fn jobs(args: &Args) -> Result<Vec<Job>, Failure> {
             jobs.push(Job {
                 task: Arc::from(task),
                 seed,
+                resume_on: None,
             });
         }
     }
     Ok(jobs)
 }
 
-fn finished(dir: &Path) -> bool {
-    crate::agent::trajectory::read_trajectory(dir).is_ok_and(|t| t.episode.outcome.is_some())
+/// What an earlier run left in an episode's directory.
+enum Recorded {
+    Nothing,
+    Finished,
+    /// Stopped mid-way (the process, or its device, was lost) on `device`.
+    Interrupted {
+        device: String,
+    },
+}
+
+fn recorded(dir: &Path) -> Recorded {
+    match crate::agent::trajectory::read_trajectory(dir) {
+        Err(_) => Recorded::Nothing,
+        Ok(t) => match t.episode.outcome {
+            Some(outcome) if !outcome.stop.resumable() => Recorded::Finished,
+            _ => Recorded::Interrupted {
+                device: t.episode.device,
+            },
+        },
+    }
 }
 
 /// The seed as a user gave it: `seed 3`, or `heldout seed 3` for instance 3
@@ -285,7 +334,11 @@ fn worker(
     loop {
         let job = {
             let Ok(mut q) = queue.lock() else { return };
-            match q.iter().position(|j| target.supports(&j.task)) {
+            let runnable = |j: &Job| {
+                target.supports(&j.task)
+                    && j.resume_on.as_deref().is_none_or(|d| target.resumes_on(d))
+            };
+            match q.iter().position(runnable) {
                 Some(i) => q.remove(i),
                 None => None,
             }
@@ -299,21 +352,24 @@ fn worker(
         let result = run_task_episode(&target, &job.task, job.seed, &dir, agent, choice, shared);
         let device = device.to_string();
         match result {
-            Ok(outcome) => {
-                let device_failed = match &outcome.stop {
-                    StopReason::DeviceFailed { error } => Some(error.clone()),
-                    _ => None,
-                };
-                let _ = tx.send(Report::Done {
-                    device: device.clone(),
-                    job,
-                    outcome,
-                });
-                if let Some(error) = device_failed {
+            Ok(outcome) => match outcome.stop {
+                StopReason::DeviceFailed { error } => {
+                    let _ = tx.send(Report::Interrupted {
+                        device: device.clone(),
+                        job,
+                        steps: outcome.steps,
+                    });
                     let _ = tx.send(Report::DeviceRetired { device, error });
                     return;
                 }
-            }
+                _ => {
+                    let _ = tx.send(Report::Done {
+                        device,
+                        job,
+                        outcome,
+                    });
+                }
+            },
             Err(EpisodeFailure::Device(error)) => {
                 if let Ok(mut q) = queue.lock() {
                     q.push_front(job);

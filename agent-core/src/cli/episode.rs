@@ -270,6 +270,16 @@ impl Target {
         }
     }
 
+    /// Whether an episode interrupted on `device` (as its `episode.json`
+    /// names it) can continue here: on the same adb device, or on any
+    /// virtual phone, which replays the recorded actions on a fresh one.
+    pub fn resumes_on(&self, device: &str) -> bool {
+        match self {
+            Target::Sim { .. } => device == SimDevice::NAME,
+            Target::Adb { serial, .. } => device == serial,
+        }
+    }
+
     /// Whether `task` can be set up and checked here.
     pub fn supports(&self, task: &Arc<dyn Task>) -> bool {
         matches!(self, Target::Sim { .. }) || task.setting_check().is_some()
@@ -628,7 +638,8 @@ pub enum EpisodeFailure {
 }
 
 /// One episode of a suite task, started fresh or, when `dir` holds an
-/// interrupted one, resumed; a finished one is read back, not rerun.
+/// interrupted one (or one its device failed), resumed; a finished one is
+/// read back, not rerun.
 /// Nobody is at a terminal to confirm sensitive actions: unless `--confirm`
 /// says otherwise they are allowed on the virtual phone, where several
 /// tasks are deletions and nothing real is at stake, and declined on adb
@@ -649,8 +660,10 @@ pub fn run_task_episode(
     let policy = episode_policy(choice, shared, Some(task), seed).map_err(failure)?;
     let agent = if dir.join(crate::agent::trajectory::EPISODE_FILE).exists() {
         let recorded = read_trajectory(dir).map_err(|e| other(e.into()))?;
-        if let Some(outcome) = recorded.episode.outcome {
-            return Ok(outcome);
+        if let Some(outcome) = &recorded.episode.outcome
+            && !outcome.stop.resumable()
+        {
+            return Ok(outcome.clone());
         }
         let prepared =
             prepare_resumed(target, Some(task), &recorded).map_err(EpisodeFailure::Device)?;

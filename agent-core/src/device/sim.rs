@@ -14,6 +14,9 @@ pub struct SimDevice {
 }
 
 impl SimDevice {
+    /// What trajectories record as this device's name.
+    pub const NAME: &str = "virtual phone (in-process)";
+
     pub fn new(phone: Arc<VirtualPhone>) -> Self {
         Self { phone }
     }
@@ -25,7 +28,7 @@ impl SimDevice {
 
 impl Device for SimDevice {
     fn name(&self) -> String {
-        "virtual phone (in-process)".into()
+        Self::NAME.into()
     }
 
     fn screen_size(&mut self) -> Result<Size, DeviceError> {
