@@ -63,6 +63,21 @@ pub const DEFAULT_SCREEN_PATTERNS: &[&str] = &[
     "uninstall this app",
 ];
 
+/// Input methods, by package: a tap on one of their keys is typing, never a
+/// sensitive target. Its "Delete" is backspace, and what the typed text
+/// does is decided by a later tap, which the gate judges. Measured: the
+/// contact-editing task's oracle clears a field with the keyboard's Delete
+/// key, which the `delete` pattern stopped when nobody could confirm.
+pub const DEFAULT_KEYBOARD_PACKAGES: &[&str] = &[
+    // AOSP's LatinIME, Gboard, Samsung Keyboard, SwiftKey.
+    "com.android.inputmethod.latin",
+    "com.google.android.inputmethod.latin",
+    "com.samsung.android.honeyboard",
+    "com.touchtype.swiftkey",
+    // The virtual phone's keyboard.
+    "com.btl.inputmethod",
+];
+
 /// The sensitive-action policy, as stored in its JSON config file. Missing
 /// fields take their defaults, so a file may hold only what it changes;
 /// unknown fields are an error, so a typo does not silently disable a rule.
@@ -72,6 +87,8 @@ pub struct SafetyConfig {
     pub on_sensitive: Confirm,
     pub target_patterns: Vec<String>,
     pub screen_patterns: Vec<String>,
+    /// Packages whose taps are keystrokes ([`DEFAULT_KEYBOARD_PACKAGES`]).
+    pub keyboard_packages: Vec<String>,
 }
 
 impl Default for SafetyConfig {
@@ -81,6 +98,7 @@ impl Default for SafetyConfig {
             on_sensitive: Confirm::default(),
             target_patterns: owned(DEFAULT_TARGET_PATTERNS),
             screen_patterns: owned(DEFAULT_SCREEN_PATTERNS),
+            keyboard_packages: owned(DEFAULT_KEYBOARD_PACKAGES),
         }
     }
 }
@@ -294,7 +312,7 @@ fn sensitive_match(
                 i32::try_from(at.x).unwrap_or(i32::MAX),
                 i32::try_from(at.y).unwrap_or(i32::MAX),
             );
-            touch_target_texts(ui, x, y)
+            touch_target_texts(ui, x, y, &config.keyboard_packages)
         }
         Action::Type { .. } => ui.find(|n| n.focused).map(node_texts).unwrap_or_default(),
         Action::Swipe { .. }
@@ -325,7 +343,8 @@ fn sensitive_match(
 /// clickable node containing the point (what Android dispatches the click
 /// to), its labels included; failing one, only the own text of the smallest
 /// node there, since a plain container's descendants are not what was hit.
-fn touch_target_texts(ui: &UiNode, x: i32, y: i32) -> Vec<&str> {
+/// A key of an input method in `keyboards` has none that counts.
+fn touch_target_texts<'a>(ui: &'a UiNode, x: i32, y: i32, keyboards: &[String]) -> Vec<&'a str> {
     let area = |n: &&UiNode| {
         let [x1, y1, x2, y2] = n.bounds;
         i64::from(x2 - x1) * i64::from(y2 - y1)
@@ -337,6 +356,7 @@ fn touch_target_texts(ui: &UiNode, x: i32, y: i32) -> Vec<&str> {
         .filter(|n| n.clickable || n.long_clickable)
         .min_by_key(area);
     match clickable {
+        Some(node) if keyboards.contains(&node.package) => Vec::new(),
         Some(node) => node_texts(node),
         None => under
             .into_iter()
@@ -669,6 +689,65 @@ mod tests {
             let got = assess(&out, &frame, ui, profile, &config(on_sensitive));
             assert_eq!(got, expected, "{name}");
         }
+    }
+
+    /// A key labelled Delete on a keyboard is backspace; the same label on
+    /// an app's button is a deletion.
+    #[test]
+    fn keyboard_keys_are_keystrokes_not_sensitive_targets() {
+        let frame = FrameMap::new(Size::new(720, 1280), TRAINING_MAX_PIXELS).unwrap();
+        let delete_key = |package: &str| {
+            let mut root = screen("");
+            root.children.push(UiNode {
+                content_desc: "Delete".into(),
+                package: package.into(),
+                bounds: [600, 1100, 700, 1200],
+                clickable: true,
+                enabled: true,
+                ..UiNode::default()
+            });
+            root
+        };
+        let tap = output(tap_at(&frame, 650, 1150));
+        let denied = Verdict::Reject {
+            rejection: Rejection::Denied {
+                sensitive: SensitiveMatch {
+                    pattern: "delete".into(),
+                    scope: Scope::Target,
+                    text: "Delete".into(),
+                },
+            },
+        };
+        for keyboard in DEFAULT_KEYBOARD_PACKAGES {
+            let ui = delete_key(keyboard);
+            let got = assess(
+                &tap,
+                &frame,
+                Some(&ui),
+                Profile::BtlUi,
+                &config(Confirm::Deny),
+            );
+            assert_eq!(got, Verdict::Allow { sensitive: None }, "{keyboard}");
+        }
+        let ui = delete_key("com.example.mail");
+        let got = assess(
+            &tap,
+            &frame,
+            Some(&ui),
+            Profile::BtlUi,
+            &config(Confirm::Deny),
+        );
+        assert_eq!(got, denied);
+        // A config without keyboards judges the key by its label.
+        let strict = SafetyConfig {
+            keyboard_packages: Vec::new(),
+            ..config(Confirm::Deny)
+        };
+        let ui = delete_key("com.btl.inputmethod");
+        assert_eq!(
+            assess(&tap, &frame, Some(&ui), Profile::BtlUi, &strict),
+            denied
+        );
     }
 
     #[test]

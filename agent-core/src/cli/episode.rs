@@ -291,6 +291,9 @@ impl Target {
 pub struct Prepared {
     pub device: Box<dyn Device>,
     pub checker: Option<Box<dyn SuccessCheck>>,
+    /// On the virtual phone, the task's misled check ([`Task::misled`])
+    /// over the phone's current state.
+    pub misled: Option<Box<dyn FnMut() -> Option<bool>>>,
 }
 
 /// Opens the target and puts `task` in its starting state.
@@ -307,9 +310,15 @@ pub fn prepare(target: &Target, task: Option<&Arc<dyn Task>>) -> Result<Prepared
                 Box::new(move || phone.with_phone(|p| task.is_successful(p.state())))
                     as Box<dyn SuccessCheck>
             });
+            let misled = task.map(|task| {
+                let (phone, task) = (phone.clone(), task.clone());
+                Box::new(move || phone.with_phone(|p| task.misled(p.state())))
+                    as Box<dyn FnMut() -> Option<bool>>
+            });
             Ok(Prepared {
                 device: Box::new(SimDevice::new(phone)),
                 checker,
+                misled,
             })
         }
         Target::Adb { serial, server } => open_adb(serial, *server, task, true),
@@ -596,6 +605,7 @@ fn open_adb(
     Ok(Prepared {
         device: Box::new(device),
         checker,
+        misled: None,
     })
 }
 

@@ -28,6 +28,11 @@ pub struct TasksArgs {
     split: Option<Split>,
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// List the prompt-injection suite instead (`btl bench --suite
+    /// injection`): each variant's goal; its params name the base template
+    /// and the text planted on screen.
+    #[arg(long)]
+    injection: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -69,29 +74,28 @@ pub fn run(command: &Command) -> Outcome {
 fn list_tasks(args: &TasksArgs) -> Outcome {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    for template in tasks::templates() {
+    let names: Vec<&str> = if args.injection {
+        tasks::injections().iter().map(|i| i.name).collect()
+    } else {
+        tasks::templates().iter().map(|t| t.name).collect()
+    };
+    for name in names {
         // Every registered name samples; a miss would only drop a line.
         let seed = args.split.map_or(args.seed, |split| split.seed(args.seed));
-        let Some(task) = tasks::sample(template.name, seed) else {
+        let Some(task) = tasks::sample(name, seed) else {
             continue;
         };
         if args.json {
             let line = serde_json::json!({
-                "name": template.name,
+                "name": name,
                 "goal": task.goal(),
                 "max_steps": task.max_steps(),
                 "params": task.params(),
             });
             json_line(&mut out, &line)?;
         } else {
-            writeln!(
-                out,
-                "{:<24}{:>4}  {}",
-                template.name,
-                task.max_steps(),
-                task.goal()
-            )
-            .map_err(anyhow::Error::from)?;
+            writeln!(out, "{:<30}{:>4}  {}", name, task.max_steps(), task.goal())
+                .map_err(anyhow::Error::from)?;
         }
     }
     Ok(())

@@ -80,7 +80,7 @@ fn has_phone(state: &PhoneState, name: &str, phone: &str) -> bool {
 }
 
 /// Replaces any contact named `name` with a new one.
-fn put_contact(state: &mut PhoneState, name: &str, phone: &str) {
+pub(super) fn put_contact(state: &mut PhoneState, name: &str, phone: &str) {
     state.contacts.retain(|c| !loose_eq(&c.name, name));
     let id = next_id(state.contacts.iter().map(|c| c.id));
     state.contacts.push(Contact {

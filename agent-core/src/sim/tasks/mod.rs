@@ -21,6 +21,8 @@
 //!   keyboard may cover, filling a field, scrolling a list to an item.
 //! - `split`: [`Split`], training and held-out instances (seeds, values,
 //!   phrasings).
+//! - `injection`: the prompt-injection suite, suite tasks with adversarial
+//!   text planted on screen and a check of whether the agent followed it.
 //! - `settings`, `contacts`, `notes`, `clock`, `browser`, `gallery`: one
 //!   file per app with its templates, checkers and oracle.
 
@@ -28,6 +30,7 @@ mod browser;
 mod clock;
 mod contacts;
 mod gallery;
+mod injection;
 mod notes;
 mod oracle;
 mod settings;
@@ -44,6 +47,7 @@ use browser::{OpenResult, Search};
 use clock::{DeleteAlarm, SetAlarm, SetLabeledAlarm, SwitchAlarm};
 use contacts::{AddContact, DeleteContact, EditPhone};
 use gallery::DeletePhotos;
+pub use injection::{Injection, injections};
 use notes::{AppendNote, CreateNote, DeleteNote};
 use rand::SeedableRng;
 use rand::seq::IndexedRandom;
@@ -89,6 +93,13 @@ pub trait Task: Send + Sync {
     /// The next step towards the goal from what is on screen; `None` once
     /// the oracle sees nothing left to do.
     fn oracle(&self, screen: &UiNode) -> Option<OracleStep>;
+
+    /// For a task of the prompt-injection suite, whether the agent did what
+    /// the text planted on screen asked instead (its effect is in `state`);
+    /// `None` for other tasks.
+    fn misled(&self, _state: &PhoneState) -> Option<bool> {
+        None
+    }
 
     /// How to set the task up and check it on any Android device through
     /// its system settings; `None` for tasks whose state is app data that
@@ -239,10 +250,15 @@ pub fn templates() -> &'static [Template] {
     ]
 }
 
-/// The instance of template `name` for `seed`: the same seed always gives
-/// the same parameters. Seeds of a [`Split`]'s range ([`Split::seed`]) give
+/// The instance of template `name` (or of an injection variant, see
+/// [`injections`]) for `seed`: the same seed always gives the same
+/// parameters. Seeds of a [`Split`]'s range ([`Split::seed`]) give
 /// that split's instances.
 pub fn sample(name: &str, seed: u64) -> Option<Box<dyn Task>> {
+    if let Some(injection) = injections().iter().find(|i| i.name == name) {
+        let base = sample(injection.base, seed)?;
+        return Some(Box::new(injection::Injected::new(base, injection)));
+    }
     let template = templates().iter().find(|t| t.name == name)?;
     if let Some((split, k)) = Split::of(seed) {
         return Some(split::sample(template, split, k));

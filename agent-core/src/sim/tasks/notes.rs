@@ -63,7 +63,11 @@ fn sample_titles(rng: &mut ChaCha8Rng) -> (String, String) {
 /// Replaces any note titled `title` with one edited `hours_ago`.
 fn put_note(phone: &mut Phone, title: &str, body: &str, hours_ago: u64) {
     let modified_ms = phone.now_ms().saturating_sub(hours_ago * 3_600_000);
-    let state = phone.state_mut();
+    put_note_at(phone.state_mut(), title, body, modified_ms);
+}
+
+/// Replaces any note titled `title` with one last edited at `modified_ms`.
+pub(super) fn put_note_at(state: &mut PhoneState, title: &str, body: &str, modified_ms: u64) {
     state.notes.retain(|n| !loose_eq(&n.title, title));
     let id = next_id(state.notes.iter().map(|n| n.id));
     state.notes.push(Note {
