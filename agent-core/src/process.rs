@@ -33,6 +33,15 @@ pub fn parse_args<C: Parser>() -> Result<C, ExitCode> {
     })
 }
 
+/// Whether `args` (without the program's name) is a command line `C`
+/// accepts, checked without running anything; clap's message when not.
+/// The documentation's commands are checked with it.
+pub fn check_args<C: Parser>(program: &str, args: &[String]) -> Result<(), String> {
+    C::try_parse_from(std::iter::once(program).chain(args.iter().map(String::as_str)))
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
 /// The exit code of a command's outcome, its error printed once on stderr
 /// as `program: error: …` with the cause chain.
 pub fn exit_code(program: &str, outcome: Outcome) -> ExitCode {

@@ -32,3 +32,5 @@ mod adapter;
 mod init;
 // Export of a trained checkpoint: llama.cpp runs the GGUFs as the trainer runs the model.
 mod phone;
+// Every btl and btl-train command in the README and docs/ parses as the CLIs define them.
+mod docs;

@@ -84,6 +84,11 @@ pub fn main() -> ExitCode {
     exit_code("btl", result)
 }
 
+/// Whether `args` is a `btl` command line (see [`crate::process::check_args`]).
+pub fn check_command_line(args: &[String]) -> Result<(), String> {
+    crate::process::check_args::<Cli>("btl", args)
+}
+
 /// Reads a whole text file; failures are bad input naming the file.
 fn read_input(path: &Path) -> Result<String, Failure> {
     std::fs::read_to_string(path)

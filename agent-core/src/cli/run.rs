@@ -25,6 +25,7 @@ use std::sync::Arc;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The instruction; with `--task`, the task's own goal is used instead.
+    #[arg(required_unless_present_any = ["task", "resume"])]
     goal: Option<String>,
     /// A task of the virtual phone's suite (`btl sim tasks` lists them): it
     /// sets the phone up and checks success from its state (over adb: the

@@ -44,6 +44,12 @@ enum Command {
     Export(export::ExportArgs),
 }
 
+/// Whether `args` is a `btl-train` command line (see
+/// [`agent_core::process::check_args`]).
+pub fn check_command_line(args: &[String]) -> Result<(), String> {
+    agent_core::process::check_args::<Cli>("btl-train", args)
+}
+
 /// Runs the CLI on the process arguments and returns the exit code.
 pub fn main() -> ExitCode {
     let cli: Cli = match parse_args() {
