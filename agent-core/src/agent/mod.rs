@@ -266,14 +266,13 @@ impl Agent {
         policy: Box<dyn Policy>,
     ) -> Result<Self, AgentError> {
         let mut trajectory = read_trajectory(dir)?;
-        if let Some(outcome) = trajectory.episode.outcome.take()
-            && !outcome.stop.resumable()
-        {
+        if let Some(outcome) = trajectory.episode.ended() {
             return Err(AgentError::AlreadyEnded {
                 dir: dir.display().to_string(),
-                stop: outcome.stop,
+                stop: outcome.stop.clone(),
             });
         }
+        trajectory.episode.outcome = None;
         let history = trajectory.history();
         let steps = u32::try_from(trajectory.steps.len()).unwrap_or(u32::MAX);
         let writer = TrajectoryWriter::reopen(dir, trajectory.valid_len)?;

@@ -54,6 +54,15 @@ pub struct EpisodeRecord {
     pub outcome: Option<Outcome>,
 }
 
+impl EpisodeRecord {
+    /// The outcome that ends the episode for good: `None` while it can
+    /// still run on (killed mid-way, or stopped by its device, see
+    /// [`StopReason::resumable`]).
+    pub fn ended(&self) -> Option<&Outcome> {
+        self.outcome.as_ref().filter(|o| !o.stop.resumable())
+    }
+}
+
 /// How an episode ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {

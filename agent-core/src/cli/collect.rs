@@ -290,11 +290,9 @@ enum Recorded {
 fn recorded(dir: &Path) -> Recorded {
     match crate::agent::trajectory::read_trajectory(dir) {
         Err(_) => Recorded::Nothing,
-        Ok(t) => match t.episode.outcome {
-            Some(outcome) if !outcome.stop.resumable() => Recorded::Finished,
-            _ => Recorded::Interrupted {
-                device: t.episode.device,
-            },
+        Ok(t) if t.episode.ended().is_some() => Recorded::Finished,
+        Ok(t) => Recorded::Interrupted {
+            device: t.episode.device,
         },
     }
 }

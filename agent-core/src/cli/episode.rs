@@ -670,9 +670,7 @@ pub fn run_task_episode(
     let policy = episode_policy(choice, shared, Some(task), seed).map_err(failure)?;
     let agent = if dir.join(crate::agent::trajectory::EPISODE_FILE).exists() {
         let recorded = read_trajectory(dir).map_err(|e| other(e.into()))?;
-        if let Some(outcome) = &recorded.episode.outcome
-            && !outcome.stop.resumable()
-        {
+        if let Some(outcome) = recorded.episode.ended() {
             return Ok(outcome.clone());
         }
         let prepared =

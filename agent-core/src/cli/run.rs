@@ -178,9 +178,7 @@ fn resume(args: &Args, target: &Target, dir: &Path) -> Result<Started, Failure> 
     let recorded = read_trajectory(dir)
         .with_context(|| format!("cannot read the episode in {}", dir.display()))
         .map_err(Failure::BadInput)?;
-    if let Some(outcome) = &recorded.episode.outcome
-        && !outcome.stop.resumable()
-    {
+    if let Some(outcome) = recorded.episode.ended() {
         return Err(Failure::BadInput(
             AgentError::AlreadyEnded {
                 dir: dir.display().to_string(),

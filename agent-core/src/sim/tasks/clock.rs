@@ -29,9 +29,9 @@ const LABELS: [&str; 8] = [
 
 /// A time of day.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Time {
-    hour: u8,
-    minute: u8,
+pub(super) struct Time {
+    pub hour: u8,
+    pub minute: u8,
 }
 
 impl Time {
@@ -62,7 +62,7 @@ impl Time {
 }
 
 /// Replaces every alarm at `time` with one alarm.
-fn put_alarm(state: &mut PhoneState, time: Time, enabled: bool, label: &str) {
+pub(super) fn put_alarm(state: &mut PhoneState, time: Time, enabled: bool, label: &str) {
     remove_alarms(state, time);
     let id = next_id(state.alarms.iter().map(|a| a.id));
     state.alarms.push(Alarm {
