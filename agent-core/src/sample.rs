@@ -174,13 +174,15 @@ pub fn parse_samples(text: &str) -> Result<Vec<Sample>, InputError> {
     raws.into_iter()
         .enumerate()
         .map(|(index, raw)| {
-            let first_line = line_of(text, raw.get());
+            // Counted only for an error: counting for every sample is
+            // quadratic in the file's size.
+            let first_line = || line_of(text, raw.get());
             let sample: Sample = serde_json::from_str(raw.get()).map_err(|e| InputError {
-                line: first_line + e.line().saturating_sub(1),
+                line: first_line() + e.line().saturating_sub(1),
                 reason: format!("sample {index}: {e}"),
             })?;
             sample.validate().map_err(|reason| InputError {
-                line: first_line,
+                line: first_line(),
                 reason: format!("sample {index}: {reason}"),
             })?;
             Ok(sample)

@@ -11,6 +11,7 @@ use crate::agent::{Agent, AgentConfig, SuccessCheck};
 use crate::device::adb::{AdbDevice, DEFAULT_SERVER_PORT, DEFAULT_TIMEOUT};
 use crate::device::sim::SimDevice;
 use crate::device::{Device, DeviceError};
+use crate::model::grammar::GrammarCheck;
 use crate::model::settings::PROMPT_VERSION;
 use crate::model::{
     LlamaConfig, LoadPolicyError, LoraAdapter, ModelSettings, Observation, Policy, PolicyError,
@@ -94,6 +95,11 @@ pub struct PolicyArgs {
     /// only the profile's actions).
     #[arg(long)]
     pub no_grammar: bool,
+    /// When the grammar is checked against the whole vocabulary: lazy (only
+    /// when it refuses the unconstrained choice; the same greedy tokens) or
+    /// first (before every token, llama.cpp's grammar-first chain).
+    #[arg(long, value_enum, default_value_t = GrammarCheck::Lazy)]
+    pub grammar_check: GrammarCheck,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -364,6 +370,7 @@ fn load_model(args: &PolicyArgs, vote: u32) -> Result<Box<dyn Policy>, Failure> 
         config.gpu_layers = layers;
     }
     config.grammar = !args.no_grammar;
+    config.grammar_check = args.grammar_check;
     config.temperature = args.temperature.unwrap_or(if vote > 1 { 0.9 } else { 0.0 });
     config.adapters = args.lora.clone();
     let policy = PolicySpec::Llama(config).load().map_err(|e| match e {

@@ -20,7 +20,22 @@
 //! sampler.
 
 use crate::protocol::{Profile, Size};
+use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
+
+/// When the grammar is applied to the whole vocabulary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "host", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
+pub enum GrammarCheck {
+    /// Only when it refuses the unconstrained sampler's token (the default).
+    #[default]
+    Lazy,
+    /// Before every token, as the grammar sampler first in llama.cpp's
+    /// chain does: the same greedy tokens, at a cost that grows with the
+    /// vocabulary. Kept to measure the lazy check against.
+    First,
+}
 
 /// Length bounds that keep a constrained answer finite.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

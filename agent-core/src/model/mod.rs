@@ -90,6 +90,12 @@ pub struct GenerationStats {
     /// through the language model.
     pub prefill_ms: f64,
     pub decode_ms: f64,
+    /// Tokens the unconstrained sampler chose and the grammar refused, each
+    /// followed by a draw constrained over the whole vocabulary (see
+    /// `GrammarCheck::Lazy`); 0 without a grammar or when it is checked
+    /// first.
+    #[serde(default)]
+    pub grammar_refusals: u32,
 }
 
 /// One answer of a policy.

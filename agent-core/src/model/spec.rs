@@ -6,7 +6,7 @@
 //! can describe a model in any build and learn at load time whether this
 //! one can run it.
 
-use super::grammar::DEFAULT_MAX_TOKENS;
+use super::grammar::{DEFAULT_MAX_TOKENS, GrammarCheck};
 use super::{LoraAdapter, Policy, ScriptedPolicy};
 use std::path::PathBuf;
 use thiserror::Error;
@@ -99,6 +99,11 @@ pub struct LlamaConfig {
     /// [`super::grammar`]); on by default.
     #[serde(default = "yes")]
     pub grammar: bool,
+    /// When the grammar is checked against the whole vocabulary: only when
+    /// it refuses the unconstrained choice (the default), or before every
+    /// token.
+    #[serde(default)]
+    pub grammar_check: GrammarCheck,
     /// Keep the KV cache of the prompt's text before the screenshot (the
     /// system prompt, the action space, the goal and the history so far)
     /// between calls and evaluate only what changed; on by default.
@@ -145,6 +150,7 @@ impl LlamaConfig {
             top_p: 0.9,
             top_k: 50,
             grammar: true,
+            grammar_check: GrammarCheck::Lazy,
             reuse_prefix: true,
             adapters: Vec::new(),
             gpu_layers: default_gpu_layers(),

@@ -18,6 +18,7 @@
 //! kept prompt prefix was always computed with it.
 
 mod log;
+mod sampling;
 
 use super::grammar::{GrammarLimits, btl_grammar};
 use super::preprocess::{PillowVersion, resize_bicubic_pil};
@@ -35,9 +36,9 @@ use llama_cpp_2::model::{LlamaLoraAdapter, LlamaModel};
 use llama_cpp_2::mtmd::{
     MtmdBitmap, MtmdContext, MtmdContextParams, MtmdInputChunks, MtmdInputText, mtmd_default_marker,
 };
-use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 use log::{llama_errors, timing_encoder};
+use sampling::TokenSampler;
 use std::ffi::CString;
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
@@ -303,20 +304,21 @@ fn evaluate_prompt(
 }
 
 /// Samples and decodes up to `max_tokens` tokens after position `start`,
-/// stopping before the first end-of-generation token.
+/// stopping before the first end-of-generation token: the tokens, and how
+/// many unconstrained choices the grammar refused.
 fn decode(
     ctx: &mut LlamaContext,
     model: &LlamaModel,
-    mut sampler: LlamaSampler,
+    mut sampler: TokenSampler,
     start: i32,
     max_tokens: u32,
-) -> Result<Vec<i32>, GenerateError> {
+) -> Result<(Vec<i32>, u32), GenerateError> {
     let vocab = model.vocab();
     let mut one = LlamaBatch::new(1, 1);
     let mut tokens = Vec::new();
     let mut n_past = start;
     while tokens.len() < max_tokens as usize {
-        let token = sampler.sample(ctx, -1);
+        let token = sampler.sample(ctx)?;
         if vocab.is_eog(token) {
             break;
         }
@@ -328,7 +330,7 @@ fn decode(
             .map_err(|e| GenerateError::Decode(e.to_string()))?;
         n_past += 1;
     }
-    Ok(tokens)
+    Ok((tokens, sampler.refusals))
 }
 
 /// Why a generation failed: the phase, and llama.cpp's reason.
@@ -476,35 +478,6 @@ impl LlamaPolicy {
         )
     }
 
-    fn sampler(
-        config: &LlamaConfig,
-        model: &LlamaModel,
-        seed: u64,
-        grammar: Option<&str>,
-    ) -> Result<LlamaSampler, GenerateError> {
-        let c = config;
-        let mut chain = Vec::new();
-        if let Some(grammar) = grammar {
-            chain.push(
-                LlamaSampler::grammar(model, grammar, "root")
-                    .map_err(|e| GenerateError::Grammar(e.to_string()))?,
-            );
-        }
-        if c.temperature <= 0.0 {
-            chain.push(LlamaSampler::greedy());
-        } else {
-            chain.extend([
-                LlamaSampler::top_k(c.top_k),
-                LlamaSampler::top_p(c.top_p, 1),
-                LlamaSampler::temp(c.temperature),
-                // llama.cpp seeds are 32-bit; fold the high half in so seeds
-                // differing only there still differ.
-                LlamaSampler::dist((seed ^ (seed >> 32)) as u32),
-            ]);
-        }
-        Ok(LlamaSampler::chain_simple(chain))
-    }
-
     /// Generates from a full prompt string (chat format already applied, the
     /// image, if any, at llama.cpp's media marker): the generated token ids
     /// up to the first end-of-generation token, and the timings.
@@ -588,8 +561,10 @@ impl LlamaPolicy {
                     }
                 };
                 let decoding = Instant::now();
-                let sampler = Self::sampler(config, model, seed, grammar)?;
-                let tokens = decode(ctx, model, sampler, prompt.end, config.max_tokens)?;
+                let sampler = TokenSampler::new(config, model, seed, grammar)?;
+                let (tokens, refusals) =
+                    decode(ctx, model, sampler, prompt.end, config.max_tokens)?;
+                stats.grammar_refusals = refusals;
                 stats.generated_tokens = u32::try_from(tokens.len()).unwrap_or(u32::MAX);
                 stats.decode_ms = decoding.elapsed().as_secs_f64() * 1e3;
                 generations.push(Generation { tokens, stats });
@@ -731,6 +706,7 @@ mod tests {
 
     use super::*;
     use crate::model::grammar::DEFAULT_MAX_TOKENS;
+    use llama_cpp_2::sampling::LlamaSampler;
     use serde_json::Value;
     use std::path::PathBuf;
 
@@ -1090,6 +1066,42 @@ mod tests {
                 let b = roi.bbox;
                 proptest::prop_assert!(b.x1 <= 224.0 && b.x2 <= 224.0 && b.y1 <= 448.0 && b.y2 <= 448.0);
             }
+        }
+    }
+
+    /// Checking the grammar only when it refuses the unconstrained choice
+    /// changes no greedy token. The random model's unconstrained answer is
+    /// not the constrained one, so the grammar refuses some of its choices
+    /// and both paths of the lazy check are taken (the refusals are counted).
+    #[test]
+    fn the_lazy_grammar_check_decodes_grammar_first_greedy_tokens() {
+        use crate::model::grammar::GrammarCheck;
+        use crate::protocol::{ParseMode, Profile, parse};
+        let screenshot = image::open(fixture("test-screenshot.png"))
+            .unwrap()
+            .to_rgba8();
+        for profile in [Profile::BtlUi, Profile::BtlExtended] {
+            let prompt = btl_prompt(profile);
+            let obs = observe(&screenshot, &prompt, profile, 0);
+            let [(lazy, lazy_refusals), (first, first_refusals)] =
+                [GrammarCheck::Lazy, GrammarCheck::First].map(|check| {
+                    let mut config = fixture_config("tiny-qwen25vl-f16.gguf");
+                    config.max_tokens = DEFAULT_MAX_TOKENS;
+                    config.context_tokens = 4096;
+                    config.grammar_check = check;
+                    let out = LlamaPolicy::load(config).unwrap().act(&obs).unwrap();
+                    (out.raw, out.stats.grammar_refusals)
+                });
+            let answers = [lazy, first];
+            let refusals = [lazy_refusals, first_refusals];
+            assert_eq!(answers[0], answers[1], "{profile:?}");
+            parse(&answers[0], ParseMode::Strict).unwrap();
+            let mut config = fixture_config("tiny-qwen25vl-f16.gguf");
+            config.max_tokens = 64;
+            config.grammar = false;
+            let free = LlamaPolicy::load(config).unwrap().act(&obs).unwrap().raw;
+            assert!(!answers[0].starts_with(&free), "{free}");
+            assert!(refusals[0] > 0 && refusals[1] == 0, "{refusals:?}");
         }
     }
 
