@@ -5,13 +5,13 @@ use std::path::PathBuf;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    /// Quantize a text-model GGUF with llama.cpp's quantizer (e.g. f16 → q4_k_m for a phone).
+    /// Quantize a text model or vision projector GGUF with llama.cpp's quantizer (e.g. f16 → q4_k_m for a phone).
     Quantize(QuantizeArgs),
 }
 
 #[derive(Debug, clap::Args)]
 pub struct QuantizeArgs {
-    /// The text model GGUF to read (f16, bf16 or f32).
+    /// The text model or projector (mmproj) GGUF to read (f16, bf16 or f32).
     input: PathBuf,
     /// Where to write the quantized GGUF (must not exist).
     output: PathBuf,

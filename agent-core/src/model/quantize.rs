@@ -2,19 +2,30 @@
 //! behind `llama-quantize`), so a model converted at f16 can be shrunk for
 //! a phone without building llama.cpp's tools: `btl model quantize`.
 //!
+//! Vision projectors (mmproj files, GGUF architecture `clip`) are
+//! quantized too: llama.cpp's quantizer knows them and keeps their patch
+//! and position embeddings and norms as they are. One type is refused for
+//! them: q2_k, whose rules read the attention-head counts a projector's
+//! header does not have, which aborts the process inside llama.cpp.
+//! What each type costs a projector is measured in
+//! docs/robustness-and-speed.md.
+//!
 //! The output is written to a temporary file beside it and renamed into
 //! place, so an interrupted run never leaves a half-written model under
-//! the final name. The vision projector (mmproj) is not quantized here:
-//! llama.cpp's quantizer handles text models only.
+//! the final name.
 
 use super::llama::{LoadError, backend, check_gguf};
+use clap::ValueEnum;
 use llama_cpp_sys_2 as sys;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
+/// `general.architecture` of a vision projector (mmproj) GGUF.
+pub const PROJECTOR_ARCHITECTURE: &str = "clip";
+
 /// The quantization types offered, by `llama-quantize`'s names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 #[allow(non_camel_case_types)]
 pub enum QuantType {
     #[value(name = "q4_0")]
@@ -52,6 +63,17 @@ pub enum QuantType {
 }
 
 impl QuantType {
+    /// Whether a vision projector may be quantized to this type.
+    pub fn fits_projectors(self) -> bool {
+        self != Self::Q2_K
+    }
+
+    /// Its name, as `--type` takes it.
+    pub fn name(self) -> String {
+        self.to_possible_value()
+            .map_or_else(String::new, |v| v.get_name().to_owned())
+    }
+
     fn ftype(self) -> sys::llama_ftype {
         match self {
             Self::Q4_0 => sys::LLAMA_FTYPE_MOSTLY_Q4_0,
@@ -83,12 +105,62 @@ pub enum QuantizeError {
     OutputExists(PathBuf),
     #[error("{path}: {reason}")]
     Path { path: PathBuf, reason: String },
-    /// llama.cpp's quantizer failed (it logs why; the usual cause is an
-    /// input that is not a llama.cpp text model, such as an mmproj).
     #[error(
-        "llama.cpp could not quantize {input} (is it a text-model GGUF? projectors cannot be quantized)"
+        "{input} is a vision projector, which cannot be quantized to {ty}; use one of {allowed}"
     )]
-    Failed { input: PathBuf },
+    ProjectorType {
+        input: PathBuf,
+        ty: String,
+        allowed: String,
+    },
+    /// llama.cpp's quantizer failed (it logs why; the usual cause is a GGUF
+    /// of an architecture it does not know).
+    #[error(
+        "llama.cpp could not quantize {input} (a {architecture} GGUF; llama.cpp's log above says why)"
+    )]
+    Failed {
+        input: PathBuf,
+        architecture: String,
+    },
+}
+
+/// The `general.architecture` of a GGUF file (`clip` for a vision
+/// projector), read with ggml's GGUF reader without loading any tensor.
+pub fn architecture(path: &Path) -> Result<String, QuantizeError> {
+    check_gguf(path)?;
+    let unreadable = |reason: &str| {
+        QuantizeError::Input(LoadError::Unreadable {
+            path: path.to_path_buf(),
+            reason: reason.to_owned(),
+        })
+    };
+    let c_path = CString::new(path.to_string_lossy().as_bytes())
+        .map_err(|_| unreadable("the path contains a NUL byte"))?;
+    let params = sys::gguf_init_params {
+        no_alloc: true,
+        ctx: std::ptr::null_mut(),
+    };
+    // SAFETY: the path is NUL-terminated and outlives the call; with
+    // no_alloc and no ggml context asked for, only the metadata is read.
+    let gguf = unsafe { sys::gguf_init_from_file(c_path.as_ptr(), params) };
+    if gguf.is_null() {
+        return Err(unreadable("ggml cannot read its GGUF header"));
+    }
+    let key = c"general.architecture";
+    // SAFETY: gguf is a valid context until gguf_free below; a string value
+    // is NUL-terminated and owned by the context, so it is copied first.
+    let value = unsafe {
+        let id = sys::gguf_find_key(gguf, key.as_ptr());
+        let value =
+            (id >= 0 && sys::gguf_get_kv_type(gguf, id) == sys::GGUF_TYPE_STRING).then(|| {
+                std::ffi::CStr::from_ptr(sys::gguf_get_val_str(gguf, id))
+                    .to_string_lossy()
+                    .into_owned()
+            });
+        sys::gguf_free(gguf);
+        value
+    };
+    value.ok_or_else(|| unreadable("it has no general.architecture"))
 }
 
 /// Quantizes `input` to `output` as `ty` with `threads` threads (0: all).
@@ -98,7 +170,19 @@ pub fn quantize(
     ty: QuantType,
     threads: i32,
 ) -> Result<(), QuantizeError> {
-    check_gguf(input)?;
+    let architecture = architecture(input)?;
+    if architecture == PROJECTOR_ARCHITECTURE && !ty.fits_projectors() {
+        return Err(QuantizeError::ProjectorType {
+            input: input.to_path_buf(),
+            ty: ty.name(),
+            allowed: QuantType::value_variants()
+                .iter()
+                .filter(|t| t.fits_projectors())
+                .map(|t| t.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
     if output.exists() {
         return Err(QuantizeError::OutputExists(output.to_path_buf()));
     }
@@ -130,6 +214,7 @@ pub fn quantize(
         let _ = std::fs::remove_file(&partial);
         return Err(QuantizeError::Failed {
             input: input.to_path_buf(),
+            architecture,
         });
     }
     std::fs::rename(&partial, output).map_err(|e| {
