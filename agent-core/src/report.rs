@@ -7,7 +7,7 @@
 //! as it did, timings, tokens, the vote and the reward when known.
 //!
 //! [`render`] is pure (trajectory records and image bytes in, HTML out);
-//! [`write`] reads the directory and writes `report.html` atomically.
+//! [`write`](fn@write) reads the directory and writes `report.html` atomically.
 
 use crate::agent::trajectory::{
     StepRecord, Trajectory, TrajectoryError, read_trajectory, write_atomic,

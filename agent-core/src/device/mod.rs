@@ -5,16 +5,21 @@
 //! actions to device actions with [`DeviceAction::from_model`]; backends never
 //! see the model frame.
 //!
-//! # Backends
-//! - [`adb::AdbDevice`]: any Android device or emulator (or the virtual
-//!   phone) through the adb server, with per-call timeouts.
-//! - [`sim::SimDevice`]: the virtual phone in-process.
-//!
 //! [`ui::UiNode`] is the screen's accessibility tree as every backend
 //! reports it (`uiautomator dump`'s XML).
 //!
-//! [`adb_server::PrivateAdbServer`] starts an adb server of one's own for
-//! tests, benchmarks and collection on the virtual phone.
+//! # Backends
+//! Host builds (feature `host`) have two; on the phone the Android app
+//! implements [`Device`] itself.
+#![cfg_attr(
+    feature = "host",
+    doc = "- [`adb::AdbDevice`]: any Android device or emulator (or the virtual
+  phone) through the adb server, with per-call timeouts.
+- [`sim::SimDevice`]: the virtual phone in-process.
+
+[`adb_server::PrivateAdbServer`] starts an adb server of one's own for
+tests, benchmarks and collection on the virtual phone."
+)]
 
 #[cfg(feature = "host")]
 pub mod adb;

@@ -5,7 +5,7 @@
 //! it with the step, so the states the student reaches, mistakes included,
 //! become training samples with the teacher's answer as their target.
 //!
-//! With a suite task's [`OraclePolicy`](super::OraclePolicy) as teacher
+//! With a suite task's `OraclePolicy` (host builds) as teacher
 //! this is `btl collect --relabel oracle`: the oracle is stateless, so its
 //! answer on a screen the student got wrong is the way back.
 

@@ -13,7 +13,7 @@
 //! the BTL prompt has `<image>`, then the open assistant turn. That is the
 //! string transformers' Qwen2-VL chat template renders for these messages.
 //!
-//! A LoRA adapter ([`LoraAdapter`]) is loaded with the model and set on
+//! A LoRA adapter ([`LoraAdapter`](super::LoraAdapter)) is loaded with the model and set on
 //! every context made for it, so it holds for the whole session and the
 //! kept prompt prefix was always computed with it.
 

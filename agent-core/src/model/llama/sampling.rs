@@ -10,8 +10,10 @@
 //! Under temperature alone the answers follow exactly the constrained
 //! distribution (accepting an admitted token with its probability, and
 //! otherwise drawing from the admitted ones renormalised, sums to the
-//! renormalised probability); with top-k or top-p the candidates are cut
-//! before the grammar sees them, as in llama.cpp.
+//! renormalised probability). With top-k or top-p the first draw is cut
+//! from the unconstrained candidates and a redraw from the admitted ones,
+//! so the distribution can differ from grammar-first's: llama.cpp's
+//! semantics, and every answer still parses.
 
 use super::super::grammar::GrammarCheck;
 use super::{GenerateError, LlamaConfig};
