@@ -1083,17 +1083,17 @@ mod tests {
         for profile in [Profile::BtlUi, Profile::BtlExtended] {
             let prompt = btl_prompt(profile);
             let obs = observe(&screenshot, &prompt, profile, 0);
-            let [(lazy, lazy_refusals), (first, first_refusals)] =
-                [GrammarCheck::Lazy, GrammarCheck::First].map(|check| {
+            let (answers, refusals): (Vec<_>, Vec<_>) = [GrammarCheck::Lazy, GrammarCheck::First]
+                .map(|check| {
                     let mut config = fixture_config("tiny-qwen25vl-f16.gguf");
                     config.max_tokens = DEFAULT_MAX_TOKENS;
                     config.context_tokens = 4096;
                     config.grammar_check = check;
                     let out = LlamaPolicy::load(config).unwrap().act(&obs).unwrap();
                     (out.raw, out.stats.grammar_refusals)
-                });
-            let answers = [lazy, first];
-            let refusals = [lazy_refusals, first_refusals];
+                })
+                .into_iter()
+                .unzip();
             assert_eq!(answers[0], answers[1], "{profile:?}");
             parse(&answers[0], ParseMode::Strict).unwrap();
             let mut config = fixture_config("tiny-qwen25vl-f16.gguf");
@@ -1109,16 +1109,9 @@ mod tests {
     /// as the tiny model's tokenizer splits it, and then allows the end of
     /// the answer. Err names the first token it refuses.
     fn grammar_admits(model: &LlamaModel, grammar: &str, text: &str) -> Result<(), String> {
-        use llama_cpp_2::token::data::LlamaTokenData;
-        use llama_cpp_2::token::data_array::LlamaTokenDataArray;
         let vocab = model.vocab();
         let mut sampler = LlamaSampler::grammar(model, grammar, "root").unwrap();
-        let allowed = |sampler: &mut LlamaSampler, token: LlamaToken| {
-            let mut one =
-                LlamaTokenDataArray::from_iter([LlamaTokenData::new(token, 0.0, 0.0)], false);
-            sampler.apply(&mut one);
-            one.data[0].logit().is_finite()
-        };
+        let allowed = sampling::admits;
         let mut done = String::new();
         for token in vocab.tokenize(text.as_bytes(), false, false) {
             if !allowed(&mut sampler, token) {

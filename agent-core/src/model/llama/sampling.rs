@@ -116,7 +116,7 @@ fn pick(
 }
 
 /// Whether the grammar, in its current state, admits `token` next.
-fn admits(grammar: &mut LlamaSampler, token: LlamaToken) -> bool {
+pub(super) fn admits(grammar: &mut LlamaSampler, token: LlamaToken) -> bool {
     let mut one = LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 0.0, 0.0)], false);
     grammar.apply(&mut one);
     one.data[0].logit() > f32::NEG_INFINITY
