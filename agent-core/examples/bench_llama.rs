@@ -1,6 +1,7 @@
 //! Times `LlamaPolicy` on one prompt and image and prints one JSON object per
 //! run, for `scripts/bench/llama-vs-mtmd-cli`, which runs llama.cpp's own
-//! `llama-mtmd-cli` on the same inputs and compares.
+//! `llama-mtmd-cli` on the same inputs and compares, and for
+//! `scripts/bench/screenshot-budget`, which runs it once per max_pixels.
 //!
 //! Runs:
 //! - `first`: the first generation after loading (llama.cpp allocates its
@@ -11,6 +12,14 @@
 //!   same prompt with one more line of action history — after the first,
 //!   with `LlamaPolicy`'s prefix cache on and off.
 //!
+//!
+//! With `--episode`, only what an episode does: `first`, with the prefix
+//! cache on, then `step2` on the same policy (the prefix cached from the
+//! first step).
+//!
+//! `first` also reports the process's peak resident memory so far: loading
+//! and one step, what a phone must hold.
+//!
 //! The user text marks the image with `<image>`, as BTL prompts do.
 
 use agent_core::model::llama::{LlamaConfig, LlamaPolicy};
@@ -18,15 +27,23 @@ use anyhow::{Context, bail};
 use clap::Parser;
 use std::path::PathBuf;
 
+#[path = "support/screenshot.rs"]
+mod screenshot;
+
 #[derive(Parser)]
 struct Args {
     #[arg(long)]
     model: PathBuf,
     #[arg(long)]
     mmproj: PathBuf,
-    /// The screenshot, already at the model frame (sides multiples of 28).
+    /// The screenshot, at the model frame (sides multiples of 28) unless
+    /// --max-pixels is given.
     #[arg(long)]
     image: PathBuf,
+    /// Resize the screenshot to the model frame of this max_pixels first,
+    /// as the agent does.
+    #[arg(long)]
+    max_pixels: Option<u64>,
     /// The system prompt, a text file.
     #[arg(long)]
     system: PathBuf,
@@ -41,6 +58,12 @@ struct Args {
     context: u32,
     #[arg(long, default_value_t = 3)]
     repeats: u32,
+    /// Run `first` and the episode's second step only.
+    #[arg(long)]
+    episode: bool,
+    /// Map the model file instead of reading it (LlamaConfig::mmap).
+    #[arg(long)]
+    mmap: bool,
     /// Layers on the GPU (a Vulkan or CUDA build) [default: the build's].
     #[arg(long)]
     gpu_layers: Option<u32>,
@@ -56,18 +79,28 @@ fn policy(args: &Args, reuse_prefix: bool) -> anyhow::Result<LlamaPolicy> {
     config.context_tokens = args.context;
     config.grammar = false;
     config.reuse_prefix = reuse_prefix;
+    config.mmap = args.mmap;
     if let Some(layers) = args.gpu_layers {
         config.gpu_layers = layers;
     }
     Ok(LlamaPolicy::load(config)?)
 }
 
-fn report(case: &str, run: u32, p: &LlamaPolicy, g: &agent_core::model::llama::Generation) {
+fn report(
+    case: &str,
+    run: u32,
+    image: &image::RgbImage,
+    p: &LlamaPolicy,
+    g: &agent_core::model::llama::Generation,
+) {
     let s = &g.stats;
+    let peak_rss = (case == "first").then(peak_rss_bytes).flatten();
     println!(
         "{}",
         serde_json::json!({
             "case": case,
+            "image": [image.width(), image.height()],
+            "peak_rss_bytes": peak_rss,
             "run": run,
             "prompt_tokens": s.prompt_tokens,
             "cached_prompt_tokens": s.cached_prompt_tokens,
@@ -78,6 +111,14 @@ fn report(case: &str, run: u32, p: &LlamaPolicy, g: &agent_core::model::llama::G
             "text": p.detokenize(&g.tokens),
         })
     );
+}
+
+/// The process's peak resident set (`VmHWM`), where Linux reports it.
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 fn main() -> anyhow::Result<()> {
@@ -92,9 +133,7 @@ fn main() -> anyhow::Result<()> {
             args.user.display()
         );
     };
-    let image = image::open(&args.image)
-        .with_context(|| format!("reading {}", args.image.display()))?
-        .to_rgb8();
+    let image = screenshot::load(&args.image, args.max_pixels)?;
     let step1 = LlamaPolicy::chat_text(&system, &user);
     let step2 = LlamaPolicy::chat_text(
         &system,
@@ -107,20 +146,27 @@ fn main() -> anyhow::Result<()> {
     );
     let fail = |e: agent_core::model::llama::GenerateError| anyhow::anyhow!(e);
 
-    let mut fresh = policy(&args, false)?;
+    let mut fresh = policy(&args, args.episode)?;
     let first = fresh.generate(&step1, Some(&image), 0).map_err(fail)?;
-    report("first", 0, &fresh, &first);
+    report("first", 0, &image, &fresh, &first);
+    if args.episode {
+        let g = fresh.generate(&step2, Some(&image), 0).map_err(fail)?;
+        report("step2", 0, &image, &fresh, &g);
+        return Ok(());
+    }
     for run in 0..args.repeats {
         let g = fresh.generate(&step1, Some(&image), 0).map_err(fail)?;
-        report("full", run, &fresh, &g);
+        report("full", run, &image, &fresh, &g);
     }
+    // One model in memory at a time, as on a phone.
+    drop(fresh);
     for (case, reuse) in [("step2-reuse", true), ("step2-no-reuse", false)] {
         let mut p = policy(&args, reuse)?;
         p.generate(&step1, Some(&image), 0).map_err(fail)?;
         for run in 0..args.repeats {
             p.generate(&step1, Some(&image), 0).map_err(fail)?;
             let g = p.generate(&step2, Some(&image), 0).map_err(fail)?;
-            report(case, run, &p, &g);
+            report(case, run, &image, &p, &g);
         }
     }
     Ok(())

@@ -22,7 +22,7 @@ use tch::{Kind, Tensor};
 use crate::error::{Error, Result};
 use crate::grpo::loss::token_log_probs;
 use crate::grpo::rollout::{Prompt, completion_log_probs, pad_completions};
-use crate::model::{Batch, Images, KvCache, Qwen25Vl};
+use crate::model::{Batch, KvCache, Qwen25Vl};
 
 /// `sample` as seen at another screenshot size: `max_pixels` set to the
 /// given one and the solution's point moved from the sample's model frame
@@ -247,15 +247,7 @@ pub fn shared_prefix_loss(
             .chain(&answer[..answer.len() - 1])
             .copied()
             .collect();
-        let grids = prompt.image.as_ref().map(|(_, grid)| [*grid]);
-        let images = prompt
-            .image
-            .as_ref()
-            .zip(grids.as_ref())
-            .map(|((pixel_values, _), grids)| Images {
-                pixel_values,
-                grids,
-            });
+        let images = prompt.images();
         let hidden = if shared > 0 {
             model.hidden_after_prefix(prefix, &cache, &suffix, images.as_ref())?
         } else {

@@ -88,7 +88,7 @@ fn case(g: &Golden, kind: Kind) -> (Prompt, Vec<Vec<i64>>, Tensor) {
     let grid = g.grid("/grpo_lora/grid");
     let prompt = Prompt {
         ids: rows[0][..prompt_len].to_vec(),
-        image: Some((g.tensor("images.a.pixel_values").to_kind(kind), grid)),
+        image: Some((g.tensor("images.a.pixel_values").to_kind(kind), [grid])),
     };
     assert!(rows.iter().all(|r| r[..prompt_len] == prompt.ids[..]));
     let completions: Vec<Vec<i64>> = rows.iter().map(|r| r[prompt_len..].to_vec()).collect();
@@ -287,7 +287,7 @@ fn bf16_autocast_in_transformers_order_gives_its_log_probs() {
         .iter()
         .map(|c| [prompt.ids.clone(), c.clone()].concat())
         .collect();
-    let (pixels, grid) = prompt.image.as_ref().unwrap();
+    let (pixels, [grid]) = prompt.image.as_ref().unwrap();
     let pixel_values = Tensor::cat(&vec![pixels; rows.len()], 0);
     let grids = vec![*grid; rows.len()];
     let p = prompt.ids.len() as i64;

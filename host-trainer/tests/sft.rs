@@ -8,10 +8,10 @@
 //! answer tokens) written out in float64, its per-token log-probs and the
 //! gradients of a parameter of every block family.
 
+use host_trainer::Qwen25Vl;
 use host_trainer::grpo::optim::{AdamW, AdamWConfig};
 use host_trainer::grpo::rollout::Prompt;
 use host_trainer::sft::answer_loss;
-use host_trainer::{Images, Qwen25Vl};
 use tch::Kind;
 
 use crate::util::{Golden, golden, load, max_rel_diff};
@@ -28,7 +28,7 @@ fn case(g: &Golden, kind: Kind) -> (Prompt, Vec<Vec<i64>>) {
         ids: rows[0][..prompt_len].to_vec(),
         image: Some((
             g.tensor("images.a.pixel_values").to_kind(kind),
-            g.grid("/sft/grid"),
+            [g.grid("/sft/grid")],
         )),
     };
     let answers = rows
@@ -126,18 +126,8 @@ fn fifty_steps_memorise_an_answer() {
     let first = first.unwrap();
     assert!(last < 0.05, "loss {first} → {last}");
 
-    let (pixels, grid) = prompt.image.as_ref().unwrap();
-    let grids = [*grid];
     let greedy = model
-        .generate_greedy(
-            &prompt.ids,
-            Some(Images {
-                pixel_values: pixels,
-                grids: &grids,
-            }),
-            answer.len(),
-            &[],
-        )
+        .generate_greedy(&prompt.ids, prompt.images(), answer.len(), &[])
         .unwrap();
     assert_eq!(greedy, answer);
 }

@@ -12,12 +12,12 @@ use crate::device::adb::{AdbDevice, DEFAULT_SERVER_PORT, DEFAULT_TIMEOUT};
 use crate::device::sim::SimDevice;
 use crate::device::{Device, DeviceError};
 use crate::model::grammar::GrammarCheck;
-use crate::model::settings::PROMPT_VERSION;
+use crate::model::settings::{PROMPT_VERSION, ScreenshotBudget};
 use crate::model::{
     LlamaConfig, LoadPolicyError, LoraAdapter, ModelSettings, Observation, Policy, PolicyError,
     PolicyOutput, PolicySpec, Relabelled,
 };
-use crate::protocol::{Action, Profile, TRAINING_MAX_PIXELS};
+use crate::protocol::{Action, Profile};
 use crate::sim::phone::PhoneConfig;
 use crate::sim::tasks::{self, SettingCheck, Task};
 use crate::sim::virtual_phone::VirtualPhone;
@@ -90,6 +90,11 @@ pub struct PolicyArgs {
     /// of btl, 0 otherwise].
     #[arg(long)]
     pub gpu_layers: Option<u32>,
+    /// Map the model file instead of reading it: less to read at load, but
+    /// on the CPU the mapped pages stay resident beside llama.cpp's
+    /// repacked copy of the weights (1.56 GB more at Qwen2.5-VL-3B's size).
+    #[arg(long)]
+    pub mmap: bool,
     /// Sample freely instead of constraining decoding to the canonical BTL
     /// answer (the grammar bounds coordinates by the model frame and admits
     /// only the profile's actions).
@@ -125,9 +130,14 @@ pub struct AgentArgs {
     #[arg(long)]
     pub safety_config: Option<PathBuf>,
     /// max_pixels of the model frame (smart_resize) [default: the model
-    /// file's, else 4014080, BTL-UI's training value].
+    /// file's, else --budget's].
     #[arg(long)]
     pub max_pixels: Option<u64>,
+    /// Screenshot size by what a step may cost, for a model file that does
+    /// not say its own: phone (200,704 pixels), balanced (802,816) or full
+    /// (4,014,080, BTL-UI's training value) [default: full].
+    #[arg(long = "budget", value_enum, conflicts_with = "max_pixels")]
+    pub screenshot_budget: Option<ScreenshotBudget>,
     /// After an action, screenshots are taken this often until two match…
     #[arg(long, default_value_t = StabilityConfig::default().poll_interval_ms)]
     pub settle_poll_ms: u64,
@@ -175,7 +185,10 @@ impl AgentArgs {
         Ok(AgentConfig {
             goal,
             profile,
-            max_pixels: self.max_pixels.unwrap_or(TRAINING_MAX_PIXELS),
+            max_pixels: self.max_pixels.unwrap_or_else(|| {
+                let preset = self.screenshot_budget.unwrap_or(ScreenshotBudget::Full);
+                preset.max_pixels()
+            }),
             max_steps: self.max_steps.or(budget).unwrap_or(15),
             vote: self.vote,
             seed,
@@ -212,7 +225,18 @@ impl AgentArgs {
             _ => {}
         }
         match (self.max_pixels, model.max_pixels) {
-            (None, Some(n)) => args.max_pixels = Some(n),
+            (None, Some(n)) => {
+                // The trained size wins over a budget: another one would
+                // show the model screens it never learnt to read.
+                if let Some(budget) = self.screenshot_budget.filter(|b| b.max_pixels() != n) {
+                    eprintln!(
+                        "btl: note: the model was trained with --max-pixels {n}; it runs with that, not --budget {}'s {}",
+                        budget.name(),
+                        budget.max_pixels()
+                    );
+                }
+                args.max_pixels = Some(n);
+            }
             (Some(given), Some(n)) if given != n => eprintln!(
                 "btl: warning: the model was trained with --max-pixels {n}; running with {given} as asked"
             ),
@@ -369,6 +393,7 @@ fn load_model(args: &PolicyArgs, vote: u32) -> Result<Box<dyn Policy>, Failure> 
     if let Some(layers) = args.gpu_layers {
         config.gpu_layers = layers;
     }
+    config.mmap = args.mmap;
     config.grammar = !args.no_grammar;
     config.grammar_check = args.grammar_check;
     config.temperature = args.temperature.unwrap_or(if vote > 1 { 0.9 } else { 0.0 });
@@ -705,6 +730,7 @@ pub fn run_task_episode(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::TRAINING_MAX_PIXELS;
     use clap::Parser;
 
     #[derive(Parser)]
@@ -750,6 +776,32 @@ mod tests {
             (config.profile, config.max_pixels),
             (Profile::BtlUi, TRAINING_MAX_PIXELS)
         );
+    }
+
+    #[test]
+    fn a_budget_sets_the_screenshot_size_unless_the_model_file_has_one() {
+        let max_pixels = |flags: &[&str], model: &ModelSettings| {
+            agent_args(flags)
+                .for_model(model)
+                .config("g".into(), 0, None)
+                .unwrap()
+                .max_pixels
+        };
+        let silent = ModelSettings::default();
+        // 256, 1,024 and 5,120 image tokens of 28x28 pixels.
+        assert_eq!(max_pixels(&["--budget", "phone"], &silent), 200_704);
+        assert_eq!(max_pixels(&["--budget", "balanced"], &silent), 802_816);
+        assert_eq!(max_pixels(&["--budget", "full"], &silent), 4_014_080);
+        assert_eq!(max_pixels(&[], &silent), 4_014_080);
+        let trained = ModelSettings {
+            max_pixels: Some(401_408),
+            ..ModelSettings::default()
+        };
+        assert_eq!(max_pixels(&["--budget", "phone"], &trained), 401_408);
+        assert_eq!(max_pixels(&["--budget", "full"], &trained), 401_408);
+        // A budget and an exact size contradict each other.
+        let both = ["btl", "--budget", "phone", "--max-pixels", "401408"];
+        assert!(Cli::try_parse_from(both).is_err());
     }
 
     #[test]

@@ -3,8 +3,11 @@
 //! metadata (`btl-train export` writes it). `btl run`, `bench` and
 //! `collect` take them for the settings the user did not give, and warn
 //! when a given one differs, so a model runs as it was trained.
+//!
+//! A model file without a trained screenshot size runs at the user's
+//! [`ScreenshotBudget`], a preset of max_pixels by what a step may cost.
 
-use crate::protocol::Profile;
+use crate::protocol::{Profile, TRAINING_MAX_PIXELS};
 
 pub const PROFILE_KEY: &str = "btl.profile";
 pub const MAX_PIXELS_KEY: &str = "btl.max_pixels";
@@ -14,6 +17,41 @@ pub const PROMPT_VERSION_KEY: &str = "btl.prompt_version";
 /// changes whenever a prompt's bytes change, since a model is trained on
 /// exact bytes.
 pub const PROMPT_VERSION: u32 = 1;
+
+/// How many pixels of a screenshot the model may see (max_pixels), by the
+/// step time a device affords. The vision encoder's and the prompt's cost
+/// grow with the image tokens; `scripts/bench/screenshot-budget` measures
+/// each at Qwen2.5-VL-3B's size and the README estimates a phone's step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "host", derive(clap::ValueEnum))]
+pub enum ScreenshotBudget {
+    /// 200,704 pixels (256 image tokens at most; 230 for a 1080x2400
+    /// screen): what a phone's CPU can encode in a few seconds.
+    Phone,
+    /// 802,816 pixels (1,024 image tokens at most).
+    Balanced,
+    /// 4,014,080 pixels (5,120 image tokens at most): BTL-UI's training
+    /// value, for a GPU.
+    Full,
+}
+
+impl ScreenshotBudget {
+    pub fn name(self) -> &'static str {
+        match self {
+            ScreenshotBudget::Phone => "phone",
+            ScreenshotBudget::Balanced => "balanced",
+            ScreenshotBudget::Full => "full",
+        }
+    }
+
+    pub fn max_pixels(self) -> u64 {
+        match self {
+            ScreenshotBudget::Phone => 256 * 28 * 28,
+            ScreenshotBudget::Balanced => 1024 * 28 * 28,
+            ScreenshotBudget::Full => TRAINING_MAX_PIXELS,
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ModelSettings {

@@ -120,6 +120,13 @@ pub struct LlamaConfig {
     /// compiled in (features `vulkan`, `cuda`) the count has no effect.
     #[serde(default = "default_gpu_layers")]
     pub gpu_layers: u32,
+    /// Map the text model's file instead of reading it into memory.
+    /// llama.cpp repacks quantized weights for the CPU's kernels into
+    /// memory of its own, and the mapped pages it read them from stay
+    /// resident beside that copy: at Qwen2.5-VL-3B's size (q4_0), mapping
+    /// measured 1.56 GB more peak memory at the same speed. Off by default.
+    #[serde(default)]
+    pub mmap: bool,
 }
 
 /// `gpu_layers` for "all of them": llama.cpp caps the count at the model's.
@@ -154,6 +161,7 @@ impl LlamaConfig {
             reuse_prefix: true,
             adapters: Vec::new(),
             gpu_layers: default_gpu_layers(),
+            mmap: false,
         }
     }
 }

@@ -19,27 +19,27 @@ use crate::model::{Batch, Images, KvCache, Qwen25Vl};
 pub struct Prompt {
     pub ids: Vec<i64>,
     /// (patches, C·T·P·P) and the grid, as [`Images`] takes them.
-    pub image: Option<(Tensor, crate::model::Grid)>,
+    pub image: Option<(Tensor, [crate::model::Grid; 1])>,
 }
 
 impl Prompt {
+    /// The prompt's image as the model takes it.
+    pub fn images(&self) -> Option<Images<'_>> {
+        self.image.as_ref().map(|(pixel_values, grids)| Images {
+            pixel_values,
+            grids,
+        })
+    }
+
     /// Final hidden state of the prompt's last position (1, hidden) and the
     /// prompt's KV cache, evaluated with whatever grad mode is current.
     fn prefill(&self, model: &Qwen25Vl) -> Result<(Tensor, KvCache)> {
         let ids = [self.ids.clone()];
-        let grids = self.image.as_ref().map(|(_, grid)| [*grid]);
         let mut cache = KvCache::new();
         let hidden = model.hidden_cached(
             &Batch {
                 input_ids: &ids,
-                images: self
-                    .image
-                    .as_ref()
-                    .zip(grids.as_ref())
-                    .map(|((pv, _), grids)| Images {
-                        pixel_values: pv,
-                        grids,
-                    }),
+                images: self.images(),
             },
             &mut cache,
         )?;

@@ -7,7 +7,7 @@
 //! without saving generator states.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard};
 use std::time::Instant;
 
 use agent_core::metrics::{Preset, evaluate};
@@ -30,7 +30,7 @@ use super::rollout::{Prompt, completion_log_probs, pad_completions, sample_group
 use crate::autocast::autocast;
 use crate::error::{Error, Result};
 use crate::lora::{LoraInit, generator};
-use crate::model::{Grid, Images, Qwen25Vl};
+use crate::model::{Grid, Qwen25Vl};
 use crate::sft::{answer_loss, in_frame, shared_prefix_loss, target_answer};
 
 /// Scores one completion of a sample.
@@ -50,8 +50,9 @@ impl Reward for BtlReward {
     }
 }
 
-/// What one step did, as logged.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What one step did, as logged; what a kind of step does not measure
+/// stays at its default (0, or absent).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StepMetrics {
     /// Steps done after this one (1 for the first).
     pub step: u64,
@@ -594,7 +595,7 @@ impl Trainer {
                 let values = Tensor::f_from_slice(&pixels.data)?
                     .f_reshape([pixels.rows as i64, pixels.cols as i64])?
                     .f_to_device(self.model.device())?;
-                Some((values, Grid::new(t, h, w)))
+                Some((values, [Grid::new(t, h, w)]))
             }
         };
         Ok(Prompt {
@@ -650,16 +651,7 @@ impl Trainer {
             })?;
             loss += out.loss.f_double_value(&[])? * ids.len() as f64;
             tokens += ids.len();
-            let grids = prompt.image.as_ref().map(|(_, grid)| [*grid]);
-            let images =
-                prompt
-                    .image
-                    .as_ref()
-                    .zip(grids.as_ref())
-                    .map(|((pixel_values, _), grids)| Images {
-                        pixel_values,
-                        grids,
-                    });
+            let images = prompt.images();
             let greedy = self.forward(|| {
                 self.model
                     .generate_greedy(&prompt.ids, images, 2 * ids.len(), &stop)
@@ -685,6 +677,21 @@ impl Trainer {
         }
     }
 
+    /// What every kind of step starts with: torch's generator held and
+    /// seeded for this step (so draws do not interleave with another
+    /// trainer's and a resumed run draws the same), cleared gradients, and
+    /// the step's learning rate on the warmup-cosine schedule.
+    fn begin_step(&mut self) -> (MutexGuard<'static, ()>, f64) {
+        let cfg = &self.config;
+        let step = self.done;
+        let generator = generator();
+        tch::manual_seed(derive_seed(cfg.run.seed, 2, step) as i64);
+        let lr = cfg.optim.lr
+            * cosine_with_warmup(step as i64, cfg.run.steps as i64, cfg.warmup_steps());
+        self.optimizer.zero_grad();
+        (generator, lr)
+    }
+
     /// One supervised step: the masked cross-entropy of `samples_per_step`
     /// samples' canonical answers ([`crate::sft`]), averaged over all their
     /// answer tokens, the gradients accumulated sample by sample, or micro-
@@ -697,11 +704,7 @@ impl Trainer {
         let cfg = self.config.clone();
         let per_step = cfg.sft.samples_per_step;
         let step = self.done;
-        let _generator = generator();
-        tch::manual_seed(derive_seed(cfg.run.seed, 2, step) as i64);
-        let lr = cfg.optim.lr
-            * cosine_with_warmup(step as i64, cfg.run.steps as i64, cfg.warmup_steps());
-        self.optimizer.zero_grad();
+        let (_generator, lr) = self.begin_step();
         let im_end = self.tokenizer.stop_ids()[0];
         // The answers first: the step's mean is over every answer token.
         let mut answers = Vec::with_capacity(per_step);
@@ -780,24 +783,12 @@ impl Trainer {
             step: self.done,
             lr,
             loss: loss_sum,
-            reward_mean: 0.0,
-            reward_std: 0.0,
-            format: 0.0,
-            blink: 0.0,
-            link: 0.0,
-            kl: 0.0,
-            clip_fraction: 0.0,
             grad_norm,
             groups: per_step,
-            flat_groups: 0,
             completion_tokens_mean: tokens as f64 / per_step as f64,
             prompt_tokens: Some(prompt_tokens),
             seconds: started.elapsed().as_secs_f64(),
-            heldout_loss: None,
-            heldout_accuracy: None,
-            episodes: None,
-            episodes_done: None,
-            outcome: None,
+            ..StepMetrics::default()
         })
     }
 
@@ -886,11 +877,7 @@ impl Trainer {
             .ok_or_else(|| Error::Input("config: the run has no [online] section".to_owned()))?;
         let g = &cfg.grpo;
         let step = self.done;
-        let _generator = generator();
-        tch::manual_seed(derive_seed(cfg.run.seed, 2, step) as i64);
-        let lr = cfg.optim.lr
-            * cosine_with_warmup(step as i64, cfg.run.steps as i64, cfg.warmup_steps());
-        self.optimizer.zero_grad();
+        let (_generator, lr) = self.begin_step();
         let plans = online::episodes(online, &self.online_tasks, step)?;
         let (dir, _temp) = online::rollout_dir(&cfg.run.output_dir, step, online.keep_rollouts)?;
         let settings = online::EpisodeSettings {
@@ -980,11 +967,7 @@ impl Trainer {
         let cfg = self.config.clone();
         let g = &cfg.grpo;
         let step = self.done;
-        let _generator = generator();
-        tch::manual_seed(derive_seed(cfg.run.seed, 2, step) as i64);
-        let lr = cfg.optim.lr
-            * cosine_with_warmup(step as i64, cfg.run.steps as i64, cfg.warmup_steps());
-        self.optimizer.zero_grad();
+        let (_generator, lr) = self.begin_step();
         let total_sequences = (g.prompts_per_step * g.num_generations) as f64;
         let mut tally = Tally::default();
         for slot in 0..g.prompts_per_step {
@@ -1091,13 +1074,8 @@ impl Trainer {
             groups: tally.groups,
             flat_groups: tally.flat,
             completion_tokens_mean: tally.completion_tokens as f64 / n,
-            prompt_tokens: None,
             seconds: started.elapsed().as_secs_f64(),
-            heldout_loss: None,
-            heldout_accuracy: None,
-            episodes: None,
-            episodes_done: None,
-            outcome: None,
+            ..StepMetrics::default()
         })
     }
 }

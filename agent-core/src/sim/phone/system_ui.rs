@@ -91,16 +91,7 @@ pub(crate) fn status_bar(
         format!("{level}%"),
         pct,
     ));
-    let mut bar = Element::new("android.widget.FrameLayout", rect)
-        .id(rid(SYSTEMUI, "status_bar"))
-        .look(Look {
-            fill: (!light).then_some(SURFACE_BAR),
-            ..Look::default()
-        })
-        .children(children);
-    bar.package = Some(SYSTEMUI);
-    bar.opaque = true;
-    bar
+    system_bar(rect, "status_bar", light, children)
 }
 
 /// The navigation bar with Back, Home and Overview buttons.
@@ -130,8 +121,19 @@ pub(crate) fn nav_bar(cx: &Cx, rect: Rect, light: bool) -> Element {
             ..Look::default()
         })
     });
+    system_bar(rect, "navigation_bar_frame", light, children)
+}
+
+/// A bar System UI draws over the apps: filled, unless `light` (over the
+/// wallpaper); it swallows touches that miss its buttons either way.
+fn system_bar(
+    rect: Rect,
+    id: &str,
+    light: bool,
+    children: impl IntoIterator<Item = Element>,
+) -> Element {
     let mut bar = Element::new("android.widget.FrameLayout", rect)
-        .id(rid(SYSTEMUI, "navigation_bar_frame"))
+        .id(rid(SYSTEMUI, id))
         .look(Look {
             fill: (!light).then_some(SURFACE_BAR),
             ..Look::default()

@@ -79,24 +79,26 @@ pub(crate) fn label(rect: Rect, id: String, text: impl Into<String>, look: TextL
 
 /// A filled Button.
 pub(crate) fn button(cx: &Cx, rect: Rect, id: String, text: &str, msg: Msg) -> Element {
-    let mut look = text_look(cx, 14.0, ON_PRIMARY);
-    look.bold = true;
-    look.align = Align::Center;
-    Element::new("android.widget.Button", rect)
-        .id(id)
-        .text(text)
-        .on_tap(msg)
-        .look(Look {
-            fill: Some(PRIMARY),
-            radius: rect.h() / 2,
-            text: Some(look),
-            ..Look::default()
-        })
+    pill_button(cx, rect, id, text, msg, Some(PRIMARY))
 }
 
 /// A Button drawn as text only, as dialogs and toolbars use.
 pub(crate) fn text_button(cx: &Cx, rect: Rect, id: String, text: &str, msg: Msg) -> Element {
-    let mut look = text_look(cx, 14.0, PRIMARY);
+    pill_button(cx, rect, id, text, msg, None)
+}
+
+/// A Material pill-shaped Button: bold centred text, on the primary colour
+/// when `fill` is given, in it otherwise.
+fn pill_button(
+    cx: &Cx,
+    rect: Rect,
+    id: String,
+    text: &str,
+    msg: Msg,
+    fill: Option<Color>,
+) -> Element {
+    let ink = if fill.is_some() { ON_PRIMARY } else { PRIMARY };
+    let mut look = text_look(cx, 14.0, ink);
     look.bold = true;
     look.align = Align::Center;
     Element::new("android.widget.Button", rect)
@@ -104,6 +106,7 @@ pub(crate) fn text_button(cx: &Cx, rect: Rect, id: String, text: &str, msg: Msg)
         .text(text)
         .on_tap(msg)
         .look(Look {
+            fill,
             radius: rect.h() / 2,
             text: Some(look),
             ..Look::default()
@@ -198,26 +201,26 @@ fn edit(
 
 /// A Switch; tapping it sends `msg`.
 pub(crate) fn switch(rect: Rect, id: String, on: bool, msg: Msg) -> Element {
-    let mut e = Element::new("android.widget.Switch", rect)
-        .id(id)
-        .on_tap(msg)
-        .look(Look {
-            glyph: Glyph::Switch { on },
-            ..Look::default()
-        });
-    e.checkable = true;
-    e.checked = on;
-    e
+    checkable("android.widget.Switch", rect, id, on, Glyph::Switch { on }).on_tap(msg)
 }
 
 /// A CheckBox showing a selection; the item around it takes the taps.
 pub(crate) fn checkbox(rect: Rect, id: String, on: bool) -> Element {
-    let mut e = Element::new("android.widget.CheckBox", rect)
-        .id(id)
-        .look(Look {
-            glyph: Glyph::CheckBox { on },
-            ..Look::default()
-        });
+    checkable(
+        "android.widget.CheckBox",
+        rect,
+        id,
+        on,
+        Glyph::CheckBox { on },
+    )
+}
+
+/// A two-state widget drawn as `glyph`, checked when `on`.
+fn checkable(class: &'static str, rect: Rect, id: String, on: bool, glyph: Glyph) -> Element {
+    let mut e = Element::new(class, rect).id(id).look(Look {
+        glyph,
+        ..Look::default()
+    });
     e.checkable = true;
     e.checked = on;
     e

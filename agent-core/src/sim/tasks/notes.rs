@@ -252,25 +252,53 @@ impl Task for CreateNote {
     }
 }
 
-/// "Delete the note titled {title}."
-pub(super) struct DeleteNote {
+/// A note the set-up stores for a task to change, beside its decoy.
+struct StoredNote {
     title: String,
     body: String,
     decoy: Decoy,
     hours_ago: u64,
 }
 
+impl StoredNote {
+    fn params(&self) -> serde_json::Map<String, serde_json::Value> {
+        [
+            ("title", self.title.as_str().into()),
+            ("body", self.body.as_str().into()),
+            ("decoy", self.decoy.title.as_str().into()),
+            ("decoy_body", self.decoy.body.as_str().into()),
+            ("hours_ago", self.hours_ago.into()),
+        ]
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), value))
+        .collect()
+    }
+
+    fn setup(&self, phone: &mut Phone) {
+        put_note(phone, &self.title, &self.body, self.hours_ago);
+        put_note(phone, &self.decoy.title, &self.decoy.body, 4);
+        finish_setup(phone);
+    }
+}
+
+/// "Delete the note titled {title}."
+pub(super) struct DeleteNote {
+    note: StoredNote,
+}
+
 impl DeleteNote {
     pub fn sample(rng: &mut ChaCha8Rng) -> DeleteNote {
         let (title, decoy) = sample_titles(rng);
         DeleteNote {
-            title,
-            body: pick(rng, &BODIES).to_string(),
-            decoy: Decoy {
-                title: decoy,
+            note: StoredNote {
+                title,
                 body: pick(rng, &BODIES).to_string(),
+                decoy: Decoy {
+                    title: decoy,
+                    body: pick(rng, &BODIES).to_string(),
+                },
+                hours_ago: rng.random_range(0..8),
             },
-            hours_ago: rng.random_range(0..8),
         }
     }
 }
@@ -281,17 +309,11 @@ impl Task for DeleteNote {
     }
 
     fn goal(&self) -> String {
-        format!("Delete the note titled \"{}\".", self.title)
+        format!("Delete the note titled \"{}\".", self.note.title)
     }
 
     fn params(&self) -> serde_json::Value {
-        serde_json::json!({
-            "title": self.title,
-            "body": self.body,
-            "decoy": self.decoy.title,
-            "decoy_body": self.decoy.body,
-            "hours_ago": self.hours_ago,
-        })
+        self.note.params().into()
     }
 
     fn max_steps(&self) -> u32 {
@@ -299,47 +321,48 @@ impl Task for DeleteNote {
     }
 
     fn setup(&self, phone: &mut Phone) {
-        put_note(phone, &self.title, &self.body, self.hours_ago);
-        put_note(phone, &self.decoy.title, &self.decoy.body, 4);
-        finish_setup(phone);
+        self.note.setup(phone);
     }
 
     fn is_successful(&self, state: &PhoneState) -> bool {
-        state.note_titled(&self.title).is_none() && self.decoy.intact(state)
+        state.note_titled(&self.note.title).is_none() && self.note.decoy.intact(state)
     }
 
     fn oracle(&self, screen: &UiNode) -> Option<OracleStep> {
-        note_oracle(screen, &self.title, Want::Gone)
+        note_oracle(screen, &self.note.title, Want::Gone)
     }
 }
 
 /// "Add {text} at the end of the note titled {title}."
 pub(super) struct AppendNote {
-    title: String,
-    body: String,
+    note: StoredNote,
     text: String,
-    decoy: Decoy,
-    hours_ago: u64,
 }
 
 impl AppendNote {
     pub fn sample(rng: &mut ChaCha8Rng) -> AppendNote {
+        // The draws keep their order (title, body, text, decoy, age): each
+        // seed names the same instance as before.
         let (title, decoy) = sample_titles(rng);
+        let body = pick(rng, &BODIES).to_string();
+        let text = pick(rng, &ADDITIONS).to_string();
         AppendNote {
-            title,
-            body: pick(rng, &BODIES).to_string(),
-            text: pick(rng, &ADDITIONS).to_string(),
-            decoy: Decoy {
-                title: decoy,
-                body: pick(rng, &BODIES).to_string(),
+            note: StoredNote {
+                title,
+                body,
+                decoy: Decoy {
+                    title: decoy,
+                    body: pick(rng, &BODIES).to_string(),
+                },
+                hours_ago: rng.random_range(0..8),
             },
-            hours_ago: rng.random_range(0..8),
+            text,
         }
     }
 
     /// The body the oracle aims for: the old one, a space, the addition.
     fn target_body(&self) -> String {
-        format!("{} {}", self.body, self.text)
+        format!("{} {}", self.note.body, self.text)
     }
 }
 
@@ -351,19 +374,14 @@ impl Task for AppendNote {
     fn goal(&self) -> String {
         format!(
             "Add \"{}\" at the end of the note titled \"{}\".",
-            self.text, self.title
+            self.text, self.note.title
         )
     }
 
     fn params(&self) -> serde_json::Value {
-        serde_json::json!({
-            "title": self.title,
-            "body": self.body,
-            "text": self.text,
-            "decoy": self.decoy.title,
-            "decoy_body": self.decoy.body,
-            "hours_ago": self.hours_ago,
-        })
+        let mut params = self.note.params();
+        params.insert("text".to_owned(), self.text.as_str().into());
+        params.into()
     }
 
     fn max_steps(&self) -> u32 {
@@ -371,25 +389,24 @@ impl Task for AppendNote {
     }
 
     fn setup(&self, phone: &mut Phone) {
-        put_note(phone, &self.title, &self.body, self.hours_ago);
-        put_note(phone, &self.decoy.title, &self.decoy.body, 4);
-        finish_setup(phone);
+        self.note.setup(phone);
     }
 
     /// The old text must stay in front and the addition come last; how
     /// they are separated (space, new line, full stop) is free.
     fn is_successful(&self, state: &PhoneState) -> bool {
-        let appended = state.note_titled(&self.title).is_some_and(|n| {
+        let note = &self.note;
+        let appended = state.note_titled(&note.title).is_some_and(|n| {
             let body = n.body.trim();
-            body.len() > self.body.len()
-                && body.starts_with(&self.body)
+            body.len() > note.body.len()
+                && body.starts_with(&note.body)
                 && body.ends_with(&self.text)
         });
-        appended && self.decoy.intact(state)
+        appended && note.decoy.intact(state)
     }
 
     fn oracle(&self, screen: &UiNode) -> Option<OracleStep> {
-        note_oracle(screen, &self.title, Want::Edited(&self.target_body()))
+        note_oracle(screen, &self.note.title, Want::Edited(&self.target_body()))
     }
 }
 
@@ -445,10 +462,12 @@ mod tests {
     #[test]
     fn deleting_a_note_spares_the_decoy() {
         let task = DeleteNote {
-            title: "Trip to 北京".into(),
-            body: "x".into(),
-            decoy: decoy(),
-            hours_ago: 0,
+            note: StoredNote {
+                title: "Trip to 北京".into(),
+                body: "x".into(),
+                decoy: decoy(),
+                hours_ago: 0,
+            },
         };
         assert!(task.is_successful(&state_with(&[DECOY])));
         assert!(!task.is_successful(&state_with(&[DECOY, ("Trip to 北京", "x")])));
@@ -459,11 +478,13 @@ mod tests {
     #[test]
     fn appended_text_must_follow_the_old_text() {
         let task = AppendNote {
-            title: "Workout log".into(),
-            body: "Three sets".into(),
+            note: StoredNote {
+                title: "Workout log".into(),
+                body: "Three sets".into(),
+                decoy: decoy(),
+                hours_ago: 0,
+            },
             text: "Bring snacks".into(),
-            decoy: decoy(),
-            hours_ago: 0,
         };
         for (body, ok) in [
             ("Three sets Bring snacks", true),

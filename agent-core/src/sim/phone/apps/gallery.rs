@@ -3,7 +3,7 @@
 //! taps then toggle photos, and Delete asks for confirmation. A tap outside
 //! selection mode opens the photo, which can be deleted from there too.
 
-use super::{App, AppMsg, Effect, Enter, Stack};
+use super::{App, AppMsg, Effect, Stack};
 use crate::sim::phone::scene::{Align, Column, Element, Glyph, Look, Msg as SceneMsg, Rect};
 use crate::sim::phone::state::{MediaFile, PhoneState};
 use crate::sim::phone::widgets::{
@@ -293,14 +293,6 @@ impl App for Gallery {
             return true;
         }
         self.stack.pop()
-    }
-
-    fn field_mut(&mut self, _id: &str) -> Option<&mut String> {
-        None
-    }
-
-    fn enter(&mut self, _id: &str, _data: &mut PhoneState, _now_ms: u64) -> Enter {
-        Enter::Done
     }
 
     fn scroll_mut(&mut self) -> &mut i32 {

@@ -119,10 +119,16 @@ pub(crate) trait App {
     /// Handles Back; `false` when already at the root, so the app closes.
     fn back(&mut self) -> bool;
 
-    /// The text of the field with this resource id on the current page.
-    fn field_mut(&mut self, id: &str) -> Option<&mut String>;
+    /// The text of the field with this resource id on the current page;
+    /// an app without text fields has none.
+    fn field_mut(&mut self, _id: &str) -> Option<&mut String> {
+        None
+    }
 
-    fn enter(&mut self, id: &str, data: &mut PhoneState, now_ms: u64) -> Enter;
+    /// The Enter key in the field with this resource id.
+    fn enter(&mut self, _id: &str, _data: &mut PhoneState, _now_ms: u64) -> Enter {
+        Enter::Done
+    }
 
     /// The scroll offset of the current page's scrolling view.
     fn scroll_mut(&mut self) -> &mut i32;

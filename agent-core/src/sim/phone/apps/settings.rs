@@ -5,7 +5,7 @@
 //! The switches edit [`SettingsState`](crate::sim::phone::SettingsState),
 //! which also answers `settings get`, so the screen and the store agree.
 
-use super::{App, AppMsg, Effect, Enter, Stack};
+use super::{App, AppMsg, Effect, Stack};
 use crate::sim::phone::scene::{Align, Column, Element, Msg as SceneMsg, Rect};
 use crate::sim::phone::state::PhoneState;
 use crate::sim::phone::system;
@@ -373,14 +373,6 @@ impl App for Settings {
 
     fn back(&mut self) -> bool {
         self.stack.pop()
-    }
-
-    fn field_mut(&mut self, _id: &str) -> Option<&mut String> {
-        None
-    }
-
-    fn enter(&mut self, _id: &str, _data: &mut PhoneState, _now_ms: u64) -> Enter {
-        Enter::Done
     }
 
     fn scroll_mut(&mut self) -> &mut i32 {
