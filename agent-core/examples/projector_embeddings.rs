@@ -134,42 +134,47 @@ fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let image = screenshot::load(&args.image, args.max_pixels)?;
     let model = TextModel::load(&args.model)?;
-    let mut reference = None;
-    for mmproj in &args.mmproj {
+    let (first, others) = args.mmproj.split_first().context("no projector given")?;
+    let (tokens, reference) = embeddings(&model, first, &image, args.threads)?;
+    report(first, tokens, &reference, &reference);
+    for mmproj in others {
         let (n, e) = embeddings(&model, mmproj, &image, args.threads)?;
-        let (tokens, reference) = reference.get_or_insert_with(|| (n, e.clone()));
-        let (tokens, reference) = (*tokens, reference.as_slice());
-        let width = reference.len() / tokens;
         if n != tokens {
             bail!(
                 "{}: {n} image tokens, the reference has {tokens}",
                 mmproj.display()
             );
         }
-        let norm = |v: &[f32]| v.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>().sqrt();
-        let diff: Vec<f32> = e.iter().zip(reference).map(|(a, b)| a - b).collect();
-        let cosines: Vec<f64> = e
-            .chunks(width)
-            .zip(reference.chunks(width))
-            .map(|(a, b)| {
-                let dot: f64 = a
-                    .iter()
-                    .zip(b)
-                    .map(|(&x, &y)| f64::from(x) * f64::from(y))
-                    .sum();
-                dot / (norm(a) * norm(b))
-            })
-            .collect();
-        println!(
-            "{}",
-            serde_json::json!({
-                "mmproj": mmproj,
-                "image_tokens": tokens,
-                "relative_l2": norm(&diff) / norm(reference),
-                "mean_cosine": cosines.iter().sum::<f64>() / cosines.len() as f64,
-                "min_cosine": cosines.iter().copied().fold(f64::INFINITY, f64::min),
-            })
-        );
+        report(mmproj, tokens, &reference, &e);
     }
     Ok(())
+}
+
+/// Prints how far `e` is from `reference` (both `tokens` rows).
+fn report(mmproj: &Path, tokens: usize, reference: &[f32], e: &[f32]) {
+    let width = reference.len() / tokens;
+    let norm = |v: &[f32]| v.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>().sqrt();
+    let diff: Vec<f32> = e.iter().zip(reference).map(|(a, b)| a - b).collect();
+    let cosines: Vec<f64> = e
+        .chunks(width)
+        .zip(reference.chunks(width))
+        .map(|(a, b)| {
+            let dot: f64 = a
+                .iter()
+                .zip(b)
+                .map(|(&x, &y)| f64::from(x) * f64::from(y))
+                .sum();
+            dot / (norm(a) * norm(b))
+        })
+        .collect();
+    println!(
+        "{}",
+        serde_json::json!({
+            "mmproj": mmproj,
+            "image_tokens": tokens,
+            "relative_l2": norm(&diff) / norm(reference),
+            "mean_cosine": cosines.iter().sum::<f64>() / cosines.len() as f64,
+            "min_cosine": cosines.iter().copied().fold(f64::INFINITY, f64::min),
+        })
+    );
 }

@@ -61,14 +61,8 @@ VISION_SHAPES = {
     "mm.2.bias": (HIDDEN,),
     "ln1.weight": (V_HIDDEN,),
     "ln2.weight": (V_HIDDEN,),
-    "attn_q.weight": (V_HIDDEN, V_HIDDEN),
-    "attn_k.weight": (V_HIDDEN, V_HIDDEN),
-    "attn_v.weight": (V_HIDDEN, V_HIDDEN),
-    "attn_out.weight": (V_HIDDEN, V_HIDDEN),
-    "attn_q.bias": (V_HIDDEN,),
-    "attn_k.bias": (V_HIDDEN,),
-    "attn_v.bias": (V_HIDDEN,),
-    "attn_out.bias": (V_HIDDEN,),
+    **{f"attn_{p}.weight": (V_HIDDEN, V_HIDDEN) for p in ("q", "k", "v", "out")},
+    **{f"attn_{p}.bias": (V_HIDDEN,) for p in ("q", "k", "v", "out")},
     "ffn_gate.weight": (V_HIDDEN, V_FFN),
     "ffn_up.weight": (V_HIDDEN, V_FFN),
     "ffn_down.weight": (V_FFN, V_HIDDEN),
@@ -96,6 +90,12 @@ def names(template: GGUFReader, layers: int, blk: str) -> list[str]:
 def shape_of(name: str, shapes: dict, blk: str) -> tuple:
     key = name[len(blk):].split(".", 1)[1] if name.startswith(blk) else name
     return shapes[key]
+
+
+def vector(name: str, shape: tuple) -> np.ndarray:
+    """A norm's weights (ones) or a bias (zeros), as a fresh model has them."""
+    is_norm = "norm" in name or "ln" in name
+    return (np.ones if is_norm else np.zeros)(shape, np.float32)
 
 
 def noise(rng: np.random.Generator, shape: tuple, dtype) -> np.ndarray:
@@ -137,8 +137,7 @@ def text_model(src: str, dst: str, rng: np.random.Generator) -> None:
             continue  # tied to token_embd, as in Qwen2.5-VL-3B
         shape = shape_of(name, TEXT_SHAPES, "blk.")
         if len(shape) == 1:
-            data = np.ones(shape, np.float32) if "norm" in name else np.zeros(shape, np.float32)
-            writer.add_tensor(name, data)
+            writer.add_tensor(name, vector(name, shape))
         else:
             writer.add_tensor(name, q4_0(rng, shape), raw_dtype=GGMLQuantizationType.Q4_0)
     write(writer)
@@ -159,8 +158,7 @@ def projector(src: str, dst: str, rng: np.random.Generator) -> None:
     for name in names(template, V_LAYERS, "v.blk."):
         shape = shape_of(name, VISION_SHAPES, "v.blk.")
         if len(shape) == 1:
-            ones = "ln" in name
-            writer.add_tensor(name, (np.ones if ones else np.zeros)(shape, np.float32))
+            writer.add_tensor(name, vector(name, shape))
         else:
             writer.add_tensor(name, noise(rng, shape, np.float16))
     write(writer)
