@@ -22,6 +22,8 @@
 //!   adapter) made from trained weights with the user's GGUF files as templates;
 //! - [`peft`]: LoRA adapters in Hugging Face PEFT's directory layout;
 //! - [`autocast`]: libtorch's mixed precision in bfloat16 (or float16);
+//! - [`bench_plot`]: per-template success of several `btl bench` runs, as
+//!   a PNG;
 //! - [`error`]: the error type.
 //!
 //! The crate links the libtorch of torch 2.13.0 (tch 0.26). `scripts/test`
@@ -31,6 +33,7 @@
 
 mod atomic;
 pub mod autocast;
+pub mod bench_plot;
 pub mod cli;
 pub mod config;
 pub mod data;

@@ -99,6 +99,18 @@ fn differing_tensors(a: &Path, b: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Names of the F32 tensors of `file`.
+fn f32_tensor_names(file: &Path) -> Vec<String> {
+    GgufFile::open(file)
+        .unwrap()
+        .header()
+        .tensors
+        .iter()
+        .filter(|t| t.ggml_type == GgmlType::F32)
+        .map(|t| t.name.clone())
+        .collect()
+}
+
 #[test]
 fn the_converter_s_files_differ_from_an_export_only_in_their_unrounded_f32_tensors() {
     let weights = weights(&load(Kind::Float));
@@ -108,14 +120,7 @@ fn the_converter_s_files_differ_from_an_export_only_in_their_unrounded_f32_tenso
         write_gguf_from_template(&gguf_dir().join(name), &weights, Precision::Template, &out)
             .unwrap();
         let converter = gguf_dir().join(name);
-        let f32_names: Vec<String> = GgufFile::open(&converter)
-            .unwrap()
-            .header()
-            .tensors
-            .iter()
-            .filter(|t| t.ggml_type == GgmlType::F32)
-            .map(|t| t.name.clone())
-            .collect();
+        let f32_names = f32_tensor_names(&converter);
         assert_eq!(f32_names.len(), f32_tensors);
         assert_eq!(differing_tensors(&out, &converter), f32_names, "{name}");
     }
@@ -335,4 +340,80 @@ fn values_beyond_float16_need_f32() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("f32.gguf");
     write_gguf_from_template(&gguf_dir().join(TEXT), &weights, Precision::F32, &out).unwrap();
+}
+
+#[test]
+fn a_hugging_face_checkpoint_from_another_trainer_exports_its_weights_as_they_are() {
+    use host_trainer::export::trained::{ExportOptions, RunSettings, export_trained};
+    let dir = tempfile::tempdir().unwrap();
+    // A Hugging Face Trainer checkpoint, as ms-swift and TRL save one: the
+    // model's files beside the state of the run that trained it.
+    let checkpoint = dir.path().join("checkpoint-2");
+    std::fs::create_dir(&checkpoint).unwrap();
+    for entry in std::fs::read_dir(crate::util::checkpoint_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, checkpoint.join(path.file_name().unwrap())).unwrap();
+    }
+    let run_state = [
+        "optimizer.pt",
+        "rng_state.pth",
+        "training_args.bin",
+        "trainer_state.json",
+        "args.json",
+    ];
+    for name in run_state {
+        std::fs::write(checkpoint.join(name), b"{}").unwrap();
+    }
+    let out = dir.path().join("export");
+    let (text_template, mmproj_template) = (gguf_dir().join(TEXT), gguf_dir().join(PROJECTOR));
+    let options = |settings| ExportOptions {
+        text_template: &text_template,
+        mmproj_template: Some(&mmproj_template),
+        precision: Precision::Template,
+        lora_gguf: false,
+        settings,
+        out: &out,
+    };
+
+    let e = export_trained(&checkpoint, &options(RunSettings::default()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("checkpoint-2") && e.contains("give --profile and --max-pixels"),
+        "{e}"
+    );
+
+    let settings = RunSettings {
+        profile: Some(agent_core::protocol::Profile::BtlExtended),
+        max_pixels: Some(200_704),
+    };
+    let exported = export_trained(&checkpoint, &options(settings)).unwrap();
+    // The checkpoint's own weights, as the first test finds them in the
+    // converter's files: equal but for the converter's unrounded f32 tensors.
+    for (file, name) in [
+        (&exported.text, TEXT),
+        (exported.mmproj.as_ref().unwrap(), PROJECTOR),
+    ] {
+        let converter = gguf_dir().join(name);
+        assert_eq!(
+            differing_tensors(file, &converter),
+            f32_tensor_names(&converter),
+            "{name}"
+        );
+    }
+    let text = GgufFile::open(&exported.text).unwrap();
+    assert_eq!(
+        text.header().get("btl.profile").and_then(Value::as_str),
+        Some("btl-extended")
+    );
+    assert_eq!(
+        text.header().get("btl.max_pixels"),
+        Some(&Value::U64(200_704))
+    );
+    // What describes the model travels; the run's state does not.
+    assert!(exported.hf.join("config.json").is_file());
+    assert!(exported.hf.join("model.safetensors").is_file());
+    for name in run_state {
+        assert!(!exported.hf.join(name).exists(), "{name} was copied");
+    }
 }

@@ -23,7 +23,9 @@ pub enum PrecisionArg {
 
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
-    /// A checkpoint directory of `btl-train grpo` (`…/checkpoint-NNNNNN`).
+    /// A checkpoint directory of `btl-train grpo`/`sft` (`…/checkpoint-NNNNNN`),
+    /// or a Hugging Face checkpoint trained elsewhere (ms-swift, TRL: a
+    /// directory with `config.json`; give --profile and --max-pixels).
     checkpoint: PathBuf,
     /// The base model's text GGUF: its metadata and tokenizer are copied.
     #[arg(long)]

@@ -10,6 +10,7 @@ mod data;
 mod export;
 mod grpo;
 mod init;
+mod plot;
 
 use agent_core::process::{exit_code, parse_args};
 use clap::{Parser, Subcommand};
@@ -42,6 +43,9 @@ enum Command {
     /// A trained checkpoint for the phone: merged weights as a Hugging Face
     /// checkpoint and GGUF files (and a GGUF LoRA adapter).
     Export(export::ExportArgs),
+    /// Per-template success of several `btl bench --json` reports side by
+    /// side, as a PNG.
+    PlotBench(plot::PlotBenchArgs),
 }
 
 /// Whether `args` is a `btl-train` command line (see
@@ -62,6 +66,7 @@ pub fn main() -> ExitCode {
         Command::Grpo(args) => grpo::run_grpo(&args),
         Command::Sft(args) => grpo::run_sft(&args),
         Command::Export(args) => export::run_export(&args),
+        Command::PlotBench(args) => plot::run_plot_bench(&args),
     };
     exit_code("btl-train", result)
 }

@@ -72,16 +72,48 @@ fn suffix(precision: Precision) -> &'static str {
     }
 }
 
-/// Exports the checkpoint in `checkpoint` (a `checkpoint-NNNNNN` directory).
+/// Whether `name`, a file of a checkpoint directory, describes the model
+/// (config, tokenizer, processor) rather than holding its weights or the
+/// state of the run that trained it (a Hugging Face Trainer's optimizer,
+/// scheduler, random state and arguments, ms-swift's `args.json`).
+fn describes_model(name: &str) -> bool {
+    let weights = name.ends_with(".safetensors") || name.ends_with(".safetensors.index.json");
+    let run_state = name.ends_with(".pt")
+        || name.ends_with(".pth")
+        || name.ends_with(".bin")
+        || name == "trainer_state.json"
+        || name == "args.json";
+    !weights && !run_state
+}
+
+/// Exports the checkpoint in `checkpoint`: a `checkpoint-NNNNNN` directory
+/// of `btl-train`, or a Hugging Face checkpoint trained elsewhere (ms-swift,
+/// TRL; recognised by its `config.json`), whose weights are taken as they
+/// are and whose run settings must be given.
 pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Exported> {
-    let (config, model) = load_trained(checkpoint)?;
-    let (profile, max_pixels) = run_settings(&config, options.settings)?;
+    let (base, model, (profile, max_pixels)) = if checkpoint.join("config.json").is_file() {
+        let given = options.settings;
+        let (Some(profile), Some(max_pixels)) = (given.profile, given.max_pixels) else {
+            return Err(Error::Input(format!(
+                "{} is a Hugging Face checkpoint, which does not say how it was trained: \
+                 give --profile and --max-pixels",
+                checkpoint.display()
+            )));
+        };
+        let model =
+            crate::Qwen25Vl::from_checkpoint(checkpoint, tch::Device::Cpu, tch::Kind::Float)?;
+        (checkpoint.to_owned(), model, (profile, max_pixels))
+    } else {
+        let (config, model) = load_trained(checkpoint)?;
+        let settings = run_settings(&config, options.settings)?;
+        (config.model.checkpoint.clone(), model, settings)
+    };
     let merged: HashMap<String, Tensor> = model.merged_weights()?.into_iter().collect();
     let out = options.out;
     std::fs::create_dir_all(out).map_err(io(out))?;
 
     let hf = out.join("hf");
-    let base = &config.model.checkpoint;
+    let base = base.as_path();
     crate::atomic::write_dir(&hf, |staging| {
         // Everything but the weights (config, tokenizer, processor) comes
         // from the base checkpoint unchanged.
@@ -91,9 +123,7 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let weights_file =
-                name.ends_with(".safetensors") || name.ends_with(".safetensors.index.json");
-            if path.is_file() && !weights_file {
+            if path.is_file() && describes_model(&name) {
                 std::fs::copy(&path, staging.join(&name)).map_err(io(&path))?;
             }
         }

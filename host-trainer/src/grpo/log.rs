@@ -197,12 +197,16 @@ fn panels(objective: TrainObjective, online: bool) -> Vec<(&'static str, Vec<Ser
     }
 }
 
+/// Registers the bundled font as plotters' `sans-serif` (again is harmless).
+pub fn register_plot_font() -> Result<()> {
+    plotters::style::register_font("sans-serif", FontStyle::Normal, FONT)
+        .map_err(|_| Error::Input("the bundled font cannot be read".to_owned()))
+}
+
 /// The run's curves as a PNG: one panel per quantity, each scaled to its
 /// own values (see [`panels`]).
 pub fn plot(metrics: &[StepMetrics], objective: TrainObjective, out: &Path) -> Result<()> {
-    // Registering the same font again is harmless.
-    plotters::style::register_font("sans-serif", FontStyle::Normal, FONT)
-        .map_err(|_| Error::Input("the bundled font cannot be read".to_owned()))?;
+    register_plot_font()?;
     // Drawn beside the target, then renamed over it (the backend picks the
     // format from the extension, so the temporary name ends in .png too).
     let name = out
