@@ -1,6 +1,6 @@
 //! Links host-trainer's binaries and tests to the libtorch that torch-sys found.
 //!
-//! - Compiles the autocast shim (`csrc/autocast.cpp`) against its headers.
+//! - Compiles the C++ shims (`csrc/`: autocast, profiler) against its headers.
 //! - Checks that it is torch 2.13.0, the one release tch 0.26 is made for.
 //!   torch-sys checks only libtorch archives (`build-version`) and
 //!   `LIBTORCH_USE_PYTORCH`; a PyPI `site-packages/torch` given as `LIBTORCH`
@@ -34,7 +34,7 @@ fn main() {
         check_version(lib);
     }
     println!("cargo:rustc-link-arg=-Wl,-rpath,{}", lib.display());
-    compile_autocast_shim(lib);
+    compile_shims(lib);
     // tch's C++ glue and llama.cpp's mtmd helper each compile stb_image's
     // implementation, so a binary with both (btl-train next to agent-core's
     // `llama` feature, as a workspace build unifies it) defines every public
@@ -47,10 +47,13 @@ fn main() {
     }
 }
 
-/// `csrc/autocast.cpp` (see `src/autocast.rs`), against the headers next
-/// to libtorch's lib dir and with its C++ ABI, as torch-sys builds its glue.
-fn compile_autocast_shim(lib: &Path) {
+/// `csrc/autocast.cpp` and `csrc/profiler.cpp` (see `src/autocast.rs` and
+/// `src/profile.rs`), against the headers next to libtorch's lib dir and
+/// with its C++ ABI, as torch-sys builds its glue.
+fn compile_shims(lib: &Path) {
     println!("cargo:rerun-if-changed=csrc/autocast.cpp");
+    println!("cargo:rerun-if-changed=csrc/profiler.cpp");
+    println!("cargo:rerun-if-changed=csrc/guarded.h");
     println!("cargo:rerun-if-env-changed=LIBTORCH_CXX11_ABI");
     let include = lib.parent().unwrap_or(lib).join("include");
     if !include.join("ATen/autocast_mode.h").exists() {
@@ -63,6 +66,7 @@ fn compile_autocast_shim(lib: &Path) {
     cc::Build::new()
         .cpp(true)
         .file("csrc/autocast.cpp")
+        .file("csrc/profiler.cpp")
         .include(&include)
         .include(include.join("torch/csrc/api/include"))
         .flag("-std=c++17")
@@ -71,7 +75,7 @@ fn compile_autocast_shim(lib: &Path) {
         .warnings(false)
         .extra_warnings(false)
         .flag_if_supported("-w")
-        .compile("btl_autocast");
+        .compile("btl_shims");
 }
 
 fn link_cuda(lib: &Path) -> bool {

@@ -5,34 +5,14 @@
 
 #include <ATen/autocast_mode.h>
 
-#include <exception>
-#include <string>
-
-namespace {
-
-thread_local std::string last_error;
-
-template <typename F>
-int guarded(F f) noexcept {
-  try {
-    f();
-    return 0;
-  } catch (const std::exception& e) {
-    last_error = e.what();
-  } catch (...) {
-    last_error = "an unknown C++ exception";
-  }
-  return 1;
-}
-
-}  // namespace
+#include "guarded.h"
 
 extern "C" {
 
-const char* btl_autocast_error() { return last_error.c_str(); }
+const char* btl_autocast_error() { return btl::last_error.c_str(); }
 
 int btl_autocast_state(int device_type, bool* enabled, int* dtype) {
-  return guarded([&] {
+  return btl::guarded([&] {
     const auto device = static_cast<c10::DeviceType>(device_type);
     *enabled = at::autocast::is_autocast_enabled(device);
     *dtype = static_cast<int>(at::autocast::get_autocast_dtype(device));
@@ -41,7 +21,7 @@ int btl_autocast_state(int device_type, bool* enabled, int* dtype) {
 
 // Enters an autocast region the way torch.autocast's __enter__ does.
 int btl_autocast_enter(int device_type, int dtype) {
-  return guarded([&] {
+  return btl::guarded([&] {
     const auto device = static_cast<c10::DeviceType>(device_type);
     at::autocast::set_autocast_dtype(device, static_cast<c10::ScalarType>(dtype));
     at::autocast::set_autocast_enabled(device, true);
@@ -53,7 +33,7 @@ int btl_autocast_enter(int device_type, int dtype) {
 // region are dropped when the outermost region ends (they would be stale
 // after an optimizer step), and the previous state comes back.
 int btl_autocast_exit(int device_type, bool was_enabled, int was_dtype) {
-  return guarded([&] {
+  return btl::guarded([&] {
     const auto device = static_cast<c10::DeviceType>(device_type);
     if (at::autocast::decrement_nesting() == 0) {
       at::autocast::clear_cache();

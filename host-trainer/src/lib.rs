@@ -22,6 +22,7 @@
 //!   adapter) made from trained weights with the user's GGUF files as templates;
 //! - [`peft`]: LoRA adapters in Hugging Face PEFT's directory layout;
 //! - [`autocast`]: libtorch's mixed precision in bfloat16 (or float16);
+//! - [`profile`]: libtorch's profiler over chosen training steps;
 //! - [`bench_plot`]: per-template success of several `btl bench` runs, as
 //!   a PNG;
 //! - [`error`]: the error type.
@@ -44,6 +45,7 @@ pub mod init;
 pub mod lora;
 pub mod model;
 pub mod peft;
+pub mod profile;
 pub mod sft;
 pub mod weights;
 

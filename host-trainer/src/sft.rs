@@ -8,6 +8,10 @@
 //! -100, the loss TRL's `SFTTrainer` minimises on prompt–completion data.
 //! The prompt is evaluated once and its KV cache shared by the batch's
 //! answers (they follow the same prompt), as GRPO scores its completions.
+//! Several samples' losses are evaluated either one sample at a time after
+//! their shared text prefix ([`shared_prefix_loss`], the least arithmetic:
+//! what a CPU wants) or as one padded batch ([`padded_batch_loss`], the
+//! fewest and largest kernels: what a GPU wants); the two give one value.
 //!
 //! What a sample teaches is [`target_answer`]: the canonical BTL text of its
 //! step, built from the sample's own fields.
@@ -22,7 +26,7 @@ use tch::{Kind, Tensor};
 use crate::error::{Error, Result};
 use crate::grpo::loss::token_log_probs;
 use crate::grpo::rollout::{Prompt, completion_log_probs, pad_completions};
-use crate::model::{Batch, KvCache, Qwen25Vl};
+use crate::model::{Batch, Grid, Images, KvCache, Qwen25Vl};
 
 /// `sample` as seen at another screenshot size: `max_pixels` set to the
 /// given one and the solution's point moved from the sample's model frame
@@ -272,6 +276,82 @@ pub fn shared_prefix_loss(
         });
     }
     total.ok_or_else(|| Error::Input("an empty micro-batch".to_owned()))
+}
+
+/// The summed answer loss of a micro-batch in one forward pass, each token's
+/// −log p divided by `tokens` as in [`shared_prefix_loss`], which it equals.
+/// Each prompt and its answer (but the answer's last token) make one
+/// sequence; shorter sequences are padded on the right with `pad`, and
+/// causal attention keeps every real position from seeing the padding, so
+/// padding changes nothing but the work. The images go through the vision
+/// tower together, and only the positions that predict answer tokens reach
+/// `lm_head`.
+pub fn padded_batch_loss(
+    model: &Qwen25Vl,
+    batch: &[(&Prompt, &[i64])],
+    tokens: usize,
+    pad: i64,
+) -> Result<Tensor> {
+    if batch.is_empty() || batch.iter().any(|(_, answer)| answer.is_empty()) {
+        return Err(Error::Input(
+            "supervised fine-tuning needs answers of at least one token".to_owned(),
+        ));
+    }
+    let mut sequences: Vec<Vec<i64>> = batch
+        .iter()
+        .map(|(prompt, answer)| {
+            prompt
+                .ids
+                .iter()
+                .chain(&answer[..answer.len() - 1])
+                .copied()
+                .collect()
+        })
+        .collect();
+    let len = sequences.iter().map(Vec::len).max().unwrap_or(0);
+    for sequence in &mut sequences {
+        sequence.resize(len, pad);
+    }
+    let images: Vec<&(Tensor, [Grid; 1])> =
+        batch.iter().filter_map(|(p, _)| p.image.as_ref()).collect();
+    let pixel_values = match images.as_slice() {
+        [] => None,
+        [(one, _)] => Some(one.shallow_clone()),
+        many => Some(Tensor::f_cat(
+            &many.iter().map(|(t, _)| t).collect::<Vec<_>>(),
+            0,
+        )?),
+    };
+    let grids: Vec<Grid> = images.iter().map(|(_, [grid])| *grid).collect();
+    let hidden = model.hidden_states(&Batch {
+        input_ids: &sequences,
+        images: pixel_values.as_ref().map(|pixel_values| Images {
+            pixel_values,
+            grids: &grids,
+        }),
+    })?;
+    // Row of (sequence i, position start_i + j) in the flattened batch: the
+    // hidden state that predicts answer token j.
+    let mut rows = Vec::with_capacity(tokens);
+    let mut targets = Vec::with_capacity(tokens);
+    for (i, (prompt, answer)) in batch.iter().enumerate() {
+        let start = i * len + prompt.ids.len() - 1;
+        rows.extend((start..start + answer.len()).map(|r| r as i64));
+        targets.extend_from_slice(answer);
+    }
+    let device = model.device();
+    let width = hidden.size()[2];
+    let picked = hidden
+        .f_reshape([-1, width])?
+        .f_index_select(0, &Tensor::f_from_slice(&rows)?.f_to_device(device)?)?
+        .f_unsqueeze(0)?;
+    let targets = Tensor::f_from_slice(&targets)?
+        .f_unsqueeze(0)?
+        .f_to_device(device)?;
+    Ok(token_log_probs(&model.logits(&picked)?, &targets, 1.0)?
+        .f_sum(Kind::Double)?
+        .f_neg()?
+        .f_div_scalar(tokens as f64)?)
 }
 
 #[cfg(test)]

@@ -681,12 +681,14 @@ fn image_samples(dir: &std::path::Path) {
 }
 
 /// `sft.micro_batch` evaluates the prompts' common prefix once per
-/// micro-batch; the step's loss, gradient norm and update are those of one
-/// sample at a time (float64: equal to rounding).
+/// micro-batch, or the whole micro-batch as one padded pass; either way the
+/// step's loss, gradient norm and update are those of one sample at a time
+/// (float64: equal to rounding). The samples' prompts differ in length, so
+/// the padded pass pads.
 #[test]
 fn sft_micro_batches_share_the_prefix_and_train_as_one_by_one() {
-    use host_trainer::grpo::config::{Precision, TrainMode, TrainObjective};
-    let run = |micro_batch: usize| {
+    use host_trainer::grpo::config::{Batching, Precision, TrainMode, TrainObjective};
+    let run = |micro_batch: usize, batching: Batching| {
         let dir = tempfile::tempdir().unwrap();
         let mut config = toy_config(dir.path(), 1);
         image_samples(dir.path());
@@ -698,6 +700,7 @@ fn sft_micro_batches_share_the_prefix_and_train_as_one_by_one() {
         config.model.precision = Some(Precision::F64);
         config.sft.samples_per_step = 3;
         config.sft.micro_batch = micro_batch;
+        config.sft.batching = batching;
         let mut trainer = Trainer::new(config, Box::new(Digits)).unwrap();
         let metrics = trainer.step().unwrap();
         let mut weights: Vec<(String, Vec<f64>)> = trainer
@@ -713,29 +716,31 @@ fn sft_micro_batches_share_the_prefix_and_train_as_one_by_one() {
         weights.sort_by(|a, b| a.0.cmp(&b.0));
         (metrics, weights)
     };
-    let (one, one_weights) = run(1);
-    let (three, three_weights) = run(3);
+    let (one, one_weights) = run(1, Batching::Auto);
     let close = |a: f64, b: f64, tol: f64| (a - b).abs() <= tol * a.abs().max(1.0);
-    assert!(
-        close(one.loss, three.loss, 1e-12),
-        "{} vs {}",
-        one.loss,
-        three.loss
-    );
-    assert!(
-        close(one.grad_norm, three.grad_norm, 1e-10),
-        "{} vs {}",
-        one.grad_norm,
-        three.grad_norm
-    );
     assert!(one.grad_norm > 0.0);
-    let mut compared = 0;
-    for ((name, a), (other, b)) in one_weights.iter().zip(&three_weights) {
-        assert_eq!(name, other);
-        for (x, y) in a.iter().zip(b) {
-            assert!((x - y).abs() < 1e-9, "{name}: {x} vs {y}");
-            compared += 1;
+    for batching in [Batching::SharedPrefix, Batching::Padded] {
+        let (three, three_weights) = run(3, batching);
+        assert!(
+            close(one.loss, three.loss, 1e-12),
+            "{batching:?}: {} vs {}",
+            one.loss,
+            three.loss
+        );
+        assert!(
+            close(one.grad_norm, three.grad_norm, 1e-10),
+            "{batching:?}: {} vs {}",
+            one.grad_norm,
+            three.grad_norm
+        );
+        let mut compared = 0;
+        for ((name, a), (other, b)) in one_weights.iter().zip(&three_weights) {
+            assert_eq!(name, other);
+            for (x, y) in a.iter().zip(b) {
+                assert!((x - y).abs() < 1e-9, "{batching:?}: {name}: {x} vs {y}");
+                compared += 1;
+            }
         }
+        assert!(compared > 10_000, "{compared}");
     }
-    assert!(compared > 10_000, "{compared}");
 }

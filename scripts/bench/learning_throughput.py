@@ -21,6 +21,11 @@ median over the rest. `first loss` is the loss of step 1, the same samples
 and the same initial weights on every device, so rows of one model must
 agree (float32 to a few 1e-5; bfloat16 autocast to about 1e-2).
 
+--profile: each run takes one more step, recorded with libtorch's profiler
+(`run.profile_steps`, see host-trainer/src/profile.rs) and left out of the
+timing; the run's profile/summary.txt says how many operators, kernels and
+CUDA runtime calls a step makes and how long the GPU computes in it.
+
 Models: `tiny` is the parity fixture (host-trainer/tests/data/tiny-qwen25vl-hf,
 0.5M parameters); `mini` and `small` are made by `btl-train init` from
 host-trainer/models/btl-{mini,small}.toml (5.4M, the default model's size,
@@ -115,7 +120,7 @@ precision = "{precision}"
 device = "{device}"
 """
     if objective == "sft":
-        steps = args.sft_steps
+        steps = args.sft_steps + args.profile
         body = f"""mode = "full"
 train_vision = true
 
@@ -127,9 +132,10 @@ max_pixels = {args.max_pixels}
 [sft]
 samples_per_step = {SAMPLES_PER_STEP}
 micro_batch = {SAMPLES_PER_STEP}
+batching = "{args.batching}"
 """
     else:
-        steps = args.grpo_steps
+        steps = args.grpo_steps + args.profile
         body = f"""mode = "lora"
 
 [data]
@@ -152,11 +158,11 @@ steps = {steps}
 seed = 0
 output_dir = {q(str(output_dir))}
 save_every = 0
-"""
+""" + (f"profile_steps = [{steps}, {steps}]\n" if args.profile else "")
 
 
 def run_btl_train(args, objective: str, model: str, device: str, precision: str, samples: Path) -> dict:
-    name = f"{objective}-{model}-{device.replace(':', '')}-{precision}"
+    name = f"{objective}-{model}-{device.replace(':', '')}-{precision}-{args.batching}"
     out = args.work / "runs" / name
     shutil.rmtree(out, ignore_errors=True)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -171,12 +177,16 @@ def run_btl_train(args, objective: str, model: str, device: str, precision: str,
     wall = time.perf_counter() - started
     lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
              if line.strip()]
-    timed = lines[args.warmup:]
+    # A profiled step (--profile) is the last one, and is not timed.
+    timed = lines[args.warmup:len(lines) - args.profile]
     if not timed:
         raise BenchError(f"{out}/metrics.jsonl: {len(lines)} steps, none past the {args.warmup} warm-up step(s)")
     seconds = statistics.median(m["seconds"] for m in timed)
     row = {"objective": objective, "model": model, "device": device, "precision": precision,
+           "batching": args.batching,
            "steps": len(timed), "seconds": seconds, "first_loss": lines[0]["loss"], "wall": wall}
+    if args.profile:
+        row["profile"] = str(out / "profile" / "summary.txt")
     if objective == "sft":
         tokens = statistics.fmean(m["prompt_tokens"] + m["completion_tokens_mean"] * SAMPLES_PER_STEP
                                   for m in timed)
@@ -323,7 +333,7 @@ def report(args, rows: list[dict]) -> None:
           f"G = {args.generations}, at most {args.max_completion_length} tokens per completion, "
           f"{args.episode_steps} steps per episode")
     print()
-    print(f"{'run':<12} {'model':<6} {'device':<6} {'prec.':<5} {'s/step':>8} {'samples/s':>10} {'tokens/s':>10} "
+    print(f"{'run':<12} {'model':<6} {'device':<6} {'prec.':<5} {'batching':<13} {'s/step':>8} {'samples/s':>10} {'tokens/s':>10} "
           f"{'env steps/s':>12} {'first loss':>11}")
     for r in rows:
         samples = f"{r['samples_per_s']:.2f}" if "samples_per_s" in r else "-"
@@ -331,7 +341,8 @@ def report(args, rows: list[dict]) -> None:
         env = f"{r['env_steps_per_s']:.2f}" if "env_steps_per_s" in r else "-"
         # A GRPO step 1 loss is only its β·KL term, 0 before any update.
         loss = f"{r['first_loss']:.5f}" if "samples_per_s" in r else "-"
-        print(f"{r['objective']:<12} {r['model']:<6} {r['device']:<6} {r['precision']:<5} {r['seconds']:>8.3f} "
+        batching = r.get("batching", "-") if r["objective"] == "sft" else "-"
+        print(f"{r['objective']:<12} {r['model']:<6} {r['device']:<6} {r['precision']:<5} {batching:<13} {r['seconds']:>8.3f} "
               f"{samples:>10} {tokens:>10} {env:>12} {loss:>11}")
     trl = next((r for r in rows if r["objective"] == "sft (TRL)"), None)
     ours = next((r for r in rows if trl and r["objective"] == "sft" and r["model"] == trl["model"]
@@ -367,6 +378,12 @@ def main() -> int:
     ap.add_argument("--trl-workers", type=int, default=0,
                     help="TRL's data loader processes (0: it loads in the training process, between steps)")
     ap.add_argument("--json", type=Path, help="also write the rows here")
+    ap.add_argument("--batching", choices=["auto", "shared-prefix", "padded"], default="auto",
+                    help="how SFT evaluates its 8-sample micro-batch (sft.batching): auto is padded on a GPU, "
+                         "shared-prefix on the CPU")
+    ap.add_argument("--profile", action="store_const", const=1, default=0,
+                    help="record one more step of each run with libtorch's profiler (not timed); its "
+                         "summary is in the run's profile/summary.txt")
     args = ap.parse_args()
     if min(args.sft_steps, args.grpo_steps) <= args.warmup:
         ap.error("--sft-steps and --grpo-steps must exceed --warmup")

@@ -8,7 +8,7 @@ ensure_venv() {
     local venv=$1 requirements=$2 hash
     hash=$(sha256sum "$requirements" | cut -d' ' -f1)
     if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.requirements.sha256" 2>/dev/null)" != "$hash" ]; then
-        echo "creating venv $venv from $requirements (torch is a ~2.7 GB download; a few minutes)" >&2
+        echo "creating venv $venv from $requirements (once per machine; a few minutes)" >&2
         rm -rf "$venv"
         "${PYTHON:-python3}" -m venv "$venv"
         "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"

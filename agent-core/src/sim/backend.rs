@@ -8,27 +8,95 @@
 //! tasks.
 
 /// What a shell command produced.
+///
+/// Output is written through [`ShellOutput::out`] and [`ShellOutput::err`],
+/// which also remember the order of the writes: the plain (non-v2) shell
+/// service sends both streams down one connection in that order
+/// ([`ShellOutput::interleaved`]), as a device's shell writes them to one
+/// socket.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ShellOutput {
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
     pub exit_code: u8,
+    /// Consecutive writes to one stream: which stream and how many bytes.
+    order: Vec<(Stream, usize)>,
+}
+
+/// A command's output stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
 }
 
 impl ShellOutput {
     pub fn ok(stdout: impl Into<Vec<u8>>) -> Self {
+        let mut out = Self::default();
+        out.out(stdout.into());
+        out
+    }
+
+    pub fn fail(exit_code: u8, stderr: impl Into<Vec<u8>>) -> Self {
+        let mut out = Self::default();
+        out.err(stderr.into());
+        out.exit_code = exit_code;
+        out
+    }
+
+    /// No output, only an exit status.
+    pub fn status(exit_code: u8) -> Self {
         Self {
-            stdout: stdout.into(),
+            exit_code,
             ..Self::default()
         }
     }
 
-    pub fn fail(exit_code: u8, stderr: impl Into<Vec<u8>>) -> Self {
-        Self {
-            stderr: stderr.into(),
-            exit_code,
-            ..Self::default()
+    /// Writes to standard output.
+    pub fn out(&mut self, bytes: impl AsRef<[u8]>) {
+        self.write(Stream::Stdout, bytes.as_ref());
+    }
+
+    /// Writes to standard error.
+    pub fn err(&mut self, bytes: impl AsRef<[u8]>) {
+        self.write(Stream::Stderr, bytes.as_ref());
+    }
+
+    pub fn write(&mut self, stream: Stream, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
         }
+        match stream {
+            Stream::Stdout => self.stdout.extend_from_slice(bytes),
+            Stream::Stderr => self.stderr.extend_from_slice(bytes),
+        }
+        match self.order.last_mut() {
+            Some((last, len)) if *last == stream => *len += bytes.len(),
+            _ => self.order.push((stream, bytes.len())),
+        }
+    }
+
+    /// The writes in order, each with its stream.
+    pub fn writes(&self) -> impl Iterator<Item = (Stream, &[u8])> {
+        let (mut out, mut err) = (0, 0);
+        self.order.iter().map(move |&(stream, len)| {
+            let (data, at) = match stream {
+                Stream::Stdout => (&self.stdout, &mut out),
+                Stream::Stderr => (&self.stderr, &mut err),
+            };
+            let piece = &data[*at..*at + len];
+            *at += len;
+            (stream, piece)
+        })
+    }
+
+    /// Both streams as one, in the order they were written.
+    pub fn interleaved(&self) -> Vec<u8> {
+        let mut all = Vec::with_capacity(self.stdout.len() + self.stderr.len());
+        for (_, piece) in self.writes() {
+            all.extend_from_slice(piece);
+        }
+        all
     }
 }
 

@@ -45,7 +45,7 @@ impl Default for Vfs {
 
 /// Path components of an absolute or relative path; `.` and empty parts
 /// are skipped and `..` climbs.
-fn components(path: &str) -> Vec<&str> {
+pub(crate) fn components(path: &str) -> Vec<&str> {
     let mut out: Vec<&str> = Vec::new();
     for part in path.split('/') {
         match part {

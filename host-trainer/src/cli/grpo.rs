@@ -413,5 +413,8 @@ fn run_training(args: &GrpoArgs, objective: TrainObjective) -> Outcome {
     }
     println!("metrics: {}", outcome.metrics.display());
     println!("curves: {}", outcome.plot.display());
+    if let Some(summary) = &outcome.profile {
+        println!("profile: {}", summary.display());
+    }
     Ok(())
 }

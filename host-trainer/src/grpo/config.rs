@@ -181,6 +181,25 @@ pub struct SftSection {
     /// micro-batch. Without dropout the step is the same either way; LoRA's
     /// dropout draws one mask for the shared prefix.
     pub micro_batch: usize,
+    /// How a micro-batch is evaluated ([`crate::sft`]).
+    pub batching: Batching,
+}
+
+/// How SFT evaluates a micro-batch of several samples; every choice gives
+/// the same loss and gradients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Batching {
+    /// `padded` on a GPU, `shared-prefix` on the CPU.
+    #[default]
+    Auto,
+    /// The prompts' common text prefix once, then one pass per sample over
+    /// its own tokens only: the least arithmetic.
+    SharedPrefix,
+    /// All samples in one pass, padded to the longest: the fewest kernel
+    /// launches (on a GPU a step with one pass per sample spends most of
+    /// its time launching small kernels).
+    Padded,
 }
 
 impl Default for SftSection {
@@ -189,6 +208,7 @@ impl Default for SftSection {
             samples_per_step: 8,
             micro_batch: 1,
             max_regions: agent_core::model::grammar::GrammarLimits::default().max_regions,
+            batching: Batching::Auto,
         }
     }
 }
@@ -240,6 +260,10 @@ pub struct RunSection {
     /// A checkpoint every this many steps (and at the end); 0 = only at the end.
     #[serde(default = "default_save_every")]
     pub save_every: u64,
+    /// Record steps `[first, last]` (counted from 1) with libtorch's
+    /// profiler into `output_dir/profile/` ([`crate::profile`]).
+    #[serde(default)]
+    pub profile_steps: Option<[u64; 2]>,
 }
 
 fn yes() -> bool {
@@ -355,6 +379,17 @@ impl TrainConfig {
         if self.run.steps == 0 {
             return bad("run.steps", "must be at least 1".into());
         }
+        if let Some([first, last]) = self.run.profile_steps
+            && !(1 <= first && first <= last && last <= self.run.steps)
+        {
+            return bad(
+                "run.profile_steps",
+                format!(
+                    "[{first}, {last}] is not a range of steps within 1..={}",
+                    self.run.steps
+                ),
+            );
+        }
         match (&self.online, self.run.objective) {
             (Some(_), TrainObjective::Sft) => {
                 return bad(
@@ -458,6 +493,19 @@ output_dir = "out"
         c.lora.target_modules = vec!["qkv".into()];
         let e = c.validate().unwrap_err().to_string();
         assert!(e.contains("unknown target module 'qkv'"), "{e}");
+        let profiled = MINIMAL.replace("steps = 10", "steps = 10\nprofile_steps = [3, 4]");
+        let c = TrainConfig::from_toml(&profiled).unwrap();
+        assert_eq!(c.run.profile_steps, Some([3, 4]));
+        assert!(c.validate().is_ok());
+        for bad in [[0, 2], [4, 3], [9, 11]] {
+            let mut c = c.clone();
+            c.run.profile_steps = Some(bad);
+            let e = c.validate().unwrap_err().to_string();
+            assert!(
+                e.contains("run.profile_steps") && e.contains("1..=10"),
+                "{bad:?}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@ use super::config::TrainConfig;
 use super::log::{MetricsLog, plot, read_metrics};
 use super::trainer::{Reward, StepMetrics, Trainer};
 use crate::error::{Error, Result};
+use crate::profile;
 
 pub const METRICS_FILE: &str = "metrics.jsonl";
 pub const PLOT_FILE: &str = "curves.png";
@@ -24,6 +25,8 @@ pub struct Outcome {
     pub last_checkpoint: Option<PathBuf>,
     pub metrics: PathBuf,
     pub plot: PathBuf,
+    /// The summary of the profiled steps (`run.profile_steps`), if they ran.
+    pub profile: Option<PathBuf>,
 }
 
 /// Trains from scratch, or from the checkpoint `resume` names (a checkpoint
@@ -47,9 +50,26 @@ pub fn run(
     let mut log = MetricsLog::open(&out.join(METRICS_FILE), resumed_at)?;
     let plot_path = out.join(PLOT_FILE);
     let mut last_checkpoint = None;
+    let mut profiled = Profiled::default();
     while trainer.steps_done() < config.run.steps {
+        let profile_range = config.run.profile_steps;
+        if let Some([first, _]) = profile_range
+            && trainer.steps_done() + 1 == first
+        {
+            profiled.recording = Some(profile::start(trainer.device())?);
+        }
         let mut metrics = trainer.step()?;
         let done = trainer.steps_done();
+        if profiled.recording.is_some() {
+            profiled.steps += 1;
+            profiled.seconds += metrics.seconds;
+        }
+        if let Some([_, last]) = profile_range
+            && done == last
+            && let Some(recording) = profiled.recording.take()
+        {
+            profiled.summary = Some(profiled.write(recording, out)?);
+        }
         let every = config.run.save_every;
         let save = done == config.run.steps || (every > 0 && done % every == 0);
         if save && let Some(heldout) = trainer.evaluate()? {
@@ -70,5 +90,33 @@ pub fn run(
         last_checkpoint,
         metrics: log.path().to_owned(),
         plot: plot_path,
+        profile: profiled.summary,
     })
+}
+
+/// The profiled stretch of a run ([`profile`]).
+#[derive(Default)]
+struct Profiled {
+    recording: Option<profile::Recording>,
+    steps: u64,
+    seconds: f64,
+    summary: Option<PathBuf>,
+}
+
+impl Profiled {
+    /// Writes the recording and its summary; returns the summary's path.
+    fn write(&self, recording: profile::Recording, out: &Path) -> Result<PathBuf> {
+        let dir = profile::dir_of(out);
+        let events = recording.stop(&dir)?;
+        let path = dir.join(profile::SUMMARY_FILE);
+        let text = profile::summary(&events, self.steps, self.seconds, 15);
+        crate::atomic::write_file(&path, |w| {
+            use std::io::Write;
+            w.write_all(text.as_bytes()).map_err(|source| Error::Io {
+                path: path.clone(),
+                source,
+            })
+        })?;
+        Ok(path)
+    }
 }

@@ -21,7 +21,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
-use super::config::{Precision, TrainConfig, TrainMode, TrainObjective};
+use super::config::{Batching, Precision, TrainConfig, TrainMode, TrainObjective};
 use super::loss::{Objective, group_advantages, is_flat, objective};
 use super::online;
 use super::optim::{AdamW, cosine_with_warmup};
@@ -31,7 +31,7 @@ use crate::autocast::autocast;
 use crate::error::{Error, Result};
 use crate::lora::{LoraInit, generator};
 use crate::model::{Grid, Qwen25Vl};
-use crate::sft::{answer_loss, in_frame, shared_prefix_loss, target_answer};
+use crate::sft::{answer_loss, in_frame, padded_batch_loss, shared_prefix_loss, target_answer};
 
 /// Scores one completion of a sample.
 pub trait Reward {
@@ -443,6 +443,11 @@ impl Trainer {
         &self.tokenizer
     }
 
+    /// Where the model computes.
+    pub fn device(&self) -> Device {
+        self.model.device()
+    }
+
     /// Optimizer steps done so far.
     pub fn steps_done(&self) -> u64 {
         self.done
@@ -739,7 +744,16 @@ impl Trainer {
                     .map(|(prompt, ids)| (prompt, ids.as_slice()))
                     .collect();
                 self.model.set_training(true);
-                let loss = self.forward(|| shared_prefix_loss(&self.model, &batch, tokens));
+                let padded = match cfg.sft.batching {
+                    Batching::Auto => self.model.device().is_cuda(),
+                    Batching::Padded => true,
+                    Batching::SharedPrefix => false,
+                };
+                let pad = self.tokenizer.pad_id();
+                let loss = self.forward(|| match padded {
+                    true => padded_batch_loss(&self.model, &batch, tokens, pad),
+                    false => shared_prefix_loss(&self.model, &batch, tokens),
+                });
                 self.model.set_training(false);
                 let loss = loss?;
                 loss.f_backward()?;

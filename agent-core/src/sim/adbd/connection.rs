@@ -236,11 +236,22 @@ impl Session {
                     .streams
                     .get(&arg1)
                     .is_some_and(|entry| arg0 == 0 || entry.remote == arg0);
-                if ours {
-                    // Dropping the sender tells the stream the host closed.
-                    self.streams.remove(&arg1);
+                if !ours {
+                    return Ok(());
                 }
-                Ok(())
+                // Dropping the sender tells the stream the host closed.
+                let Some(entry) = self.streams.remove(&arg1) else {
+                    return Ok(());
+                };
+                // adbd answers a host's CLSE with its own while the service
+                // still runs (local_socket_close shuts its peer down, which
+                // sends CLSE); clients that talk to the device directly wait
+                // for it. A service that already ended sent its CLSE.
+                if entry.inbox.is_closed() {
+                    return Ok(());
+                }
+                self.send(Message::new(Command::Clse, arg1, entry.remote, []))
+                    .await
             }
             // The device never starts AUTH or STLS, and SYNC is obsolete.
             Command::Auth | Command::Stls | Command::Sync => Ok(()),

@@ -143,7 +143,7 @@ async fn shell(mut stream: Stream, context: Context, command: String, output: Ou
         return stream.close().await;
     };
     let bytes = match output {
-        Output::Raw => [result.stdout, result.stderr].concat(),
+        Output::Raw => result.interleaved(),
         Output::V2 => shell_v2::encode_output(&result),
         Output::Exec => result.stdout,
     };
@@ -184,9 +184,12 @@ async fn install(mut stream: Stream, backend: Arc<dyn AdbBackend>, size: u64) {
 /// The `framebuffer:` v2 header: 14 little-endian u32s.
 pub(super) fn framebuffer_header(screen: &Framebuffer) -> [u8; 56] {
     let fields: [u32; 14] = [
-        2,                        // version
-        32,                       // bits per pixel
-        0,                        // color space: unknown/sRGB
+        2,  // version
+        32, // bits per pixel
+        // screencap's colour space: 0 unknown, 1 sRGB, 2 Display P3. The
+        // phone renders sRGB, and clients that read a 0 here as the size
+        // (an older header had none) only cope with a real device's 1.
+        1,
         screen.rgba.len() as u32, // size of the pixel data that follows
         screen.width,
         screen.height,
@@ -302,7 +305,7 @@ mod tests {
         let expected = [
             0x02, 0x00, 0x00, 0x00,  // version 2
             0x20, 0x00, 0x00, 0x00,  // bpp 32
-            0x00, 0x00, 0x00, 0x00,  // color space
+            0x01, 0x00, 0x00, 0x00,  // color space: sRGB
             0x08, 0x00, 0x00, 0x00,  // size: 2 * 1 * 4
             0x02, 0x00, 0x00, 0x00,  // width
             0x01, 0x00, 0x00, 0x00,  // height

@@ -143,7 +143,7 @@ impl Stream {
     }
 
     /// Ends the stream from the device side. A host that already closed gets
-    /// no CLSE: its id may by now belong to a new stream.
+    /// no second CLSE: the connection answered its CLSE.
     pub(super) async fn close(self) {
         if !self.host_closed {
             let _ = self.send(Command::Clse, &[]).await;

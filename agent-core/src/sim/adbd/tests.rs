@@ -535,7 +535,7 @@ async fn framebuffer_sends_the_v2_header_then_rgba_in_the_first_wrte() {
     host.open(2, 1, "framebuffer:").await;
     #[rustfmt::skip]
     let expected = [
-        2, 0, 0, 0,   32, 0, 0, 0,   0, 0, 0, 0,   // version, bpp, color space
+        2, 0, 0, 0,   32, 0, 0, 0,   1, 0, 0, 0,   // version, bpp, color space (sRGB)
         8, 0, 0, 0,   2, 0, 0, 0,    1, 0, 0, 0,   // size, width, height
         0, 0, 0, 0,   8, 0, 0, 0,                  // red offset, length
         16, 0, 0, 0,  8, 0, 0, 0,                  // blue offset, length

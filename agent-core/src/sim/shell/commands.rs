@@ -1,7 +1,7 @@
 //! The commands of the virtual phone's shell, one function per tool, each
 //! answering with the output format of its Android counterpart.
 
-use super::ShellEnv;
+use super::{ShellEnv, text};
 use crate::device::ui::to_uiautomator_xml;
 use crate::sim::backend::ShellOutput;
 use crate::sim::phone::Key;
@@ -14,73 +14,291 @@ const DEFAULT_DUMP_PATH: &str = "/sdcard/window_dump.xml";
 /// Android's pixel format code for RGBA_8888 in raw `screencap` output.
 const PIXEL_FORMAT_RGBA_8888: u32 = 1;
 
-pub fn run(argv: &[String], env: &mut ShellEnv) -> ShellOutput {
+/// The tools on the phone's `PATH`, as `which` finds them in /system/bin.
+const TOOLS: &[&str] = &[
+    "am",
+    "basename",
+    "cat",
+    "cp",
+    "cut",
+    "date",
+    "dirname",
+    "dumpsys",
+    "echo",
+    "false",
+    "getprop",
+    "grep",
+    "head",
+    "id",
+    "input",
+    "ls",
+    "md5sum",
+    "mkdir",
+    "monkey",
+    "mv",
+    "pidof",
+    "pm",
+    "printf",
+    "ps",
+    "rm",
+    "screencap",
+    "sed",
+    "seq",
+    "setprop",
+    "settings",
+    "sh",
+    "sha1sum",
+    "sleep",
+    "stat",
+    "tail",
+    "touch",
+    "tr",
+    "true",
+    "uiautomator",
+    "wc",
+    "which",
+    "whoami",
+    "wm",
+];
+
+/// The directories a command may be named from (`/system/bin/ls`).
+const BIN_DIRS: &[&str] = &["/system/bin/", "/bin/", "/system/xbin/", "/vendor/bin/"];
+
+/// What one command runs with besides its arguments.
+pub struct Call<'a> {
+    pub stdin: &'a [u8],
+    /// The shell's working directory, for relative paths.
+    pub pwd: &'a str,
+}
+
+impl Call<'_> {
+    fn path(&self, path: &str) -> String {
+        super::absolute(self.pwd, path)
+    }
+}
+
+pub fn run(argv: &[String], call: &Call, env: &mut ShellEnv) -> ShellOutput {
     let Some((name, args)) = argv.split_first() else {
         return ShellOutput::default();
     };
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    match name.as_str() {
+    let tool = match lookup(name) {
+        Ok(tool) => tool,
+        Err(refusal) => return refusal(env, call),
+    };
+    match tool {
         "echo" => echo(&args),
         "true" => ShellOutput::default(),
         "false" => ShellOutput::fail(1, ""),
         "sleep" => ShellOutput::default(),
-        "ls" => ls(&args, env),
-        "cat" => cat(&args, env),
-        "rm" => rm(&args, env),
-        "mkdir" => mkdir(&args, env),
-        "screencap" => screencap(&args, env),
+        "ls" => ls(&args, call, env),
+        "cat" => cat(&args, call, env),
+        "rm" => rm(&args, call, env),
+        "mkdir" => mkdir(&args, call, env),
+        "mv" | "cp" => copy(tool, &args, call, env),
+        "touch" => touch(&args, call, env),
+        "stat" => stat(&args, call, env),
+        "md5sum" | "sha1sum" => digest(tool, &args, call, env),
+        "grep" => grep(&args, call, env),
+        "sed" => sed(&args, call, env),
+        "cut" | "tr" => filter(tool, &args, call, env),
+        "head" | "tail" => head_tail(tool, &args, call, env),
+        "wc" => wc(&args, call, env),
+        "printf" => printf(&args),
+        "seq" => match text::seq(&args) {
+            Ok(out) => ShellOutput::ok(out),
+            Err(e) => usage("seq", &e),
+        },
+        "basename" => match args.first() {
+            Some(path) => {
+                let trimmed = path.trim_end_matches('/');
+                let base = trimmed.rsplit('/').next().unwrap_or(trimmed);
+                let base = match args.get(1) {
+                    Some(suffix) if base.len() > suffix.len() => {
+                        base.strip_suffix(suffix).unwrap_or(base)
+                    }
+                    _ => base,
+                };
+                ShellOutput::ok(format!("{}\n", if base.is_empty() { "/" } else { base }))
+            }
+            None => usage("basename", "usage: basename PATH [SUFFIX]"),
+        },
+        "dirname" => match args.first() {
+            Some(path) => {
+                let trimmed = path.trim_end_matches('/');
+                let dir = match trimmed.rsplit_once('/') {
+                    Some(("", _)) => "/",
+                    Some((dir, _)) => dir,
+                    None => ".",
+                };
+                ShellOutput::ok(format!("{dir}\n"))
+            }
+            None => usage("dirname", "usage: dirname PATH"),
+        },
+        "id" => ShellOutput::ok(
+            "uid=2000(shell) gid=2000(shell) groups=2000(shell),1004(input),1007(log),\
+             1011(adb),1015(sdcard_rw),1028(sdcard_r),3001(net_bt_admin),3002(net_bt),\
+             3003(inet),3006(net_bw_stats) context=u:r:shell:s0\n",
+        ),
+        "whoami" => ShellOutput::ok("shell\n"),
+        "which" => which(&args),
+        "date" => date(&args, env),
+        "ps" => ps(&args, env),
+        "pidof" => pidof(&args, env),
+        "setprop" => match args.as_slice() {
+            [key, value] => match env.phone.setprop(key, value) {
+                Ok(()) => ShellOutput::default(),
+                Err(_) => ShellOutput::fail(
+                    1,
+                    format!(
+                        "Failed to set property '{key}' to '{value}'.\nSee dmesg for error reason.\n"
+                    ),
+                ),
+            },
+            _ => usage("setprop", "usage: setprop NAME VALUE"),
+        },
+        "screencap" => screencap(&args, call, env),
         "wm" => wm(&args, env),
         "input" => input(&args, env),
-        "uiautomator" => uiautomator(&args, env),
+        "uiautomator" => uiautomator(&args, call, env),
         "am" => am(&args, env),
         "monkey" => monkey(&args, env),
         "dumpsys" => dumpsys(&args, env),
         "settings" => settings(&args, env),
         "getprop" => getprop(&args, env),
         "pm" => pm(&args, env),
-        other => ShellOutput::fail(
-            127,
-            format!("/system/bin/sh: {other}: inaccessible or not found\n"),
-        ),
+        other => unreachable!("{other} is in TOOLS without a body"),
     }
+}
+
+/// A refusal to run something, decided once the file system can be asked.
+type Refusal = Box<dyn FnOnce(&mut ShellEnv, &Call) -> ShellOutput>;
+
+/// The tool a command names: a bare name on the `PATH`, or a path into one
+/// of the bin directories.
+fn lookup(name: &str) -> Result<&'static str, Refusal> {
+    let base = if name.contains('/') {
+        BIN_DIRS.iter().find_map(|dir| name.strip_prefix(dir))
+    } else {
+        Some(name)
+    };
+    if let Some(tool) = base.and_then(|b| TOOLS.iter().find(|t| **t == b)) {
+        return Ok(tool);
+    }
+    let name = name.to_owned();
+    Err(Box::new(move |env: &mut ShellEnv, call: &Call| {
+        // A file that is not a tool exists but cannot run: the phone runs
+        // no code it was given.
+        if name.contains('/') && env.fs.stat(&call.path(&name)).is_some() {
+            return ShellOutput::fail(
+                126,
+                format!("/system/bin/sh: {name}: can't execute: Permission denied\n"),
+            );
+        }
+        ShellOutput::fail(
+            127,
+            format!("/system/bin/sh: {name}: inaccessible or not found\n"),
+        )
+    }))
 }
 
 fn usage(tool: &str, text: &str) -> ShellOutput {
     ShellOutput::fail(1, format!("{tool}: {text}\n"))
 }
 
+/// `echo [-neE] ARG...` as mksh's: `-e` turns on backslash escapes.
 fn echo(args: &[&str]) -> ShellOutput {
-    let (newline, words) = match args.first() {
-        Some(&"-n") => (false, &args[1..]),
-        _ => (true, args),
-    };
+    let (mut newline, mut escapes) = (true, false);
+    let mut words = args;
+    while let Some((first, rest)) = words.split_first() {
+        let flags = match first.strip_prefix('-') {
+            Some(f) if !f.is_empty() && f.chars().all(|c| "neE".contains(c)) => f,
+            _ => break,
+        };
+        for c in flags.chars() {
+            match c {
+                'n' => newline = false,
+                'e' => escapes = true,
+                _ => escapes = false,
+            }
+        }
+        words = rest;
+    }
     let mut text = words.join(" ");
+    if escapes {
+        let (escaped, _) = text::printf("%b", &[&text]);
+        text = String::from_utf8_lossy(&escaped).into_owned();
+    }
     if newline {
         text.push('\n');
     }
     ShellOutput::ok(text)
 }
 
-fn ls(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
+/// The inputs of a filter: the named files (`-` is standard input), or
+/// standard input when none is named. Unreadable files are reported on
+/// `out` and skipped.
+fn inputs(
+    tool: &str,
+    files: &[&str],
+    call: &Call,
+    env: &ShellEnv,
+    out: &mut ShellOutput,
+) -> Vec<(String, Vec<u8>)> {
+    if files.is_empty() {
+        return vec![("(standard input)".to_owned(), call.stdin.to_vec())];
+    }
+    files
+        .iter()
+        .filter_map(|&file| Some((file.to_owned(), read_input(tool, file, call, env, out)?)))
+        .map(|(file, data)| match file.as_str() {
+            "-" => ("(standard input)".to_owned(), data),
+            _ => (file, data),
+        })
+        .collect()
+}
+
+/// One input of a tool: a file (`-`: standard input); an unreadable one is
+/// reported on `out` as toybox words it.
+fn read_input(
+    tool: &str,
+    file: &str,
+    call: &Call,
+    env: &ShellEnv,
+    out: &mut ShellOutput,
+) -> Option<Vec<u8>> {
+    if file == "-" {
+        return Some(call.stdin.to_vec());
+    }
+    match env.fs.read(&call.path(file)) {
+        Ok(data) => Some(data),
+        Err(e) => {
+            let why = e.rsplit(": ").next().unwrap_or(&e);
+            out.err(format!("{tool}: {file}: {why}\n"));
+            out.exit_code = 1;
+            None
+        }
+    }
+}
+
+fn ls(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
     let paths: Vec<&str> = args
         .iter()
         .copied()
         .filter(|a| !a.starts_with('-'))
         .collect();
     let mut out = ShellOutput::default();
-    for path in if paths.is_empty() { vec!["/"] } else { paths } {
-        match (env.fs.list(path), env.fs.stat(path)) {
+    for path in if paths.is_empty() { vec!["."] } else { paths } {
+        let full = call.path(path);
+        match (env.fs.list(&full), env.fs.stat(&full)) {
             (Some(entries), _) => {
                 for e in entries {
-                    out.stdout
-                        .extend_from_slice(format!("{}\n", e.name).as_bytes());
+                    out.out(format!("{}\n", e.name));
                 }
             }
-            (None, Some(_)) => out.stdout.extend_from_slice(format!("{path}\n").as_bytes()),
+            (None, Some(_)) => out.out(format!("{path}\n")),
             (None, None) => {
-                out.stderr.extend_from_slice(
-                    format!("ls: {path}: No such file or directory\n").as_bytes(),
-                );
+                out.err(format!("ls: {path}: No such file or directory\n"));
                 out.exit_code = 1;
             }
         }
@@ -88,46 +306,483 @@ fn ls(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
     out
 }
 
-fn cat(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
+fn cat(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
     let mut out = ShellOutput::default();
-    for path in args {
-        match env.fs.read(path) {
-            Ok(data) => out.stdout.extend_from_slice(&data),
-            Err(e) => {
-                out.stderr
-                    .extend_from_slice(format!("cat: {e}\n").as_bytes());
-                out.exit_code = 1;
-            }
+    let files: Vec<&str> = args
+        .iter()
+        .copied()
+        .filter(|a| *a == "-" || !a.starts_with('-'))
+        .collect();
+    if files.is_empty() {
+        out.out(call.stdin);
+        return out;
+    }
+    for file in files {
+        // Each file's bytes go out before the next file's error, as cat
+        // writes them.
+        if let Some(data) = read_input("cat", file, call, env, &mut out) {
+            out.out(data);
         }
     }
     out
 }
 
-fn rm(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
+fn rm(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
     let force = args.iter().any(|a| a.starts_with('-') && a.contains('f'));
     let mut out = ShellOutput::default();
     for path in args.iter().filter(|a| !a.starts_with('-')) {
-        if let Err(e) = env.fs.remove(path)
+        if let Err(e) = env.fs.remove(&call.path(path))
             && !force
         {
-            out.stderr
-                .extend_from_slice(format!("rm: {e}\n").as_bytes());
+            let why = e.rsplit(": ").next().unwrap_or(&e).to_owned();
+            out.err(format!("rm: {path}: {why}\n"));
             out.exit_code = 1;
         }
     }
     out
 }
 
-fn mkdir(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
+fn mkdir(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
     for path in args.iter().filter(|a| !a.starts_with('-')) {
-        if !env.fs.mkdir_all(path) {
+        if !env.fs.mkdir_all(&call.path(path)) {
             return usage("mkdir", &format!("'{path}': Not a directory"));
         }
     }
     ShellOutput::default()
 }
 
-fn screencap(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
+/// `cp SRC... DEST` and `mv SRC... DEST` for files (a directory DEST
+/// takes each source by name).
+fn copy(tool: &str, args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
+    let operands: Vec<&str> = args
+        .iter()
+        .copied()
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let Some((dest, sources)) = operands.split_last().filter(|(_, s)| !s.is_empty()) else {
+        return usage(tool, &format!("usage: {tool} SOURCE... DEST"));
+    };
+    let dest_full = call.path(dest);
+    let into_dir = env.fs.stat(&dest_full).is_some_and(|s| s.is_dir());
+    if sources.len() > 1 && !into_dir {
+        return usage(tool, &format!("'{dest}' is not a directory"));
+    }
+    let mut out = ShellOutput::default();
+    for source in sources {
+        let from = call.path(source);
+        let stat = env.fs.stat(&from);
+        let data = match (stat, env.fs.read(&from)) {
+            (Some(s), _) if s.is_dir() => {
+                out.err(format!("{tool}: '{source}' is a directory (not copied)\n"));
+                out.exit_code = 1;
+                continue;
+            }
+            (Some(_), Ok(data)) => data,
+            _ => {
+                out.err(format!("{tool}: {source}: No such file or directory\n"));
+                out.exit_code = 1;
+                continue;
+            }
+        };
+        let to = if into_dir {
+            let name = from.rsplit('/').next().unwrap_or(&from);
+            format!("{}/{name}", dest_full.trim_end_matches('/'))
+        } else {
+            dest_full.clone()
+        };
+        let (mode, mtime) = stat.map_or((0o644, 0), |s| (s.mode, s.mtime));
+        if let Err(e) = env.fs.write(&to, data, mode, mtime) {
+            out.err(format!("{tool}: {e}\n"));
+            out.exit_code = 1;
+        } else if tool == "mv" && to != from {
+            let _ = env.fs.remove(&from);
+        }
+    }
+    out
+}
+
+fn now_secs(env: &ShellEnv) -> u32 {
+    u32::try_from(env.phone.now_ms() / 1000).unwrap_or(u32::MAX)
+}
+
+fn touch(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
+    let now = now_secs(env);
+    for path in args.iter().filter(|a| !a.starts_with('-')) {
+        let full = call.path(path);
+        let (data, mode) = match (env.fs.read(&full), env.fs.stat(&full)) {
+            (Ok(data), Some(stat)) => (data, stat.mode),
+            (_, Some(_)) => continue,
+            _ => (Vec::new(), 0o666),
+        };
+        if let Err(e) = env.fs.write(&full, data, mode, now) {
+            return usage("touch", &e);
+        }
+    }
+    ShellOutput::default()
+}
+
+/// `stat [-c FORMAT] FILE...`, toybox's format letters.
+fn stat(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
+    let (opts, format) = match text::Opts::parse(args, "tLf", "c") {
+        Ok(opts) => {
+            let format = opts.value('c').map(str::to_owned);
+            (opts, format)
+        }
+        Err(e) => return usage("stat", &e),
+    };
+    let mut out = ShellOutput::default();
+    for file in &opts.operands {
+        let Some(st) = env.fs.stat(&call.path(file)) else {
+            out.err(format!("stat: '{file}': No such file or directory\n"));
+            out.exit_code = 1;
+            continue;
+        };
+        let kind = if st.is_dir() {
+            "directory"
+        } else if st.size == 0 {
+            "regular empty file"
+        } else {
+            "regular file"
+        };
+        let perms = st.mode & 0o7777;
+        let letters = mode_letters(st.mode);
+        let time = |secs: u32| {
+            chrono::DateTime::from_timestamp(i64::from(secs), 0)
+                .map(|t| t.format("%Y-%m-%d %H:%M:%S.000000000 +0000").to_string())
+                .unwrap_or_default()
+        };
+        let text = match &format {
+            Some(format) => {
+                let mut text = String::new();
+                let mut chars = format.chars();
+                while let Some(c) = chars.next() {
+                    if c != '%' {
+                        text.push(c);
+                        continue;
+                    }
+                    match chars.next() {
+                        Some('n') | Some('N') => text.push_str(file),
+                        Some('s') => text.push_str(&st.size.to_string()),
+                        Some('a') => text.push_str(&format!("{perms:o}")),
+                        Some('A') => text.push_str(&letters),
+                        Some('f') => text.push_str(&format!("{:x}", st.mode)),
+                        Some('F') => text.push_str(kind),
+                        Some('Y' | 'X' | 'Z') => text.push_str(&st.mtime.to_string()),
+                        Some('y' | 'x' | 'z') => text.push_str(&time(st.mtime)),
+                        Some('u' | 'g') => text.push_str("2000"),
+                        Some('U' | 'G') => text.push_str("shell"),
+                        Some('h') => text.push('1'),
+                        Some('b') => text.push_str(&st.size.div_ceil(512).to_string()),
+                        Some('B') => text.push_str("512"),
+                        Some('%') => text.push('%'),
+                        Some(other) => {
+                            text.push('%');
+                            text.push(other);
+                        }
+                        None => text.push('%'),
+                    }
+                }
+                text.push('\n');
+                text
+            }
+            None => format!(
+                "  File: {file}\n  Size: {}\t Blocks: {}\t IO Blocks: 512\t{kind}\n\
+                 Device: 0h/0d\t Inode: 0\t Links: 1\nAccess: ({perms:04o}/{letters})\t\
+                 Uid: ( 2000/   shell)\t Gid: ( 2000/   shell)\nAccess: {}\nModify: {}\nChange: {}\n",
+                st.size,
+                st.size.div_ceil(512),
+                time(st.mtime),
+                time(st.mtime),
+                time(st.mtime)
+            ),
+        };
+        out.out(text);
+    }
+    if opts.operands.is_empty() {
+        return usage("stat", "usage: stat [-c FORMAT] FILE...");
+    }
+    out
+}
+
+/// `ls -l`-style mode letters (`-rw-r--r--`).
+fn mode_letters(mode: u32) -> String {
+    let mut s = String::from(if mode & 0o170000 == 0o040000 {
+        "d"
+    } else {
+        "-"
+    });
+    for shift in [6, 3, 0] {
+        let bits = (mode >> shift) & 7;
+        s.push(if bits & 4 != 0 { 'r' } else { '-' });
+        s.push(if bits & 2 != 0 { 'w' } else { '-' });
+        s.push(if bits & 1 != 0 { 'x' } else { '-' });
+    }
+    s
+}
+
+/// `md5sum`/`sha1sum [FILE...]`: `HEX  NAME` lines (`-` for standard input).
+fn digest(tool: &str, args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
+    use md5::Digest as _;
+    let mut out = ShellOutput::default();
+    let files: Vec<&str> = args
+        .iter()
+        .copied()
+        .filter(|a| !a.starts_with('-') || *a == "-")
+        .collect();
+    for (name, data) in inputs(tool, &files, call, env, &mut out) {
+        let hex: String = if tool == "md5sum" {
+            md5::Md5::digest(&data)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect()
+        } else {
+            sha1::Sha1::digest(&data)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect()
+        };
+        let name = if name == "(standard input)" {
+            "-"
+        } else {
+            &name
+        };
+        out.out(format!("{hex}  {name}\n"));
+    }
+    out
+}
+
+fn grep(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
+    let (grep, files) = match text::Grep::new(args) {
+        Ok(parsed) => parsed,
+        Err(e) => return ShellOutput::fail(2, format!("grep: {e}\n")),
+    };
+    let mut out = ShellOutput::default();
+    let read = inputs("grep", &files, call, env, &mut out);
+    let errors = out.exit_code != 0;
+    let (text, found) = grep.run(&read);
+    out.out(text);
+    // grep: 0 if a line was selected, 1 if none, 2 on an error.
+    out.exit_code = if errors {
+        2
+    } else if found {
+        0
+    } else {
+        1
+    };
+    out
+}
+
+fn sed(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
+    let (sed, files) = match text::Sed::new(args) {
+        Ok(parsed) => parsed,
+        Err(e) => return usage("sed", &e),
+    };
+    let mut out = ShellOutput::default();
+    let data: Vec<u8> = inputs("sed", &files, call, env, &mut out)
+        .into_iter()
+        .flat_map(|(_, d)| d)
+        .collect();
+    out.out(sed.run(&data));
+    out
+}
+
+/// `cut` and `tr`: standard input (and for `cut`, named files) filtered.
+fn filter(tool: &str, args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
+    let mut out = ShellOutput::default();
+    let (data, options) = if tool == "cut" {
+        let files: Vec<&str> = file_operands(args, "fcbd");
+        let data: Vec<u8> = inputs(tool, &files, call, env, &mut out)
+            .into_iter()
+            .flat_map(|(_, d)| d)
+            .collect();
+        let options: Vec<&str> = args[..args.len() - files.len()].to_vec();
+        (data, options)
+    } else {
+        (call.stdin.to_vec(), args.to_vec())
+    };
+    let result = if tool == "cut" {
+        text::cut(&options, &data)
+    } else {
+        text::tr(&options, &data)
+    };
+    match result {
+        Ok(text) => out.out(text),
+        Err(e) => return usage(tool, &e),
+    }
+    out
+}
+
+/// The trailing operands of `args` that are files, given the options that
+/// take a value.
+fn file_operands<'a>(args: &[&'a str], with_value: &str) -> Vec<&'a str> {
+    let mut skip_next = false;
+    let mut first_file = args.len();
+    for (i, arg) in args.iter().enumerate() {
+        if skip_next {
+            skip_next = false;
+            continue;
+        }
+        if let Some(flags) = arg.strip_prefix('-').filter(|f| !f.is_empty()) {
+            let last = flags.chars().last().unwrap_or(' ');
+            skip_next = with_value.contains(last) && flags.len() == 1;
+            continue;
+        }
+        first_file = i;
+        break;
+    }
+    args[first_file..].to_vec()
+}
+
+fn head_tail(tool: &str, args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
+    let (span, files) = match text::span(args, tool == "tail") {
+        Ok(parsed) => parsed,
+        Err(e) => return usage(tool, &e),
+    };
+    let files: Vec<&str> = files.iter().map(String::as_str).collect();
+    let mut out = ShellOutput::default();
+    let read = inputs(tool, &files, call, env, &mut out);
+    let titled = read.len() > 1;
+    for (i, (name, data)) in read.iter().enumerate() {
+        if titled {
+            out.out(format!("{}==> {name} <==\n", if i > 0 { "\n" } else { "" }));
+        }
+        out.out(if tool == "head" {
+            text::head(data, span)
+        } else {
+            text::tail(data, span)
+        });
+    }
+    out
+}
+
+fn wc(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
+    let opts = match text::Opts::parse(args, "lwcm", "") {
+        Ok(opts) => opts,
+        Err(e) => return usage("wc", &e),
+    };
+    let show = [opts.has('l'), opts.has('w'), opts.has('c') || opts.has('m')];
+    let mut out = ShellOutput::default();
+    let named = !opts.operands.is_empty();
+    let read = inputs("wc", &opts.operands, call, env, &mut out);
+    let mut total = [0u64; 3];
+    for (name, data) in &read {
+        let counts = text::wc_counts(data);
+        for (t, c) in total.iter_mut().zip(counts) {
+            *t += c;
+        }
+        out.out(text::wc_line(counts, show, named.then_some(name.as_str())));
+    }
+    if read.len() > 1 {
+        out.out(text::wc_line(total, show, Some("total")));
+    }
+    out
+}
+
+fn printf(args: &[&str]) -> ShellOutput {
+    let Some((format, rest)) = args.split_first() else {
+        return usage("printf", "usage: printf FORMAT [ARGUMENT...]");
+    };
+    let (text, error) = text::printf(format, rest);
+    let mut out = ShellOutput::ok(text);
+    if let Some(e) = error {
+        out.err(format!("printf: {e}\n"));
+        out.exit_code = 1;
+    }
+    out
+}
+
+fn which(args: &[&str]) -> ShellOutput {
+    let mut out = ShellOutput::default();
+    for name in args.iter().filter(|a| !a.starts_with('-')) {
+        match lookup(name) {
+            Ok(tool) => out.out(format!("/system/bin/{tool}\n")),
+            Err(_) => out.exit_code = 1,
+        }
+    }
+    out
+}
+
+/// `date [+FORMAT]` on the phone's clock, in UTC.
+fn date(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
+    let Some(now) = chrono::DateTime::from_timestamp(i64::from(now_secs(env)), 0) else {
+        return usage("date", "the clock is out of range");
+    };
+    let format = match args.first() {
+        Some(f) if f.starts_with('+') => &f[1..],
+        Some(other) => {
+            return usage(
+                "date",
+                &format!("setting the time ({other}) is not permitted"),
+            );
+        }
+        None => "%a %b %e %H:%M:%S %Z %Y",
+    };
+    // chrono's names for what toybox calls %Z on a UTC clock.
+    let format = format.replace("%Z", "UTC");
+    ShellOutput::ok(format!("{}\n", now.format(&format)))
+}
+
+/// The phone's processes: the system's, and the apps that were started.
+fn processes(env: &ShellEnv) -> Vec<(u32, &'static str, String)> {
+    let mut list = vec![
+        (1, "root", "init".to_owned()),
+        (412, "root", "zygote64".to_owned()),
+        (833, "system", "system_server".to_owned()),
+        (1201, "u0_a120", "com.android.systemui".to_owned()),
+    ];
+    let focused = env.phone.focused_window();
+    let package = focused.split('/').next().unwrap_or_default();
+    if !package.is_empty() && !list.iter().any(|(_, _, n)| n == package) {
+        list.push((pid_of(package), "u0_a150", package.to_owned()));
+    }
+    list.push((4242, "shell", "sh".to_owned()));
+    list
+}
+
+/// A stable process id for an app, from its package name.
+fn pid_of(package: &str) -> u32 {
+    let hash = package.bytes().fold(2_166_136_261u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(16_777_619)
+    });
+    2000 + hash % 20_000
+}
+
+fn ps(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
+    let _ = args;
+    let mut text = String::from(
+        "USER            PID   PPID     VSZ    RSS WCHAN            ADDR S NAME                       \n",
+    );
+    for (pid, user, name) in processes(env) {
+        let parent = if pid == 1 {
+            0
+        } else if name == "sh" {
+            1
+        } else {
+            412
+        };
+        text.push_str(&format!(
+            "{user:<12} {pid:>6} {parent:>6} {:>7} {:>6} 0                   0 S {name}\n",
+            if pid == 1 { 10_852 } else { 1_234_567 },
+            if pid == 1 { 2_048 } else { 98_304 },
+        ));
+    }
+    ShellOutput::ok(text)
+}
+
+fn pidof(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
+    let procs = processes(env);
+    let pids: Vec<String> = args
+        .iter()
+        .filter_map(|name| procs.iter().find(|(_, _, n)| n == name))
+        .map(|(pid, _, _)| pid.to_string())
+        .collect();
+    if pids.is_empty() {
+        return ShellOutput::fail(1, "");
+    }
+    ShellOutput::ok(format!("{}\n", pids.join(" ")))
+}
+
+fn screencap(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
     let file = args.iter().find(|a| !a.starts_with('-'));
     // Like Android: -p forces PNG; a file name ending in .png implies it.
     let png = args.contains(&"-p") || file.is_some_and(|f| f.ends_with(".png"));
@@ -147,7 +802,7 @@ fn screencap(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
         raw
     };
     match file {
-        Some(path) => match env.fs.write(path, bytes, 0o644, 0) {
+        Some(path) => match env.fs.write(&call.path(path), bytes, 0o644, 0) {
             Ok(()) => ShellOutput::default(),
             Err(e) => usage("screencap", &e),
         },
@@ -224,7 +879,7 @@ fn input(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
     }
 }
 
-fn uiautomator(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
+fn uiautomator(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
     if args.first() != Some(&"dump") {
         return usage(
             "uiautomator",
@@ -241,7 +896,7 @@ fn uiautomator(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
     if path == "/dev/tty" {
         return ShellOutput::ok(format!("{xml}{done}"));
     }
-    match env.fs.write(path, xml.into_bytes(), 0o644, 0) {
+    match env.fs.write(&call.path(path), xml.into_bytes(), 0o644, 0) {
         Ok(()) => ShellOutput::ok(done),
         Err(e) => ShellOutput::fail(1, format!("ERROR: could not write {e}\n")),
     }
@@ -321,16 +976,34 @@ fn monkey(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
 }
 
 fn dumpsys(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
-    match args.first() {
-        Some(&"window") => {
-            let focus = env.phone.focused_window();
-            let package = focus.split('/').next().unwrap_or_default().to_string();
-            ShellOutput::ok(format!(
-                "WINDOW MANAGER WINDOWS (dumpsys window windows)\n  mCurrentFocus=Window{{7e1d2a0 u0 {focus}}}\n  mFocusedApp=ActivityRecord{{3f9b1c2 u0 {focus} t12}}\n  mFocusedWindow package={package}\n"
-            ))
-        }
-        Some(other) => ShellOutput::ok(format!("Can't find service: {other}\n")),
-        None => usage("dumpsys", "usage: dumpsys SERVICE"),
+    let focus = env.phone.focused_window();
+    let package = focus.split('/').next().unwrap_or_default().to_string();
+    let pid = pid_of(&package);
+    let (w, h) = env.phone.size();
+    match args {
+        ["window", ..] => ShellOutput::ok(format!(
+            "WINDOW MANAGER WINDOWS (dumpsys window windows)\n  mCurrentFocus=Window{{7e1d2a0 u0 {focus}}}\n  mFocusedApp=ActivityRecord{{3f9b1c2 u0 {focus} t12}}\n  mFocusedWindow package={package}\n"
+        )),
+        // What `dumpsys activity top` and `activities` print of the resumed
+        // activity, in the lines clients search for.
+        ["activity", "top", ..] => ShellOutput::ok(format!(
+            "TASK {package} id=12 userId=0\n  ACTIVITY {focus} 7e1d2a0 pid={pid}\n"
+        )),
+        ["activity", "activities", ..] => ShellOutput::ok(format!(
+            "ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)\n  \
+             mResumedActivity: ActivityRecord{{3f9b1c2 u0 {focus} t12}}\n  \
+             ResumedActivity: ActivityRecord{{3f9b1c2 u0 {focus} t12}}\n"
+        )),
+        // The display manager's viewport line, with the rotation as
+        // `orientation=`.
+        ["display", ..] => ShellOutput::ok(format!(
+            "DISPLAY MANAGER (dumpsys display)\n  mViewports=[DisplayViewport{{type=INTERNAL, valid=true, \
+             isActive=true, displayId=0, uniqueId='local:0', physicalPort=0, orientation=0, \
+             logicalFrame=Rect(0, 0 - {w}, {h}), physicalFrame=Rect(0, 0 - {w}, {h}), \
+             deviceWidth={w}, deviceHeight={h}}}]\n"
+        )),
+        [other, ..] => ShellOutput::ok(format!("Can't find service: {other}\n")),
+        [] => usage("dumpsys", "usage: dumpsys SERVICE"),
     }
 }
 

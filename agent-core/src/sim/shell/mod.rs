@@ -1,19 +1,23 @@
-//! The virtual phone's shell: runs command lines as Android's `sh` and its
-//! tools (`input`, `screencap`, `uiautomator`, `am`, `settings`, …) would,
-//! against the phone and its file system.
+//! The virtual phone's shell: runs command lines as Android's `sh` (mksh)
+//! and its tools (toybox, `input`, `screencap`, `uiautomator`, `am`, `pm`,
+//! `dumpsys`, …) would, against the phone and its file system.
 //!
 //! Outputs mimic the real tools closely enough that clients written for real
 //! devices parse them (`Physical size: 1080x2400`, `UI hierchary dumped to:`
 //! with Android's own spelling, `mCurrentFocus=Window{…}`). Unknown commands
-//! fail as on a device: `…: inaccessible or not found`, exit 127.
+//! fail as on a device: `…: inaccessible or not found`, exit 127. Both output
+//! streams keep the order of their writes ([`ShellOutput::interleaved`]).
 
 mod commands;
 pub mod syntax;
+mod text;
 
-use super::backend::ShellOutput;
+use std::collections::BTreeMap;
+
+use super::backend::{ShellOutput, Stream};
 use super::phone::Phone;
 use super::vfs::Vfs;
-use syntax::{Join, Redirect, expand};
+use syntax::{Command, Join, Pipeline, Target, expand};
 
 /// What a command runs against.
 pub struct ShellEnv<'a> {
@@ -21,77 +25,372 @@ pub struct ShellEnv<'a> {
     pub fs: &'a mut Vfs,
 }
 
-/// Runs one command line and returns what it wrote and its exit status.
+/// Runs one command line, as `adb shell LINE` has the device's `sh` run it.
 pub fn run(line: &str, env: &mut ShellEnv) -> ShellOutput {
-    let list = match syntax::parse(line) {
-        Ok(list) => list,
-        Err(e) => return ShellOutput::fail(2, format!("/system/bin/sh: {e}\n")),
-    };
-    let mut out = ShellOutput::default();
-    for (join, command) in list {
-        let run_it = match join {
-            Join::Always => true,
-            Join::IfOk => out.exit_code == 0,
-            Join::IfFailed => out.exit_code != 0,
-        };
-        if !run_it {
-            continue;
-        }
-        let argv: Vec<String> = command
-            .words
-            .iter()
-            .map(|w| expand(w, out.exit_code))
-            .collect();
-        let mut result = commands::run(&argv, env);
-        redirect(&mut result, &command.redirects, out.exit_code, env.fs);
-        out.stdout.extend_from_slice(&result.stdout);
-        out.stderr.extend_from_slice(&result.stderr);
-        out.exit_code = result.exit_code;
-    }
-    out
+    Shell::new().script(line, &[], env)
 }
 
-/// Applies redirections in order, as `sh` does.
-fn redirect(result: &mut ShellOutput, redirects: &[Redirect], last_status: u8, fs: &mut Vfs) {
-    for r in redirects {
-        match r {
-            Redirect::StderrToStdout => {
-                let err = std::mem::take(&mut result.stderr);
-                result.stdout.extend_from_slice(&err);
+/// How deep `sh -c` may nest before the shell refuses (a device would run
+/// out of processes; this keeps a hostile line from exhausting the stack).
+const MAX_NESTING: usize = 16;
+
+/// The shell's state while it runs a line: variables, the working directory
+/// (`$PWD`), the last status and whether `exit` ran.
+#[derive(Clone)]
+struct Shell {
+    vars: BTreeMap<String, String>,
+    status: u8,
+    exited: bool,
+    depth: usize,
+}
+
+impl Shell {
+    fn new() -> Self {
+        let vars = [
+            (
+                "PATH",
+                "/product/bin:/apex/com.android.runtime/bin:/apex/com.android.art/bin:\
+                 /system_ext/bin:/system/bin:/system/xbin:/odm/bin:/vendor/bin:/vendor/xbin",
+            ),
+            ("HOME", "/"),
+            ("PWD", "/"),
+            ("SHELL", "/bin/sh"),
+            ("TMPDIR", "/data/local/tmp"),
+            ("ANDROID_DATA", "/data"),
+            ("ANDROID_ROOT", "/system"),
+            ("EXTERNAL_STORAGE", "/sdcard"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        Self {
+            vars,
+            status: 0,
+            exited: false,
+            depth: 0,
+        }
+    }
+
+    fn script(&mut self, text: &str, stdin: &[u8], env: &mut ShellEnv) -> ShellOutput {
+        let list = match syntax::parse(text) {
+            Ok(list) => list,
+            Err(e) => {
+                self.status = 2;
+                return ShellOutput::fail(2, format!("/system/bin/sh: {e}\n"));
             }
-            Redirect::File {
-                stderr,
-                append,
-                path,
-            } => {
-                let path = expand(path, last_status);
-                let data = std::mem::take(if *stderr {
-                    &mut result.stderr
-                } else {
-                    &mut result.stdout
-                });
-                match path.as_str() {
-                    "/dev/null" => {}
-                    "/dev/tty" | "/dev/stdout" => result.stdout.extend_from_slice(&data),
-                    "/dev/stderr" => result.stderr.extend_from_slice(&data),
-                    _ => {
-                        let mut contents = if *append {
-                            fs.read(&path).unwrap_or_default()
-                        } else {
-                            Vec::new()
-                        };
-                        contents.extend_from_slice(&data);
-                        if let Err(e) = fs.write(&path, contents, 0o644, 0) {
-                            result
-                                .stderr
-                                .extend_from_slice(format!("/system/bin/sh: {e}\n").as_bytes());
-                            result.exit_code = 1;
+        };
+        let mut out = ShellOutput::default();
+        for (join, pipeline) in &list {
+            if self.exited {
+                break;
+            }
+            let run_it = match join {
+                Join::Always => true,
+                Join::IfOk => self.status == 0,
+                Join::IfFailed => self.status != 0,
+            };
+            if run_it {
+                let result = self.pipeline(pipeline, stdin, env);
+                append(&mut out, &result);
+            }
+        }
+        out.exit_code = self.status;
+        out
+    }
+
+    /// Runs the commands one after the other, each reading the output of
+    /// the one before; the status is the last one's.
+    fn pipeline(&mut self, pipeline: &Pipeline, stdin: &[u8], env: &mut ShellEnv) -> ShellOutput {
+        let mut out = ShellOutput::default();
+        let mut input = stdin.to_vec();
+        let last = pipeline.commands.len().saturating_sub(1);
+        let mut status = 0;
+        for (i, command) in pipeline.commands.iter().enumerate() {
+            // Each part of a longer pipeline runs in a subshell: its `exit`
+            // and assignments end with it.
+            let result = if last > 0 {
+                self.clone().command(command, &input, env)
+            } else {
+                self.command(command, &input, env)
+            };
+            status = result.exit_code;
+            if i == last {
+                append(&mut out, &result);
+            } else {
+                out.err(&result.stderr);
+                input = result.stdout;
+            }
+        }
+        self.status = match pipeline.negated {
+            true => u8::from(status == 0),
+            false => status,
+        };
+        out.exit_code = self.status;
+        out
+    }
+
+    fn expand(&self, word: &syntax::Word) -> String {
+        expand(word, self.status, |name| self.vars.get(name).cloned())
+    }
+
+    /// A path as the command means it: relative ones from `$PWD`.
+    fn path(&self, path: &str) -> String {
+        absolute(self.vars.get("PWD").map_or("/", String::as_str), path)
+    }
+
+    fn command(&mut self, command: &Command, stdin: &[u8], env: &mut ShellEnv) -> ShellOutput {
+        let argv: Vec<String> = command.words.iter().map(|w| self.expand(w)).collect();
+        let assignments: Vec<(String, String)> = command
+            .assignments
+            .iter()
+            .map(|(name, value)| (name.clone(), self.expand(value)))
+            .collect();
+        let mut io = match self.open(command, stdin, env) {
+            Ok(io) => io,
+            Err(message) => {
+                self.status = 1;
+                return ShellOutput::fail(1, format!("/system/bin/sh: {message}\n"));
+            }
+        };
+        let raw = if argv.is_empty() {
+            self.vars.extend(assignments);
+            ShellOutput::status(self.status)
+        } else {
+            self.builtin(&argv, &io.input, env).unwrap_or_else(|| {
+                let pwd = self.vars.get("PWD").cloned().unwrap_or_else(|| "/".into());
+                let call = commands::Call {
+                    stdin: &io.input,
+                    pwd: &pwd,
+                };
+                commands::run(&argv, &call, env)
+            })
+        };
+        let mut out = ShellOutput::status(raw.exit_code);
+        for (stream, bytes) in raw.writes() {
+            let place = match stream {
+                Stream::Stdout => io.places[1],
+                Stream::Stderr => io.places[2],
+            };
+            match place {
+                Place::Stdout => out.out(bytes),
+                Place::Stderr => out.err(bytes),
+                Place::File(i) => io.files[i].data.extend_from_slice(bytes),
+                Place::Null => {}
+            }
+        }
+        for file in io.files {
+            let mut contents = match file.append {
+                true => env.fs.read(&file.path).unwrap_or_default(),
+                false => Vec::new(),
+            };
+            contents.extend_from_slice(&file.data);
+            if let Err(e) = env.fs.write(&file.path, contents, 0o666, 0) {
+                out.err(format!("/system/bin/sh: can't create {e}\n"));
+                out.exit_code = 1;
+            }
+        }
+        self.status = out.exit_code;
+        out
+    }
+
+    /// Applies the command's redirections in order.
+    fn open(&self, command: &Command, stdin: &[u8], env: &mut ShellEnv) -> Result<Io, String> {
+        let mut io = Io {
+            input: stdin.to_vec(),
+            places: [Place::Null, Place::Stdout, Place::Stderr],
+            files: Vec::new(),
+        };
+        for redirect in &command.redirects {
+            let fd = usize::from(redirect.fd);
+            match &redirect.target {
+                Target::Read(word) => {
+                    let path = self.path(&self.expand(word));
+                    io.input = env
+                        .fs
+                        .read(&path)
+                        .map_err(|_| format!("can't open {path}: No such file or directory"))?;
+                }
+                Target::Dup(from) => io.places[fd] = io.places[usize::from(*from)],
+                Target::Write { path, append } => {
+                    let written = self.expand(path);
+                    io.places[fd] = match written.as_str() {
+                        "/dev/null" => Place::Null,
+                        "/dev/stdout" | "/dev/tty" => Place::Stdout,
+                        "/dev/stderr" => Place::Stderr,
+                        _ => {
+                            let path = self.path(&written);
+                            writable(env.fs, &path)?;
+                            // `>` empties the file when it opens, before the
+                            // command runs.
+                            if !append {
+                                env.fs
+                                    .write(&path, Vec::new(), 0o666, 0)
+                                    .map_err(|e| format!("can't create {e}"))?;
+                            }
+                            io.files.push(OpenFile {
+                                path,
+                                append: *append,
+                                data: Vec::new(),
+                            });
+                            Place::File(io.files.len() - 1)
                         }
+                    };
+                }
+            }
+        }
+        Ok(io)
+    }
+
+    /// The commands the shell runs itself; `None` for the others.
+    fn builtin(
+        &mut self,
+        argv: &[String],
+        stdin: &[u8],
+        env: &mut ShellEnv,
+    ) -> Option<ShellOutput> {
+        let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+        Some(match argv[0].as_str() {
+            "exit" => {
+                self.exited = true;
+                let code = args.first().map_or(Some(self.status), |a| {
+                    a.parse::<i64>().ok().map(|n| n.rem_euclid(256) as u8)
+                });
+                match code {
+                    Some(code) => ShellOutput::status(code),
+                    None => ShellOutput::fail(
+                        2,
+                        format!("/system/bin/sh: exit: {}: bad number\n", args[0]),
+                    ),
+                }
+            }
+            "cd" => {
+                let target = self.path(args.first().copied().unwrap_or("/"));
+                match env.fs.stat(&target) {
+                    Some(stat) if stat.is_dir() => {
+                        self.vars.insert("PWD".into(), target);
+                        ShellOutput::default()
                     }
+                    Some(_) => ShellOutput::fail(
+                        2,
+                        format!("/system/bin/sh: cd: {target}: Not a directory\n"),
+                    ),
+                    None => ShellOutput::fail(
+                        2,
+                        format!("/system/bin/sh: cd: {target}: No such file or directory\n"),
+                    ),
+                }
+            }
+            "pwd" => ShellOutput::ok(format!("{}\n", self.path("."))),
+            "export" => {
+                for arg in args {
+                    if let Some((name, value)) = arg.split_once('=') {
+                        self.vars.insert(name.to_owned(), value.to_owned());
+                    }
+                }
+                ShellOutput::default()
+            }
+            "unset" => {
+                for name in args {
+                    self.vars.remove(name);
+                }
+                ShellOutput::default()
+            }
+            "sh" | "/system/bin/sh" | "/bin/sh" => self.sh(&args, stdin, env),
+            _ => return None,
+        })
+    }
+
+    /// `sh -c SCRIPT`, or `sh` reading its script from standard input, in a
+    /// child shell with this one's variables.
+    fn sh(&self, args: &[&str], stdin: &[u8], env: &mut ShellEnv) -> ShellOutput {
+        if self.depth >= MAX_NESTING {
+            return ShellOutput::fail(
+                2,
+                format!("/system/bin/sh: sh nested more than {MAX_NESTING} deep\n"),
+            );
+        }
+        let mut child = Shell {
+            status: 0,
+            exited: false,
+            depth: self.depth + 1,
+            ..self.clone()
+        };
+        match args {
+            ["-c", script, ..] => child.script(script, stdin, env),
+            ["-c"] => ShellOutput::fail(2, "/system/bin/sh: -c: option requires an argument\n"),
+            [] => {
+                let script = String::from_utf8_lossy(stdin).into_owned();
+                child.script(&script, &[], env)
+            }
+            [file, ..] => {
+                let path = self.path(file);
+                match env.fs.read(&path) {
+                    Ok(bytes) => {
+                        let script = String::from_utf8_lossy(&bytes).into_owned();
+                        child.script(&script, stdin, env)
+                    }
+                    Err(_) => ShellOutput::fail(
+                        127,
+                        format!("/system/bin/sh: {file}: No such file or directory\n"),
+                    ),
                 }
             }
         }
     }
+}
+
+/// Where one of a command's output descriptors goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Stdout,
+    Stderr,
+    File(usize),
+    Null,
+}
+
+/// A command's input and where its outputs go.
+struct Io {
+    input: Vec<u8>,
+    /// Descriptors 0, 1 and 2.
+    places: [Place; 3],
+    files: Vec<OpenFile>,
+}
+
+struct OpenFile {
+    path: String,
+    append: bool,
+    data: Vec<u8>,
+}
+
+/// Appends `more`'s writes, in order, and takes its status.
+fn append(out: &mut ShellOutput, more: &ShellOutput) {
+    for (stream, bytes) in more.writes() {
+        out.write(stream, bytes);
+    }
+    out.exit_code = more.exit_code;
+}
+
+/// A redirection may create a file only inside an existing directory.
+fn writable(fs: &Vfs, path: &str) -> Result<(), String> {
+    let parent = match path.rsplit_once('/') {
+        Some(("", _)) | None => "/",
+        Some((parent, _)) => parent,
+    };
+    match (fs.stat(parent), fs.stat(path)) {
+        (_, Some(stat)) if stat.is_dir() => Err(format!("can't create {path}: Is a directory")),
+        (Some(stat), _) if stat.is_dir() => Ok(()),
+        _ => Err(format!("can't create {path}: No such file or directory")),
+    }
+}
+
+/// `path` from directory `pwd`, with `.` and `..` resolved.
+pub(crate) fn absolute(pwd: &str, path: &str) -> String {
+    let joined = if path.starts_with('/') {
+        path.to_owned()
+    } else {
+        format!("{pwd}/{path}")
+    };
+    format!("/{}", super::vfs::components(&joined).join("/"))
 }
 
 #[cfg(test)]

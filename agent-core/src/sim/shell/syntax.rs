@@ -1,47 +1,68 @@
-//! The command-line syntax of the virtual phone's shell: the part of POSIX
-//! `sh` that adb clients and agents send.
+//! The command-line syntax of the virtual phone's shell: the part of
+//! Android's `sh` (mksh) that adb clients and scripts send.
 //!
-//! `adb exec-out` shell-quotes every argument (`screencap '-p'`), agents chain
-//! commands and read the status (`input tap 1 2; echo __btl_rc=$?`), and
-//! scripts redirect output (`uiautomator dump /sdcard/x.xml > /dev/null`). So
-//! this reads quoting (single, double, backslash), `$?`, the list operators
-//! `;`, `&&`, `||`, and the redirections `>`, `>>`, `2>`, `2>&1`. Pipes and
-//! other expansions are refused with a clear message rather than half-done.
+//! `adb exec-out` shell-quotes every argument (`screencap '-p'`), client
+//! libraries chain commands and read the status (`…; echo X4EXIT:$?`), pipe
+//! (`dumpsys window | grep mCurrentFocus`), wrap scripts in `sh -c '…'` and
+//! redirect (`>/dev/null 2>&1`, `echo err >&2`). So this reads quoting
+//! (single, double, backslash), `$?`, `$NAME` and `${NAME}`, assignments
+//! (`A=1`), pipelines with `!`, the list operators `;`, `&&`, `||` and line
+//! breaks, and the redirections `[n]>`, `[n]>>`, `[n]<` and `[n]>&m`.
+//! File name patterns stay as written, as mksh leaves a pattern that matches
+//! nothing. Everything else (command substitution, subshells, control flow,
+//! background jobs) is refused with a clear message rather than half-done.
 
-/// A piece of a word: literal text or `$?`, expanded when the command runs.
+/// A piece of a word: literal text or a parameter, expanded when the
+/// command runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Piece {
     Text(String),
+    /// `$?`.
     LastStatus,
+    /// `$NAME` or `${NAME}`.
+    Var(String),
 }
 
 /// A word before expansion.
 pub type Word = Vec<Piece>;
 
-/// Where an output stream goes.
+/// Where a redirection points a file descriptor.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Redirect {
-    /// `> file` / `>> file` (stdout) or `2> file` (stderr).
-    File {
-        stderr: bool,
-        append: bool,
-        path: Word,
-    },
-    /// `2>&1`.
-    StderrToStdout,
+pub enum Target {
+    /// `> file`, `>> file`.
+    Write { path: Word, append: bool },
+    /// `< file`.
+    Read(Word),
+    /// `>&m`: the same place as descriptor m.
+    Dup(u8),
 }
 
-/// One simple command with its redirections.
+/// One redirection of descriptor `fd` (0, 1 or 2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redirect {
+    pub fd: u8,
+    pub target: Target,
+}
+
+/// One simple command: assignments, words and redirections.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Command {
+    pub assignments: Vec<(String, Word)>,
     pub words: Vec<Word>,
     pub redirects: Vec<Redirect>,
 }
 
-/// How a command joins the one before it.
+/// Commands joined by `|`, the whole negated by a leading `!`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Pipeline {
+    pub negated: bool,
+    pub commands: Vec<Command>,
+}
+
+/// How a pipeline joins the one before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Join {
-    /// First command, or after `;`: always runs.
+    /// First pipeline, or after `;` or a line break: always runs.
     Always,
     /// After `&&`: runs if the previous succeeded.
     IfOk,
@@ -51,42 +72,108 @@ pub enum Join {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Token {
-    Word(Word),
-    Semicolon,
+    /// A word; `assignment` when it starts with an unquoted `NAME=`.
+    Word {
+        word: Word,
+        assignment: bool,
+    },
+    Separator,
     And,
     Or,
     Pipe,
-    Out { stderr: bool, append: bool },
-    StderrToStdout,
+    Redirect {
+        fd: Option<u8>,
+        op: RedirectOp,
+    },
 }
 
-/// Reads a command line into commands joined by list operators.
-pub fn parse(line: &str) -> Result<Vec<(Join, Command)>, String> {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RedirectOp {
+    Out,
+    Append,
+    In,
+    /// `>&` (or `<&`): a descriptor number follows.
+    Dup,
+}
+
+/// Reads a command line into pipelines joined by list operators.
+pub fn parse(line: &str) -> Result<Vec<(Join, Pipeline)>, String> {
     let mut list = Vec::new();
     let mut join = Join::Always;
-    let mut current = Command::default();
+    let mut pipeline = Pipeline::default();
+    let mut command = Command::default();
     let mut tokens = tokenize(line)?.into_iter().peekable();
+    let unexpected = |what: &str| Err(format!("syntax error: '{what}' unexpected"));
     while let Some(token) = tokens.next() {
         match token {
-            Token::Word(w) => current.words.push(w),
-            Token::Out { stderr, append } => match tokens.next() {
-                Some(Token::Word(path)) => current.redirects.push(Redirect::File {
-                    stderr,
-                    append,
-                    path,
-                }),
-                _ => return Err("syntax error: redirection without a file".into()),
-            },
-            Token::StderrToStdout => current.redirects.push(Redirect::StderrToStdout),
-            Token::Pipe => return Err("pipes are not supported by this shell".into()),
-            op @ (Token::Semicolon | Token::And | Token::Or) => {
-                if current.words.is_empty() {
-                    if op == Token::Semicolon && list.is_empty() && tokens.peek().is_none() {
+            Token::Word { word, assignment } => {
+                if command.words.is_empty() && assignment {
+                    let Some(Piece::Text(first)) = word.first() else {
+                        unreachable!("an assignment starts with its name");
+                    };
+                    let (name, value) = first.split_once('=').unwrap_or((first, ""));
+                    let mut value_word = vec![Piece::Text(value.to_owned())];
+                    value_word.extend(word[1..].iter().cloned());
+                    command.assignments.push((name.to_owned(), value_word));
+                } else if command.words.is_empty()
+                    && command.assignments.is_empty()
+                    && command.redirects.is_empty()
+                    && pipeline.commands.is_empty()
+                    && !pipeline.negated
+                    && word == [Piece::Text("!".into())]
+                {
+                    pipeline.negated = true;
+                } else {
+                    command.words.push(word);
+                }
+            }
+            Token::Redirect { fd, op } => {
+                let Some(Token::Word { word, .. }) = tokens.next() else {
+                    return Err("syntax error: a redirection without a file".into());
+                };
+                let fd = fd.unwrap_or(if op == RedirectOp::In { 0 } else { 1 });
+                let target = match op {
+                    RedirectOp::Out => Target::Write {
+                        path: word,
+                        append: false,
+                    },
+                    RedirectOp::Append => Target::Write {
+                        path: word,
+                        append: true,
+                    },
+                    RedirectOp::In => Target::Read(word),
+                    RedirectOp::Dup => match word.as_slice() {
+                        [Piece::Text(n)] if matches!(n.as_str(), "0" | "1" | "2") => {
+                            Target::Dup(n.parse().unwrap_or(1))
+                        }
+                        _ => {
+                            return Err(
+                                "syntax error: >& takes a descriptor number (0, 1 or 2)".into()
+                            );
+                        }
+                    },
+                };
+                command.redirects.push(Redirect { fd, target });
+            }
+            Token::Pipe => {
+                if is_empty(&command) {
+                    return unexpected("|");
+                }
+                pipeline.commands.push(std::mem::take(&mut command));
+            }
+            op @ (Token::Separator | Token::And | Token::Or) => {
+                if is_empty(&command) {
+                    if !pipeline.commands.is_empty() {
+                        return unexpected(symbol(&op));
+                    }
+                    // Empty statements between separators are allowed.
+                    if op == Token::Separator && join == Join::Always && !pipeline.negated {
                         continue;
                     }
-                    return Err("syntax error: unexpected list operator".into());
+                    return unexpected(symbol(&op));
                 }
-                list.push((join, std::mem::take(&mut current)));
+                pipeline.commands.push(std::mem::take(&mut command));
+                list.push((join, std::mem::take(&mut pipeline)));
                 join = match op {
                     Token::And => Join::IfOk,
                     Token::Or => Join::IfFailed,
@@ -95,136 +182,264 @@ pub fn parse(line: &str) -> Result<Vec<(Join, Command)>, String> {
             }
         }
     }
-    if !current.words.is_empty() {
-        list.push((join, current));
-    } else if join != Join::Always {
-        return Err("syntax error: the line ends with a list operator".into());
+    if !is_empty(&command) {
+        pipeline.commands.push(command);
+        list.push((join, pipeline));
+    } else if !pipeline.commands.is_empty() || pipeline.negated || join != Join::Always {
+        return Err("syntax error: unexpected end of the line".into());
     }
     Ok(list)
+}
+
+fn is_empty(command: &Command) -> bool {
+    command.words.is_empty() && command.assignments.is_empty() && command.redirects.is_empty()
+}
+
+fn symbol(token: &Token) -> &'static str {
+    match token {
+        Token::And => "&&",
+        Token::Or => "||",
+        _ => ";",
+    }
+}
+
+fn is_name_start(c: char) -> bool {
+    c.is_ascii_alphabetic() || c == '_'
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// A word being read, with what decides how it may be taken.
+#[derive(Default)]
+struct WordState {
+    word: Option<Word>,
+    /// Only unquoted name characters so far (so `=` makes an assignment
+    /// and a lone digit may be a redirection's descriptor).
+    plain: bool,
+    assignment: bool,
+}
+
+impl WordState {
+    fn push(&mut self, c: char, quoted: bool) {
+        let fresh = self.word.is_none();
+        let word = self.word.get_or_insert_with(Vec::new);
+        match word.last_mut() {
+            Some(Piece::Text(t)) => t.push(c),
+            _ => word.push(Piece::Text(c.to_string())),
+        }
+        if fresh {
+            self.plain = !quoted && (is_name_start(c) || c.is_ascii_digit());
+        } else if self.plain && !self.assignment {
+            if !quoted && c == '=' && !starts_with_digit(word) {
+                self.assignment = true;
+            } else if quoted || !is_name_char(c) {
+                self.plain = false;
+            }
+        }
+    }
+
+    fn piece(&mut self, piece: Piece) {
+        self.word.get_or_insert_with(Vec::new).push(piece);
+        if !self.assignment {
+            self.plain = false;
+        }
+    }
+
+    /// Marks a word as begun by quotes (`''` is an empty word).
+    fn quoted(&mut self) {
+        if self.word.is_none() {
+            self.word = Some(Vec::new());
+        }
+        if !self.assignment {
+            self.plain = false;
+        }
+    }
+
+    /// The word so far is a lone descriptor number (`2` in `2>`).
+    fn descriptor(&self) -> Option<u8> {
+        match self.word.as_deref() {
+            Some([Piece::Text(t)]) if self.plain && matches!(t.as_str(), "0" | "1" | "2") => {
+                t.parse().ok()
+            }
+            _ => None,
+        }
+    }
+
+    fn take(&mut self) -> Option<Token> {
+        let word = self.word.take()?;
+        let assignment = self.assignment;
+        *self = Self::default();
+        Some(Token::Word { word, assignment })
+    }
+}
+
+fn starts_with_digit(word: &Word) -> bool {
+    matches!(word.first(), Some(Piece::Text(t)) if t.starts_with(|c: char| c.is_ascii_digit()))
 }
 
 fn tokenize(line: &str) -> Result<Vec<Token>, String> {
     let mut tokens = Vec::new();
     let mut chars = line.chars().peekable();
-    let mut word: Option<Word> = None;
-    let push_text = |word: &mut Option<Word>, c: char| {
-        let w = word.get_or_insert_with(Vec::new);
-        match w.last_mut() {
-            Some(Piece::Text(t)) => t.push(c),
-            _ => w.push(Piece::Text(c.to_string())),
-        }
-    };
+    let mut state = WordState::default();
     while let Some(c) = chars.next() {
         match c {
-            ' ' | '\t' | '\n' => {
-                if let Some(w) = word.take() {
-                    tokens.push(Token::Word(w));
+            ' ' | '\t' => tokens.extend(state.take()),
+            '#' if state.word.is_none() => {
+                // A comment runs to the end of its line.
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        tokens.push(Token::Separator);
+                        break;
+                    }
                 }
             }
-            '#' if word.is_none() => break,
-            ';' | '&' | '|' | '>' => {
-                // `2>` is a redirection only when the 2 stands alone.
-                let stderr = c == '>'
-                    && word
-                        .as_ref()
-                        .is_some_and(|w| w == &[Piece::Text("2".into())]);
-                if let Some(w) = word.take()
-                    && !stderr
-                {
-                    tokens.push(Token::Word(w));
+            '\n' | ';' => {
+                tokens.extend(state.take());
+                if chars.peek() == Some(&';') {
+                    return Err("syntax error: ';;' unexpected".into());
                 }
-                tokens.push(match (c, chars.peek()) {
-                    (';', _) => Token::Semicolon,
-                    ('&', Some('&')) => {
-                        chars.next();
-                        Token::And
-                    }
-                    ('&', _) => {
-                        return Err("background jobs (&) are not supported by this shell".into());
-                    }
-                    ('|', Some('|')) => {
-                        chars.next();
-                        Token::Or
-                    }
-                    ('|', _) => Token::Pipe,
-                    (_, Some('>')) => {
-                        chars.next();
-                        Token::Out {
-                            stderr,
-                            append: true,
-                        }
-                    }
-                    (_, Some('&')) if stderr => {
-                        chars.next();
-                        match chars.next() {
-                            Some('1') => Token::StderrToStdout,
-                            _ => return Err("only the redirection 2>&1 is supported".into()),
-                        }
-                    }
-                    _ => Token::Out {
-                        stderr,
-                        append: false,
-                    },
+                tokens.push(Token::Separator);
+            }
+            '&' => {
+                tokens.extend(state.take());
+                if chars.next_if_eq(&'&').is_some() {
+                    tokens.push(Token::And);
+                } else {
+                    return Err("background jobs (&) are not supported by this shell".into());
+                }
+            }
+            '|' => {
+                tokens.extend(state.take());
+                tokens.push(if chars.next_if_eq(&'|').is_some() {
+                    Token::Or
+                } else {
+                    Token::Pipe
                 });
             }
+            '>' | '<' => {
+                let fd = state.descriptor();
+                if fd.is_some() {
+                    state = WordState::default();
+                } else {
+                    tokens.extend(state.take());
+                }
+                let op = if chars.next_if_eq(&'&').is_some() {
+                    RedirectOp::Dup
+                } else if c == '>' && chars.next_if_eq(&'>').is_some() {
+                    RedirectOp::Append
+                } else if c == '>' {
+                    // `>|` overrides noclobber, which this shell never sets.
+                    chars.next_if_eq(&'|');
+                    RedirectOp::Out
+                } else {
+                    RedirectOp::In
+                };
+                tokens.push(Token::Redirect { fd, op });
+            }
             '\'' => {
-                word.get_or_insert_with(Vec::new);
+                state.quoted();
                 loop {
                     match chars.next() {
                         Some('\'') => break,
-                        Some(c) => push_text(&mut word, c),
+                        Some(c) => state.push(c, true),
                         None => return Err("unterminated single quote".into()),
                     }
                 }
             }
             '"' => {
-                word.get_or_insert_with(Vec::new);
+                state.quoted();
                 loop {
                     match chars.next() {
                         Some('"') => break,
                         Some('\\') => match chars.next() {
-                            Some(e @ ('"' | '\\' | '$' | '`')) => push_text(&mut word, e),
+                            Some(e @ ('"' | '\\' | '$' | '`')) => state.push(e, true),
                             Some('\n') => {}
                             Some(other) => {
-                                push_text(&mut word, '\\');
-                                push_text(&mut word, other);
+                                state.push('\\', true);
+                                state.push(other, true);
                             }
                             None => return Err("unterminated double quote".into()),
                         },
-                        Some('$') if chars.peek() == Some(&'?') => {
-                            chars.next();
-                            word.get_or_insert_with(Vec::new).push(Piece::LastStatus);
-                        }
-                        Some(c) => push_text(&mut word, c),
+                        Some('$') => dollar(&mut chars, &mut state, true)?,
+                        Some('`') => return Err(substitution()),
+                        Some(c) => state.push(c, true),
                         None => return Err("unterminated double quote".into()),
                     }
                 }
             }
             '\\' => match chars.next() {
                 Some('\n') => {}
-                Some(e) => push_text(&mut word, e),
-                None => push_text(&mut word, '\\'),
+                Some(e) => state.push(e, true),
+                None => state.push('\\', true),
             },
-            '$' if chars.peek() == Some(&'?') => {
-                chars.next();
-                word.get_or_insert_with(Vec::new).push(Piece::LastStatus);
-            }
-            '`' | '(' | ')' => return Err(format!("'{c}' is not supported by this shell")),
-            c => push_text(&mut word, c),
+            '$' => dollar(&mut chars, &mut state, false)?,
+            '`' => return Err(substitution()),
+            '(' | ')' => return Err(format!("'{c}' (subshells) is not supported by this shell")),
+            c => state.push(c, false),
         }
     }
-    if let Some(w) = word {
-        tokens.push(Token::Word(w));
-    }
+    tokens.extend(state.take());
     Ok(tokens)
 }
 
-/// A word with `$?` replaced by the last exit status.
-pub fn expand(word: &Word, last_status: u8) -> String {
+fn substitution() -> String {
+    "command substitution is not supported by this shell".into()
+}
+
+/// After a `$`: `$?`, `$NAME`, `${NAME}`, or a literal `$`.
+fn dollar(
+    chars: &mut std::iter::Peekable<std::str::Chars>,
+    state: &mut WordState,
+    quoted: bool,
+) -> Result<(), String> {
+    match chars.peek() {
+        Some('?') => {
+            chars.next();
+            state.piece(Piece::LastStatus);
+        }
+        Some('(') => return Err(substitution()),
+        Some('{') => {
+            chars.next();
+            let mut name = String::new();
+            loop {
+                match chars.next() {
+                    Some('}') => break,
+                    Some(c) if is_name_char(c) => name.push(c),
+                    Some(c) => {
+                        return Err(format!(
+                            "${{…}} with '{c}': only plain ${{NAME}} is supported by this shell"
+                        ));
+                    }
+                    None => return Err("syntax error: missing '}'".into()),
+                }
+            }
+            if name.is_empty() || !name.starts_with(is_name_start) {
+                return Err(format!("${{{name}}}: bad substitution"));
+            }
+            state.piece(Piece::Var(name));
+        }
+        Some(&c) if is_name_start(c) => {
+            let mut name = String::new();
+            while let Some(c) = chars.next_if(|&c| is_name_char(c)) {
+                name.push(c);
+            }
+            state.piece(Piece::Var(name));
+        }
+        _ => state.push('$', quoted),
+    }
+    Ok(())
+}
+
+/// A word with its parameters replaced: `$?` by the last exit status, a
+/// variable by its value (empty if unset).
+pub fn expand(word: &Word, last_status: u8, var: impl Fn(&str) -> Option<String>) -> String {
     word.iter()
         .map(|p| match p {
             Piece::Text(t) => t.clone(),
             Piece::LastStatus => last_status.to_string(),
+            Piece::Var(name) => var(name).unwrap_or_default(),
         })
         .collect()
 }
@@ -233,11 +448,16 @@ pub fn expand(word: &Word, last_status: u8) -> String {
 mod tests {
     use super::*;
 
+    fn no_vars(_: &str) -> Option<String> {
+        None
+    }
+
     fn words(line: &str) -> Vec<Vec<String>> {
         parse(line)
             .unwrap()
             .into_iter()
-            .map(|(_, c)| c.words.iter().map(|w| expand(w, 7)).collect())
+            .flat_map(|(_, p)| p.commands)
+            .map(|c| c.words.iter().map(|w| expand(w, 7, no_vars)).collect())
             .collect()
     }
 
@@ -250,71 +470,121 @@ mod tests {
         );
         assert_eq!(words("echo ''"), [["echo", ""]]);
         assert_eq!(words("echo a#b # comment"), [["echo", "a#b"]]);
+        assert_eq!(words("echo $ a$"), [["echo", "$", "a$"]]);
     }
 
     #[test]
-    fn lists_and_status() {
-        let list = parse("input tap 1 2; echo __btl_rc=$? && true || false").unwrap();
+    fn lists_pipelines_and_status() {
+        let list = parse("input tap 1 2; echo X4EXIT:$? && true || false\nls").unwrap();
         let joins: Vec<Join> = list.iter().map(|(j, _)| *j).collect();
         assert_eq!(
             joins,
-            [Join::Always, Join::Always, Join::IfOk, Join::IfFailed]
+            [
+                Join::Always,
+                Join::Always,
+                Join::IfOk,
+                Join::IfFailed,
+                Join::Always
+            ]
         );
-        assert_eq!(expand(&list[1].1.words[1], 0), "__btl_rc=0");
+        assert_eq!(
+            expand(&list[1].1.commands[0].words[1], 0, no_vars),
+            "X4EXIT:0"
+        );
         assert_eq!(words("a;"), [["a"]]);
+        assert!(parse(";;a").is_err(), "';;' is a syntax error");
+        let list = parse("! dumpsys window | grep -E 'mCurrent|mFocused' | head -n 1").unwrap();
+        let pipeline = &list[0].1;
+        assert!(pipeline.negated);
+        assert_eq!(pipeline.commands.len(), 3);
+    }
+
+    #[test]
+    fn parameters_and_assignments() {
+        let list = parse("A=1 B='x y' env; C=$A; echo ${A}b $Ab \"$B\"").unwrap();
+        let first = &list[0].1.commands[0];
+        assert_eq!(first.assignments.len(), 2);
+        assert_eq!(first.assignments[1].0, "B");
+        let vars = |name: &str| match name {
+            "A" => Some("1".to_owned()),
+            "B" => Some("x y".to_owned()),
+            _ => None,
+        };
+        assert_eq!(expand(&first.assignments[1].1, 0, vars), "x y");
+        assert!(list[1].1.commands[0].words.is_empty());
+        let echo: Vec<String> = list[2].1.commands[0]
+            .words
+            .iter()
+            .map(|w| expand(w, 0, vars))
+            .collect();
+        assert_eq!(echo, ["echo", "1b", "", "x y"]);
+        // Quoted or not at the start: not an assignment.
+        assert_eq!(words("'A=1' x"), [["A=1", "x"]]);
+        assert_eq!(words("echo A=1"), [["echo", "A=1"]]);
+        assert_eq!(words("1A=2"), [["1A=2"]]);
     }
 
     #[test]
     fn redirections() {
         let list = parse("uiautomator dump /sdcard/x.xml >/dev/null 2>&1").unwrap();
-        let cmd = &list[0].1;
+        let cmd = &list[0].1.commands[0];
         assert_eq!(cmd.words.len(), 3);
         assert_eq!(
             cmd.redirects,
             [
-                Redirect::File {
-                    stderr: false,
-                    append: false,
-                    path: vec![Piece::Text("/dev/null".into())]
+                Redirect {
+                    fd: 1,
+                    target: Target::Write {
+                        path: vec![Piece::Text("/dev/null".into())],
+                        append: false
+                    }
                 },
-                Redirect::StderrToStdout
+                Redirect {
+                    fd: 2,
+                    target: Target::Dup(1)
+                }
             ]
         );
-        let cmd = &parse("ls 2> err >> out").unwrap()[0].1;
+        let cmd = &parse("echo err >&2").unwrap()[0].1.commands[0];
+        assert_eq!(
+            cmd.redirects,
+            [Redirect {
+                fd: 1,
+                target: Target::Dup(2)
+            }]
+        );
+        let cmd = &parse("ls 2> err >> out < in").unwrap()[0].1.commands[0];
+        let fds: Vec<u8> = cmd.redirects.iter().map(|r| r.fd).collect();
+        assert_eq!(fds, [2, 1, 0]);
         assert!(matches!(
-            cmd.redirects[0],
-            Redirect::File {
-                stderr: true,
-                append: false,
-                ..
-            }
+            cmd.redirects[1].target,
+            Target::Write { append: true, .. }
         ));
-        assert!(matches!(
-            cmd.redirects[1],
-            Redirect::File {
-                stderr: false,
-                append: true,
-                ..
-            }
-        ));
+        assert!(matches!(cmd.redirects[2].target, Target::Read(_)));
         assert_eq!(
             words("echo a2>b"),
             [["echo", "a2"]],
             "2> only when the 2 stands alone"
         );
+        assert_eq!(words("echo '2'>b"), [["echo", "2"]], "a quoted 2 is a word");
     }
 
     #[test]
     fn unsupported_syntax_is_refused_clearly() {
         for (line, msg) in [
-            ("ls | grep x", "pipes"),
             ("sleep 1 &", "background"),
             ("echo 'x", "unterminated single quote"),
             ("echo \"x", "unterminated double quote"),
-            ("&& ls", "unexpected list operator"),
-            ("ls &&", "ends with a list operator"),
+            ("&& ls", "'&&' unexpected"),
+            ("ls &&", "unexpected end"),
+            ("ls |", "unexpected end"),
+            ("| ls", "'|' unexpected"),
             ("echo >", "redirection without a file"),
-            ("echo $(ls)", "not supported"),
+            ("echo $(ls)", "command substitution"),
+            ("echo `ls`", "command substitution"),
+            ("(ls)", "subshells"),
+            ("echo ${A:-x}", "only plain ${NAME}"),
+            ("echo 2>&x", "descriptor number"),
         ] {
             let err = parse(line).unwrap_err();
             assert!(err.contains(msg), "{line}: {err}");

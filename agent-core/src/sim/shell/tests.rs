@@ -67,9 +67,9 @@ fn status_lists_and_redirections() {
     assert_eq!(stdout(&p, "nosuch 2>/dev/null; echo rc=$?"), "rc=127\n");
     let merged = p.shell("nosuch 2>&1");
     assert!(String::from_utf8_lossy(&merged.stdout).contains("inaccessible or not found"));
-    let syntax = p.shell("ls | grep x");
+    let syntax = p.shell("echo $(ls)");
     assert_eq!(syntax.exit_code, 2);
-    assert!(String::from_utf8_lossy(&syntax.stderr).contains("pipes are not supported"));
+    assert!(String::from_utf8_lossy(&syntax.stderr).contains("command substitution"));
 }
 
 #[test]
@@ -157,4 +157,135 @@ fn bad_arguments_are_usage_errors_not_panics() {
     }
     let out = p.shell("am broadcast -a ADB_INPUT_B64 --es msg !!!");
     assert_ne!(out.exit_code, 0);
+}
+
+#[test]
+fn pipes_feed_each_command_the_output_before_it() {
+    let p = phone();
+    assert_eq!(
+        stdout(&p, "dumpsys window | grep mCurrentFocus | wc -l"),
+        "1\n"
+    );
+    assert_eq!(stdout(&p, "seq 1 5 | tail -n 2 | head -1"), "4\n");
+    assert_eq!(
+        stdout(&p, "wm size | sed 's/.*: //' | tr x ' '"),
+        "1080 2400\n"
+    );
+    assert_eq!(stdout(&p, "echo a:b:c | cut -d: -f2"), "b\n");
+    // The status is the last command's; `!` negates it.
+    assert_eq!(stdout(&p, "echo x | grep -q y; echo $?"), "1\n");
+    assert_eq!(stdout(&p, "! echo x | grep -q y; echo $?"), "0\n");
+}
+
+#[test]
+fn sh_c_runs_a_script_in_a_child_shell() {
+    let p = phone();
+    assert_eq!(stdout(&p, "sh -c 'echo a; echo b'"), "a\nb\n");
+    assert_eq!(
+        stdout(&p, "/system/bin/sh -c 'exit 3'; echo rc=$?"),
+        "rc=3\n"
+    );
+    assert_eq!(stdout(&p, "echo 'echo from stdin' | sh"), "from stdin\n");
+    // `exit` ends the whole line; the child's variables stay in the child.
+    assert_eq!(
+        stdout(&p, "A=1; sh -c 'A=2'; echo $A; exit 0; echo never"),
+        "1\n"
+    );
+}
+
+#[test]
+fn both_streams_keep_the_order_of_their_writes() {
+    let p = phone();
+    let out = p.shell("echo one; echo two >&2; nosuch; echo three; echo X4EXIT:$?");
+    assert_eq!(
+        String::from_utf8(out.interleaved()).unwrap(),
+        "one\ntwo\n/system/bin/sh: nosuch: inaccessible or not found\nthree\nX4EXIT:0\n"
+    );
+    assert_eq!(out.stdout, b"one\nthree\nX4EXIT:0\n");
+    let out = p.shell("ls /nosuch /sdcard/Download 2>&1 >/dev/null");
+    assert_eq!(out.stdout, b"ls: /nosuch: No such file or directory\n");
+}
+
+#[test]
+fn commands_are_found_by_name_and_by_path() {
+    let p = phone();
+    assert_eq!(stdout(&p, "/system/bin/echo hi"), "hi\n");
+    assert_eq!(
+        stdout(&p, "which screencap md5sum"),
+        "/system/bin/screencap\n/system/bin/md5sum\n"
+    );
+    let png = p.shell("/system/bin/screencap -p").stdout;
+    assert!(png.starts_with(b"\x89PNG"));
+    let missing = p.shell("/system/bin/frobnicate");
+    assert_eq!(missing.exit_code, 127);
+    stdout(&p, "echo 'echo hi' > /data/local/tmp/run.sh");
+    let refused = p.shell("/data/local/tmp/run.sh");
+    assert_eq!(refused.exit_code, 126);
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("Permission denied"));
+}
+
+#[test]
+fn files_variables_and_the_working_directory() {
+    let p = phone();
+    assert_eq!(
+        stdout(
+            &p,
+            "cd /data/local/tmp && printf 'abc' > f && cp f g && mv g h && ls && cat h"
+        ),
+        "f\nh\nabc"
+    );
+    // md5("abc") and sha1("abc") from RFC 1321 and FIPS 180-1.
+    assert_eq!(
+        stdout(&p, "md5sum /data/local/tmp/f"),
+        "900150983cd24fb0d6963f7d28e17f72  /data/local/tmp/f\n"
+    );
+    assert_eq!(
+        stdout(&p, "printf abc | sha1sum"),
+        "a9993e364706816aba3e25717850c26c9cd0d89d  -\n"
+    );
+    assert_eq!(
+        stdout(&p, "stat -c '%s %a %n' /data/local/tmp/f"),
+        "3 666 /data/local/tmp/f\n"
+    );
+    assert_eq!(stdout(&p, "X=5; echo ${X}0 $X"), "50 5\n");
+    assert_eq!(stdout(&p, "echo $TMPDIR"), "/data/local/tmp\n");
+    let bad = p.shell("echo x > /nosuch/dir/f");
+    assert_eq!(bad.exit_code, 1);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("can't create /nosuch/dir/f"));
+    assert_eq!(stdout(&p, "cat < /data/local/tmp/f | wc -c"), "3\n");
+}
+
+#[test]
+fn system_tools_answer_like_toybox() {
+    let p = phone();
+    assert_eq!(stdout(&p, "whoami"), "shell\n");
+    assert!(stdout(&p, "id").starts_with("uid=2000(shell) gid=2000(shell)"));
+    let secs: u64 = stdout(&p, "date +%s").trim().parse().unwrap();
+    assert_eq!(secs, p.with_phone(|phone| phone.now_ms()) / 1000);
+    let ps = stdout(&p, "ps -A");
+    assert!(ps.starts_with("USER "), "{ps}");
+    assert!(ps.contains(" system_server\n"));
+    let pid = stdout(&p, "pidof system_server");
+    assert!(ps.contains(&format!(" {} ", pid.trim())), "{ps}");
+    assert_eq!(p.shell("pidof nosuch").exit_code, 1);
+    stdout(&p, "setprop debug.btl.x 7");
+    assert_eq!(stdout(&p, "getprop debug.btl.x"), "7\n");
+}
+
+/// The lines client libraries parse for the top activity and the rotation.
+#[test]
+fn dumpsys_reports_the_resumed_activity_and_the_rotation() {
+    let p = phone();
+    let top = stdout(&p, "dumpsys activity top | grep ACTIVITY");
+    let focus = p.with_phone(|phone| phone.focused_window());
+    let package = focus.split('/').next().unwrap();
+    let pid = stdout(&p, &format!("pidof {package}"));
+    assert_eq!(
+        top,
+        format!("  ACTIVITY {focus} 7e1d2a0 pid={}\n", pid.trim())
+    );
+    assert!(stdout(&p, "dumpsys activity activities").contains(&format!(
+        "mResumedActivity: ActivityRecord{{3f9b1c2 u0 {focus} t12}}"
+    )));
+    assert!(stdout(&p, "dumpsys display").contains(", orientation=0, "));
 }

@@ -1,0 +1,1087 @@
+//! The text tools of the phone's toybox (`grep`, `sed`, `cut`, `tr`, `head`,
+//! `tail`, `wc`, `printf`, `seq`), with the options automation scripts use,
+//! as pure functions from arguments and inputs to output. File reading and
+//! the shell's streams are the caller's ([`super::commands`]).
+
+use regex::bytes::{Regex, RegexBuilder};
+
+/// Short options as toybox reads them: grouped (`-vn`), with values
+/// attached or separate (`-n5`, `-n 5`), `--` ending them.
+pub struct Opts<'a> {
+    flags: Vec<(char, Option<&'a str>)>,
+    pub operands: Vec<&'a str>,
+}
+
+impl<'a> Opts<'a> {
+    /// `with_value` lists the options that take a value, `plain` the others.
+    pub fn parse(args: &[&'a str], plain: &str, with_value: &str) -> Result<Self, String> {
+        let mut flags = Vec::new();
+        let mut operands = Vec::new();
+        let mut rest = args.iter();
+        while let Some(&arg) = rest.next() {
+            if arg == "--" {
+                operands.extend(rest.by_ref().copied());
+                break;
+            }
+            if arg.len() < 2 || !arg.starts_with('-') {
+                operands.push(arg);
+                continue;
+            }
+            for (i, c) in arg[1..].char_indices() {
+                if with_value.contains(c) {
+                    let attached = &arg[1 + i + c.len_utf8()..];
+                    let value = if attached.is_empty() {
+                        *rest
+                            .next()
+                            .ok_or_else(|| format!("Missing argument to -{c}"))?
+                    } else {
+                        attached
+                    };
+                    flags.push((c, Some(value)));
+                    break;
+                }
+                if !plain.contains(c) {
+                    return Err(format!("Unknown option '{c}'"));
+                }
+                flags.push((c, None));
+            }
+        }
+        Ok(Self { flags, operands })
+    }
+
+    pub fn has(&self, c: char) -> bool {
+        self.flags.iter().any(|(f, _)| *f == c)
+    }
+
+    /// The last value given to option `c`.
+    pub fn value(&self, c: char) -> Option<&'a str> {
+        self.flags
+            .iter()
+            .rev()
+            .find(|(f, _)| *f == c)
+            .and_then(|(_, v)| *v)
+    }
+
+    /// Every value given to option `c`, in order.
+    pub fn values(&self, c: char) -> Vec<&'a str> {
+        self.flags
+            .iter()
+            .filter(|(f, _)| *f == c)
+            .filter_map(|(_, v)| *v)
+            .collect()
+    }
+}
+
+/// Lines of `data`, each without its `\n`; a last line without one counts.
+fn lines(data: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let body = data.strip_suffix(b"\n").unwrap_or(data);
+    let empty = data.is_empty();
+    body.split(|&b| b == b'\n').filter(move |_| !empty)
+}
+
+/// A POSIX basic regular expression in the regex crate's syntax: `\(`,
+/// `\)`, `\{`, `\}`, `\|`, `\+`, `\?` are the operators there, and the
+/// bare characters are literal.
+pub fn basic_to_extended(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars().peekable();
+    let mut in_bracket = false;
+    while let Some(c) = chars.next() {
+        if in_bracket {
+            out.push(c);
+            if c == ']' {
+                in_bracket = false;
+            }
+            continue;
+        }
+        match c {
+            '\\' => match chars.next() {
+                Some(e @ ('(' | ')' | '{' | '}' | '|' | '+' | '?')) => out.push(e),
+                Some(e) => {
+                    out.push('\\');
+                    out.push(e);
+                }
+                None => out.push_str("\\\\"),
+            },
+            '(' | ')' | '{' | '}' | '|' | '+' | '?' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '[' => {
+                in_bracket = true;
+                out.push(c);
+                // `[]…]` and `[^]…]`: a leading ] is literal.
+                if chars.peek() == Some(&'^') {
+                    out.push('^');
+                    chars.next();
+                }
+                if chars.peek() == Some(&']') {
+                    out.push_str("\\]");
+                    chars.next();
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `grep [-EFivwxcnloqsh] [-e PATTERN]... [PATTERN] [FILE...]`.
+pub struct Grep {
+    patterns: Vec<Regex>,
+    invert: bool,
+    count: bool,
+    number: bool,
+    only: bool,
+    quiet: bool,
+    files_only: bool,
+    names: Option<bool>,
+}
+
+impl Grep {
+    /// Reads the options; returns the grep and its file operands.
+    pub fn new<'a>(args: &[&'a str]) -> Result<(Self, Vec<&'a str>), String> {
+        let opts = Opts::parse(args, "EFivwxcnloqsHhr", "e")?;
+        let mut operands = opts.operands.clone();
+        let mut raw = opts.values('e');
+        if raw.is_empty() {
+            if operands.is_empty() {
+                return Err(
+                    "usage: grep [-EFivwxcnloqsHh] [-e PATTERN]... PATTERN [FILE...]".into(),
+                );
+            }
+            raw.push(operands.remove(0));
+        }
+        let patterns = raw
+            .iter()
+            // A pattern with line breaks is one pattern per line.
+            .flat_map(|p| p.split('\n'))
+            .map(|p| {
+                let mut re = if opts.has('F') {
+                    regex::escape(p)
+                } else if opts.has('E') {
+                    p.to_owned()
+                } else {
+                    basic_to_extended(p)
+                };
+                if opts.has('x') {
+                    re = format!("^(?:{re})$");
+                } else if opts.has('w') {
+                    re = format!(r"\b(?:{re})\b");
+                }
+                RegexBuilder::new(&re)
+                    .case_insensitive(opts.has('i'))
+                    .build()
+                    .map_err(|_| format!("bad regex '{p}'"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let names = if opts.has('h') {
+            Some(false)
+        } else if opts.has('H') {
+            Some(true)
+        } else {
+            None
+        };
+        Ok((
+            Self {
+                patterns,
+                invert: opts.has('v'),
+                count: opts.has('c'),
+                number: opts.has('n'),
+                only: opts.has('o'),
+                quiet: opts.has('q'),
+                files_only: opts.has('l'),
+                names,
+            },
+            operands,
+        ))
+    }
+
+    /// Greps the inputs (name, bytes); returns the output and whether a
+    /// line was selected.
+    pub fn run(&self, inputs: &[(String, Vec<u8>)]) -> (Vec<u8>, bool) {
+        let mut out = Vec::new();
+        let mut any = false;
+        let show_names = self.names.unwrap_or(inputs.len() > 1);
+        for (name, data) in inputs {
+            let mut count = 0;
+            for (index, line) in lines(data).enumerate() {
+                let matched = self.patterns.iter().any(|re| re.is_match(line));
+                if matched == self.invert {
+                    continue;
+                }
+                count += 1;
+                any = true;
+                if self.quiet {
+                    return (Vec::new(), true);
+                }
+                if self.count || self.files_only {
+                    continue;
+                }
+                let prefix = |out: &mut Vec<u8>| {
+                    if show_names {
+                        out.extend_from_slice(name.as_bytes());
+                        out.push(b':');
+                    }
+                    if self.number {
+                        out.extend_from_slice(format!("{}:", index + 1).as_bytes());
+                    }
+                };
+                if self.only && !self.invert {
+                    for re in &self.patterns {
+                        for m in re.find_iter(line).filter(|m| !m.is_empty()) {
+                            prefix(&mut out);
+                            out.extend_from_slice(m.as_bytes());
+                            out.push(b'\n');
+                        }
+                    }
+                } else {
+                    prefix(&mut out);
+                    out.extend_from_slice(line);
+                    out.push(b'\n');
+                }
+            }
+            if self.files_only && count > 0 {
+                out.extend_from_slice(name.as_bytes());
+                out.push(b'\n');
+            } else if self.count {
+                if show_names {
+                    out.extend_from_slice(format!("{name}:").as_bytes());
+                }
+                out.extend_from_slice(format!("{count}\n").as_bytes());
+            }
+        }
+        (out, any)
+    }
+}
+
+/// A line selection of `head`/`tail`: the first or last N lines or bytes,
+/// or (tail's `+N`) from line or byte N on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub count: usize,
+    pub bytes: bool,
+    pub from_start: bool,
+}
+
+/// Reads `-n N`, `-c N`, `-N` (and tail's `+N`); returns the span and the
+/// file operands.
+pub fn span(args: &[&str], tail: bool) -> Result<(Span, Vec<String>), String> {
+    // The old `head -5` form is `-n 5`.
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| match a.strip_prefix('-') {
+            Some(n) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => format!("-n{n}"),
+            _ => (*a).to_owned(),
+        })
+        .collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let opts = Opts::parse(&args, "qvf", "nc")?;
+    let (text, bytes) = match (opts.value('c'), opts.value('n')) {
+        (Some(c), _) => (c, true),
+        (None, Some(n)) => (n, false),
+        (None, None) => ("10", false),
+    };
+    let from_start = tail && text.starts_with('+');
+    let count = text
+        .trim_start_matches(['+', '-'])
+        .parse()
+        .map_err(|_| format!("invalid number '{text}'"))?;
+    let span = Span {
+        count,
+        bytes,
+        from_start,
+    };
+    Ok((
+        span,
+        opts.operands.iter().map(|o| (*o).to_owned()).collect(),
+    ))
+}
+
+/// The start of `data` (`head`).
+pub fn head(data: &[u8], span: Span) -> &[u8] {
+    if span.bytes {
+        return &data[..span.count.min(data.len())];
+    }
+    let mut end = 0;
+    for _ in 0..span.count {
+        match data[end..].iter().position(|&b| b == b'\n') {
+            Some(i) => end += i + 1,
+            None => return data,
+        }
+    }
+    &data[..end]
+}
+
+/// The end of `data` (`tail`), or from line/byte N on with `+N`.
+pub fn tail(data: &[u8], span: Span) -> &[u8] {
+    if span.bytes {
+        return match span.from_start {
+            true => &data[span.count.saturating_sub(1).min(data.len())..],
+            false => &data[data.len().saturating_sub(span.count)..],
+        };
+    }
+    if span.from_start {
+        let mut start = 0;
+        for _ in 1..span.count.max(1) {
+            match data[start..].iter().position(|&b| b == b'\n') {
+                Some(i) => start += i + 1,
+                None => return &[],
+            }
+        }
+        return &data[start..];
+    }
+    if span.count == 0 {
+        return &[];
+    }
+    // The last N line breaks, not counting one that ends the data.
+    let body = data.strip_suffix(b"\n").unwrap_or(data);
+    let mut start = body.len();
+    let mut found = 0;
+    while start > 0 {
+        if body[start - 1] == b'\n' {
+            found += 1;
+            if found == span.count {
+                break;
+            }
+        }
+        start -= 1;
+    }
+    &data[start..]
+}
+
+/// `wc`'s counts of one input: lines, words, bytes.
+pub fn wc_counts(data: &[u8]) -> [u64; 3] {
+    let lines = data.iter().filter(|&&b| b == b'\n').count() as u64;
+    let words = data
+        .split(|b| b.is_ascii_whitespace())
+        .filter(|w| !w.is_empty())
+        .count() as u64;
+    [lines, words, data.len() as u64]
+}
+
+/// One `wc` output line: the chosen counts separated by spaces, then the
+/// name when files were named.
+pub fn wc_line(counts: [u64; 3], show: [bool; 3], name: Option<&str>) -> String {
+    let all = !show.iter().any(|&s| s);
+    let mut fields: Vec<String> = counts
+        .iter()
+        .zip(show)
+        .filter(|(_, s)| all || *s)
+        .map(|(c, _)| c.to_string())
+        .collect();
+    if let Some(name) = name {
+        fields.push(name.to_owned());
+    }
+    format!("{}\n", fields.join(" "))
+}
+
+/// A `cut` list (`1,3-5,7-`), as sorted ranges of 1-based positions.
+fn cut_list(list: &str) -> Result<Vec<(usize, usize)>, String> {
+    let bad = || format!("bad list '{list}'");
+    let mut ranges = Vec::new();
+    for part in list.split(',') {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (
+                if a.is_empty() {
+                    1
+                } else {
+                    a.parse().map_err(|_| bad())?
+                },
+                if b.is_empty() {
+                    usize::MAX
+                } else {
+                    b.parse().map_err(|_| bad())?
+                },
+            ),
+            None => {
+                let n = part.parse().map_err(|_| bad())?;
+                (n, n)
+            }
+        };
+        if a == 0 || b < a {
+            return Err(bad());
+        }
+        ranges.push((a, b));
+    }
+    ranges.sort_unstable();
+    Ok(ranges)
+}
+
+/// `cut -f LIST [-d DELIM] [-s]`, `cut -c LIST`, `cut -b LIST`.
+pub fn cut(args: &[&str], data: &[u8]) -> Result<Vec<u8>, String> {
+    let opts = Opts::parse(args, "sn", "fcbd")?;
+    let wanted =
+        |i: usize, ranges: &[(usize, usize)]| ranges.iter().any(|&(a, b)| a <= i && i <= b);
+    let mut out = Vec::new();
+    if let Some(list) = opts.value('f') {
+        let ranges = cut_list(list)?;
+        let delim = match opts.value('d') {
+            Some(d) if d.len() == 1 => d.as_bytes()[0],
+            Some(_) => return Err("the delimiter must be a single character".into()),
+            None => b'\t',
+        };
+        for line in lines(data) {
+            if !line.contains(&delim) {
+                if !opts.has('s') {
+                    out.extend_from_slice(line);
+                    out.push(b'\n');
+                }
+                continue;
+            }
+            let fields: Vec<&[u8]> = line
+                .split(|&b| b == delim)
+                .enumerate()
+                .filter(|(i, _)| wanted(i + 1, &ranges))
+                .map(|(_, f)| f)
+                .collect();
+            out.extend_from_slice(&fields.join(&delim));
+            out.push(b'\n');
+        }
+        return Ok(out);
+    }
+    let list = opts
+        .value('c')
+        .or(opts.value('b'))
+        .ok_or("usage: cut [-f LIST [-d DELIM] [-s] | -c LIST | -b LIST] [FILE...]")?;
+    let ranges = cut_list(list)?;
+    for line in lines(data) {
+        if opts.has('b') {
+            out.extend(
+                line.iter()
+                    .enumerate()
+                    .filter(|(i, _)| wanted(i + 1, &ranges))
+                    .map(|(_, b)| *b),
+            );
+        } else {
+            let text = String::from_utf8_lossy(line);
+            let kept: String = text
+                .chars()
+                .enumerate()
+                .filter(|(i, _)| wanted(i + 1, &ranges))
+                .map(|(_, c)| c)
+                .collect();
+            out.extend_from_slice(kept.as_bytes());
+        }
+        out.push(b'\n');
+    }
+    Ok(out)
+}
+
+/// A `tr` set: ranges `a-z`, escapes `\n`, `\t`, `\\`, and the classes
+/// `[:digit:]`, `[:lower:]`, `[:upper:]`, `[:space:]`, `[:alpha:]`, `[:alnum:]`.
+fn tr_set(set: &str) -> Vec<char> {
+    let mut chars: Vec<char> = Vec::new();
+    let mut rest = set;
+    while let Some(c) = rest.chars().next() {
+        for (name, class) in [
+            ("[:digit:]", ('0'..='9').collect::<Vec<_>>()),
+            ("[:lower:]", ('a'..='z').collect()),
+            ("[:upper:]", ('A'..='Z').collect()),
+            ("[:space:]", vec![' ', '\t', '\n', '\r', '\x0b', '\x0c']),
+            ("[:alpha:]", ('A'..='Z').chain('a'..='z').collect()),
+            (
+                "[:alnum:]",
+                ('0'..='9').chain('A'..='Z').chain('a'..='z').collect(),
+            ),
+        ] {
+            if let Some(after) = rest.strip_prefix(name) {
+                chars.extend(class);
+                rest = after;
+            }
+        }
+        if !rest.starts_with(c) {
+            continue;
+        }
+        let (first, after) = unescape_one(rest);
+        if let Some(range) = after.strip_prefix('-')
+            && !range.is_empty()
+        {
+            let (last, after_range) = unescape_one(range);
+            if last >= first {
+                chars.extend(first..=last);
+                rest = after_range;
+                continue;
+            }
+        }
+        chars.push(first);
+        rest = after;
+    }
+    chars
+}
+
+fn unescape_one(s: &str) -> (char, &str) {
+    let mut it = s.chars();
+    match it.next() {
+        Some('\\') => match it.next() {
+            Some('n') => ('\n', it.as_str()),
+            Some('t') => ('\t', it.as_str()),
+            Some('r') => ('\r', it.as_str()),
+            Some(c) => (c, it.as_str()),
+            None => ('\\', it.as_str()),
+        },
+        Some(c) => (c, it.as_str()),
+        None => ('\0', s),
+    }
+}
+
+/// `tr SET1 SET2`, `tr -d SET1`, `tr -s SET1`.
+pub fn tr(args: &[&str], data: &[u8]) -> Result<Vec<u8>, String> {
+    let opts = Opts::parse(args, "dsc", "")?;
+    let sets: Vec<Vec<char>> = opts.operands.iter().map(|s| tr_set(s)).collect();
+    let text = String::from_utf8_lossy(data);
+    let out: String = match (opts.has('d'), opts.has('s'), sets.as_slice()) {
+        (true, _, [delete, ..]) => text.chars().filter(|c| !delete.contains(c)).collect(),
+        (false, true, [squeeze]) => {
+            let mut out = String::new();
+            for c in text.chars() {
+                if !(squeeze.contains(&c) && out.ends_with(c)) {
+                    out.push(c);
+                }
+            }
+            out
+        }
+        (false, _, [from, to]) if !to.is_empty() => text
+            .chars()
+            .map(|c| match from.iter().rposition(|&f| f == c) {
+                Some(i) => to[i.min(to.len() - 1)],
+                None => c,
+            })
+            .collect(),
+        _ => return Err("usage: tr [-ds] SET1 [SET2]".into()),
+    };
+    Ok(out.into_bytes())
+}
+
+/// One `sed` command of the kinds scripts use: `s/RE/REPL/[gpI]`, `p`,
+/// `d` and `q`, each with an optional address (a line number, `$` or
+/// `/RE/`).
+struct SedCommand {
+    address: Option<Address>,
+    action: SedAction,
+}
+
+enum Address {
+    Line(usize),
+    Last,
+    Match(Regex),
+}
+
+enum SedAction {
+    Substitute {
+        re: Regex,
+        replacement: String,
+        global: bool,
+        print: bool,
+    },
+    Print,
+    Delete,
+    Quit,
+}
+
+fn sed_regex(pattern: &str, extended: bool, insensitive: bool) -> Result<Regex, String> {
+    let re = if extended {
+        pattern.to_owned()
+    } else {
+        basic_to_extended(pattern)
+    };
+    RegexBuilder::new(&re)
+        .case_insensitive(insensitive)
+        .build()
+        .map_err(|_| format!("bad regex '{pattern}'"))
+}
+
+/// Splits `s/a/b/g`-style text at unescaped `delim`s into `n` parts and
+/// the rest.
+fn split_delimited(text: &str, delim: char, n: usize) -> Option<(Vec<String>, &str)> {
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    let mut chars = text.char_indices();
+    while let Some((i, c)) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some((_, d)) if d == delim => current.push(d),
+                Some((_, d)) => {
+                    current.push('\\');
+                    current.push(d);
+                }
+                None => current.push('\\'),
+            }
+        } else if c == delim {
+            parts.push(std::mem::take(&mut current));
+            if parts.len() == n {
+                return Some((parts, &text[i + c.len_utf8()..]));
+            }
+        } else {
+            current.push(c);
+        }
+    }
+    None
+}
+
+fn sed_parse(script: &str, extended: bool) -> Result<Vec<SedCommand>, String> {
+    let bad = |what: &str| format!("bad sed command '{script}': {what}");
+    let mut commands = Vec::new();
+    for part in script
+        .split(['\n', ';'])
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
+        let mut rest = part;
+        let address = if let Some(after) = rest.strip_prefix('$') {
+            rest = after;
+            Some(Address::Last)
+        } else if let Some(after) = rest.strip_prefix('/') {
+            let (parts, after) = split_delimited(after, '/', 1).ok_or_else(|| bad("unclosed /"))?;
+            rest = after;
+            Some(Address::Match(sed_regex(&parts[0], extended, false)?))
+        } else {
+            let digits = rest.chars().take_while(char::is_ascii_digit).count();
+            if digits > 0 {
+                let n = rest[..digits].parse().map_err(|_| bad("line number"))?;
+                rest = &rest[digits..];
+                Some(Address::Line(n))
+            } else {
+                None
+            }
+        };
+        let mut chars = rest.chars();
+        let action = match chars.next() {
+            Some('s') => {
+                let delim = chars.next().ok_or_else(|| bad("s without a delimiter"))?;
+                let (parts, flags) = split_delimited(chars.as_str(), delim, 2)
+                    .ok_or_else(|| bad("unterminated s"))?;
+                let insensitive = flags.contains('I') || flags.contains('i');
+                SedAction::Substitute {
+                    re: sed_regex(&parts[0], extended, insensitive)?,
+                    replacement: sed_replacement(&parts[1]),
+                    global: flags.contains('g'),
+                    print: flags.contains('p'),
+                }
+            }
+            Some('p') => SedAction::Print,
+            Some('d') => SedAction::Delete,
+            Some('q') => SedAction::Quit,
+            _ => return Err(bad("only s, p, d and q are supported by this sed")),
+        };
+        commands.push(SedCommand { address, action });
+    }
+    Ok(commands)
+}
+
+/// sed's replacement (`&`, `\1`…`\9`, `\n`) in the regex crate's syntax.
+fn sed_replacement(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '&' => out.push_str("${0}"),
+            '$' => out.push_str("$$"),
+            '\\' => match chars.next() {
+                Some(d @ '0'..='9') => out.push_str(&format!("${{{d}}}")),
+                Some('n') => out.push('\n'),
+                Some('t') => out.push('\t'),
+                Some(other) => out.push(other),
+                None => out.push('\\'),
+            },
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `sed [-nE] [-e SCRIPT]... [SCRIPT] [FILE...]`.
+pub struct Sed {
+    commands: Vec<SedCommand>,
+    quiet: bool,
+}
+
+impl Sed {
+    /// Reads the options and script; returns the sed and its file operands.
+    pub fn new<'a>(args: &[&'a str]) -> Result<(Self, Vec<&'a str>), String> {
+        let opts = Opts::parse(args, "nErs", "e")?;
+        let mut operands = opts.operands.clone();
+        let mut scripts = opts.values('e');
+        if scripts.is_empty() {
+            if operands.is_empty() {
+                return Err("usage: sed [-nE] [-e SCRIPT]... [SCRIPT] [FILE...]".into());
+            }
+            scripts.push(operands.remove(0));
+        }
+        let extended = opts.has('E') || opts.has('r');
+        let commands = scripts
+            .iter()
+            .map(|s| sed_parse(s, extended))
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .flatten()
+            .collect();
+        let sed = Self {
+            commands,
+            quiet: opts.has('n'),
+        };
+        Ok((sed, operands))
+    }
+
+    /// The script run over `data`'s lines.
+    pub fn run(&self, data: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let all: Vec<&[u8]> = lines(data).collect();
+        'lines: for (index, line) in all.iter().enumerate() {
+            let mut line = line.to_vec();
+            let last = index + 1 == all.len();
+            for command in &self.commands {
+                let selected = match &command.address {
+                    None => true,
+                    Some(Address::Line(n)) => index + 1 == *n,
+                    Some(Address::Last) => last,
+                    Some(Address::Match(re)) => re.is_match(&line),
+                };
+                if !selected {
+                    continue;
+                }
+                match &command.action {
+                    SedAction::Substitute {
+                        re,
+                        replacement,
+                        global,
+                        print,
+                    } => {
+                        let changed = re.is_match(&line);
+                        line = if *global {
+                            re.replace_all(&line, replacement.as_bytes()).into_owned()
+                        } else {
+                            re.replace(&line, replacement.as_bytes()).into_owned()
+                        };
+                        if changed && *print {
+                            out.extend_from_slice(&line);
+                            out.push(b'\n');
+                        }
+                    }
+                    SedAction::Print => {
+                        out.extend_from_slice(&line);
+                        out.push(b'\n');
+                    }
+                    SedAction::Delete => continue 'lines,
+                    SedAction::Quit => {
+                        if !self.quiet {
+                            out.extend_from_slice(&line);
+                            out.push(b'\n');
+                        }
+                        break 'lines;
+                    }
+                }
+            }
+            if !self.quiet {
+                out.extend_from_slice(&line);
+                out.push(b'\n');
+            }
+        }
+        out
+    }
+}
+
+/// The character of a numeric escape: up to `more` further digits in `radix`
+/// after the value read so far.
+fn escaped_char(
+    chars: &mut std::iter::Peekable<std::str::Chars>,
+    radix: u32,
+    mut value: u32,
+    more: usize,
+) -> char {
+    for _ in 0..more {
+        let Some(d) = chars.peek().and_then(|c| c.to_digit(radix)) else {
+            break;
+        };
+        value = value * radix + d;
+        chars.next();
+    }
+    char::from_u32(value).unwrap_or('\u{fffd}')
+}
+
+/// The backslash escapes of `printf`'s format and `%b`; returns the text
+/// and whether `\c` asked to stop all output.
+fn printf_escapes(text: &str) -> (String, bool) {
+    let mut out = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('r') => out.push('\r'),
+            Some('a') => out.push('\x07'),
+            Some('b') => out.push('\x08'),
+            Some('f') => out.push('\x0c'),
+            Some('v') => out.push('\x0b'),
+            Some('e') => out.push('\x1b'),
+            Some('\\') => out.push('\\'),
+            Some('c') => return (out, true),
+            Some('x') => out.push(escaped_char(&mut chars, 16, 0, 2)),
+            Some(d @ '0'..='7') => {
+                out.push(escaped_char(&mut chars, 8, d.to_digit(8).unwrap_or(0), 2))
+            }
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    (out, false)
+}
+
+/// A number argument of `printf`: decimal, `0x` hex, `0` octal, or `'c`
+/// (the character's code); errors name the argument.
+fn printf_number(arg: &str) -> Result<i64, String> {
+    if let Some(c) = arg.strip_prefix(['\'', '"']) {
+        return Ok(c.chars().next().map_or(0, |c| c as i64));
+    }
+    let (negative, digits) = match arg.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, arg.strip_prefix('+').unwrap_or(arg)),
+    };
+    let value = if let Some(hex) = digits.strip_prefix("0x").or(digits.strip_prefix("0X")) {
+        i64::from_str_radix(hex, 16)
+    } else if digits.len() > 1 && digits.starts_with('0') {
+        i64::from_str_radix(&digits[1..], 8)
+    } else if digits.is_empty() {
+        Ok(0)
+    } else {
+        digits.parse()
+    }
+    .map_err(|_| format!("invalid number '{arg}'"))?;
+    Ok(if negative { -value } else { value })
+}
+
+/// Pads `body` to `width` as printf's flags say.
+fn pad(body: String, width: Option<usize>, left: bool, zero: bool) -> String {
+    let Some(width) = width else { return body };
+    let len = body.chars().count();
+    if len >= width {
+        return body;
+    }
+    let fill = width - len;
+    if left {
+        format!("{body}{}", " ".repeat(fill))
+    } else if zero {
+        let (sign, digits) = match body.strip_prefix('-') {
+            Some(d) => ("-", d),
+            None => ("", body.as_str()),
+        };
+        format!("{sign}{}{digits}", "0".repeat(fill))
+    } else {
+        format!("{}{body}", " ".repeat(fill))
+    }
+}
+
+/// `printf FORMAT [ARG...]`: the format is reused while arguments remain.
+/// Returns the output, and an error message for a bad argument (printed
+/// after the output, as toybox does).
+pub fn printf(format: &str, args: &[&str]) -> (Vec<u8>, Option<String>) {
+    let mut out = String::new();
+    let mut error = None;
+    let mut next = 0;
+    loop {
+        let mut consumed = false;
+        let mut chars = format.char_indices().peekable();
+        let mut literal = String::new();
+        while let Some((_, c)) = chars.next() {
+            if c != '%' {
+                literal.push(c);
+                continue;
+            }
+            let (text, stop) = printf_escapes(&std::mem::take(&mut literal));
+            out.push_str(&text);
+            if stop {
+                return (out.into_bytes(), error);
+            }
+            if chars.next_if(|&(_, c)| c == '%').is_some() {
+                out.push('%');
+                continue;
+            }
+            let (mut left, mut zero, mut plus, mut space) = (false, false, false, false);
+            while let Some((_, f)) = chars.next_if(|&(_, c)| "-0+ #".contains(c)) {
+                match f {
+                    '-' => left = true,
+                    '0' => zero = true,
+                    '+' => plus = true,
+                    ' ' => space = true,
+                    _ => {}
+                }
+            }
+            let number = |chars: &mut std::iter::Peekable<std::str::CharIndices>| {
+                let mut n: Option<usize> = None;
+                while let Some((_, d)) = chars.next_if(|&(_, c)| c.is_ascii_digit()) {
+                    n = Some(n.unwrap_or(0) * 10 + d.to_digit(10).unwrap_or(0) as usize);
+                }
+                n
+            };
+            let width = number(&mut chars);
+            let precision = if chars.next_if(|&(_, c)| c == '.').is_some() {
+                Some(number(&mut chars).unwrap_or(0))
+            } else {
+                None
+            };
+            // Length modifiers mean nothing here.
+            while chars.next_if(|&(_, c)| "hlLqjzt".contains(c)).is_some() {}
+            let Some((_, conversion)) = chars.next() else {
+                out.push('%');
+                break;
+            };
+            let arg = args.get(next).copied();
+            if arg.is_some() {
+                next += 1;
+                consumed = true;
+            }
+            let arg = arg.unwrap_or("");
+            let mut number_arg = |arg: &str| match printf_number(arg) {
+                Ok(n) => n,
+                Err(e) => {
+                    error.get_or_insert(e);
+                    0
+                }
+            };
+            let body = match conversion {
+                's' => match precision {
+                    Some(p) => arg.chars().take(p).collect(),
+                    None => arg.to_owned(),
+                },
+                'b' => {
+                    let (text, stop) = printf_escapes(arg);
+                    if stop {
+                        out.push_str(&pad(text, width, left, false));
+                        return (out.into_bytes(), error);
+                    }
+                    text
+                }
+                'c' => arg.chars().next().map(String::from).unwrap_or_default(),
+                'd' | 'i' => {
+                    let n = number_arg(arg);
+                    let sign = if n >= 0 && plus {
+                        "+"
+                    } else if n >= 0 && space {
+                        " "
+                    } else {
+                        ""
+                    };
+                    format!("{sign}{n}")
+                }
+                'u' => (number_arg(arg) as u64).to_string(),
+                'x' => format!("{:x}", number_arg(arg)),
+                'X' => format!("{:X}", number_arg(arg)),
+                'o' => format!("{:o}", number_arg(arg)),
+                'f' | 'F' | 'e' | 'g' => {
+                    let value = if arg.is_empty() {
+                        0.0
+                    } else {
+                        arg.parse::<f64>().unwrap_or_else(|_| {
+                            error.get_or_insert(format!("invalid number '{arg}'"));
+                            0.0
+                        })
+                    };
+                    let p = precision.unwrap_or(6);
+                    match conversion {
+                        'e' => format!("{value:.p$e}"),
+                        'g' => format!("{value}"),
+                        _ => format!("{value:.p$}"),
+                    }
+                }
+                other => {
+                    error.get_or_insert(format!("%{other}: invalid conversion"));
+                    String::new()
+                }
+            };
+            let numeric = !matches!(conversion, 's' | 'b' | 'c');
+            out.push_str(&pad(body, width, left, zero && numeric && !left));
+        }
+        let (text, stop) = printf_escapes(&literal);
+        out.push_str(&text);
+        if stop || !consumed || next >= args.len() {
+            break;
+        }
+    }
+    (out.into_bytes(), error)
+}
+
+/// `seq [-s SEP] [-w] [FIRST [INCREMENT]] LAST`.
+pub fn seq(args: &[&str]) -> Result<Vec<u8>, String> {
+    // Negative numbers are operands, not options.
+    let (options, numbers): (Vec<&str>, Vec<&str>) = {
+        let mut options = Vec::new();
+        let mut numbers = Vec::new();
+        let mut rest = args.iter();
+        while let Some(&a) = rest.next() {
+            if a == "-s" {
+                options.push(a);
+                options.extend(rest.next().copied());
+            } else if a.starts_with("-s") || a == "-w" {
+                options.push(a);
+            } else {
+                numbers.push(a);
+            }
+        }
+        (options, numbers)
+    };
+    let opts = Opts::parse(&options, "w", "s")?;
+    let separator = opts.value('s').unwrap_or("\n");
+    let parsed = numbers
+        .iter()
+        .map(|n| {
+            n.parse::<f64>()
+                .map_err(|_| format!("invalid number '{n}'"))
+        })
+        .collect::<Result<Vec<f64>, String>>()?;
+    let (first, step, last) = match parsed.as_slice() {
+        [last] => (1.0, 1.0, *last),
+        [first, last] => (*first, 1.0, *last),
+        [first, step, last] => (*first, *step, *last),
+        _ => return Err("usage: seq [-s SEP] [-w] [FIRST [INCREMENT]] LAST".into()),
+    };
+    if step == 0.0 {
+        return Err("increment must not be 0".into());
+    }
+    let integers = numbers.iter().all(|n| !n.contains(['.', 'e', 'E']));
+    let decimals = numbers
+        .iter()
+        .map(|n| n.split_once('.').map_or(0, |(_, d)| d.len()))
+        .max()
+        .unwrap_or(0);
+    let width = if opts.has('w') {
+        [first, last]
+            .iter()
+            .map(|v| format!("{v:.decimals$}").len())
+            .max()
+            .unwrap_or(0)
+    } else {
+        0
+    };
+    let mut out = Vec::new();
+    let mut i = 0u64;
+    loop {
+        let value = first + step * i as f64;
+        if (step > 0.0 && value > last) || (step < 0.0 && value < last) {
+            break;
+        }
+        if i > 0 {
+            out.extend_from_slice(separator.as_bytes());
+        }
+        let text = if integers {
+            format!("{:0width$}", value as i64)
+        } else {
+            format!("{value:0width$.decimals$}")
+        };
+        out.extend_from_slice(text.as_bytes());
+        i += 1;
+    }
+    if i > 0 {
+        out.push(b'\n');
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,181 @@
+//! The text tools against outputs worked out by hand from toybox's and
+//! POSIX's definitions.
+
+use super::*;
+
+fn s(bytes: &[u8]) -> &str {
+    std::str::from_utf8(bytes).unwrap()
+}
+
+#[test]
+fn options_group_attach_and_separate() {
+    let opts = Opts::parse(&["-vn", "-e", "a", "-eb", "--", "-x"], "vn", "e").unwrap();
+    assert!(opts.has('v') && opts.has('n'));
+    assert_eq!(opts.values('e'), ["a", "b"]);
+    assert_eq!(opts.operands, ["-x"]);
+    assert_eq!(
+        Opts::parse(&["-q"], "v", "").err().unwrap(),
+        "Unknown option 'q'"
+    );
+    assert_eq!(
+        Opts::parse(&["-e"], "", "e").err().unwrap(),
+        "Missing argument to -e"
+    );
+}
+
+#[test]
+fn basic_regular_expressions_become_extended_ones() {
+    assert_eq!(basic_to_extended(r"a\(b\)\{2\}"), "a(b){2}");
+    assert_eq!(basic_to_extended("a+b?(c)|d"), r"a\+b\?\(c\)\|d");
+    assert_eq!(basic_to_extended("[]a]x"), r"[\]a]x");
+}
+
+fn grep(args: &[&str], text: &str) -> (String, bool) {
+    let (g, files) = Grep::new(args).unwrap();
+    assert!(files.is_empty());
+    let (out, found) = g.run(&[("(standard input)".into(), text.as_bytes().to_vec())]);
+    (String::from_utf8(out).unwrap(), found)
+}
+
+#[test]
+fn grep_selects_counts_and_numbers_lines() {
+    let text = "mCurrentFocus=Window{1 u0 a/b}\nmFocusedApp=x\nother\n";
+    assert_eq!(
+        grep(&["mCurrentFocus"], text).0,
+        "mCurrentFocus=Window{1 u0 a/b}\n"
+    );
+    assert_eq!(
+        grep(&["-E", "mCurrent|mFocused"], text).0.lines().count(),
+        2
+    );
+    assert_eq!(grep(&["mCurrent|mFocused"], text), (String::new(), false));
+    assert_eq!(grep(&["-c", "m"], text).0, "2\n");
+    assert_eq!(grep(&["-v", "-n", "Focus"], text).0, "3:other\n");
+    assert_eq!(grep(&["-i", "OTHER"], text).0, "other\n");
+    assert_eq!(grep(&["-o", "u0 [a-z/]*"], text).0, "u0 a/b\n");
+    assert_eq!(grep(&["-F", "{1"], text).0.lines().count(), 1);
+    assert_eq!(grep(&["-x", "other"], text).0, "other\n");
+    assert_eq!(grep(&["-w", "oth"], text), (String::new(), false));
+    assert_eq!(grep(&["-q", "other"], text), (String::new(), true));
+    let (g, _) = Grep::new(&["x"]).unwrap();
+    let (out, _) = g.run(&[
+        ("a".into(), b"x\n".to_vec()),
+        ("b".into(), b"y\nx\n".to_vec()),
+    ]);
+    assert_eq!(s(&out), "a:x\nb:x\n");
+}
+
+#[test]
+fn head_and_tail_take_lines_and_bytes() {
+    let data = b"1\n2\n3\n4\n5\n";
+    let span_of = |args: &[&str], tail: bool| super::span(args, tail).unwrap().0;
+    assert_eq!(head(data, span_of(&["-n", "2"], false)), b"1\n2\n");
+    assert_eq!(head(data, span_of(&["-3"], false)), b"1\n2\n3\n");
+    assert_eq!(head(data, span_of(&["-c", "3"], false)), b"1\n2");
+    assert_eq!(head(data, span_of(&[], false)), data);
+    assert_eq!(tail(data, span_of(&["-n", "2"], true)), b"4\n5\n");
+    assert_eq!(tail(data, span_of(&["-n", "+4"], true)), b"4\n5\n");
+    assert_eq!(tail(data, span_of(&["-c", "2"], true)), b"5\n");
+    assert_eq!(tail(b"a\nb", span_of(&["-n", "1"], true)), b"b");
+    assert_eq!(tail(data, span_of(&["-n", "0"], true)), b"");
+    let (_, files) = super::span(&["-n", "1", "f"], false).unwrap();
+    assert_eq!(files, ["f"]);
+}
+
+#[test]
+fn wc_counts_lines_words_and_bytes() {
+    let counts = wc_counts(b"one two\nthree\n");
+    assert_eq!(counts, [2, 3, 14]);
+    assert_eq!(wc_line(counts, [false; 3], None), "2 3 14\n");
+    assert_eq!(wc_line(counts, [true, false, false], None), "2\n");
+    assert_eq!(wc_line(counts, [true, false, true], Some("f")), "2 14 f\n");
+}
+
+#[test]
+fn cut_fields_and_characters() {
+    let data = b"a:b:c\nd:e\nnone\n";
+    assert_eq!(
+        s(&cut(&["-d", ":", "-f", "2"], data).unwrap()),
+        "b\ne\nnone\n"
+    );
+    assert_eq!(s(&cut(&["-d:", "-f1,3", "-s"], data).unwrap()), "a:c\nd\n");
+    assert_eq!(s(&cut(&["-c", "2-"], b"hello\n").unwrap()), "ello\n");
+    assert_eq!(s(&cut(&["-c", "-2,4"], b"hello\n").unwrap()), "hel\n");
+    assert!(cut(&["-f", "0"], data).is_err());
+}
+
+#[test]
+fn tr_maps_deletes_and_squeezes() {
+    assert_eq!(
+        s(&tr(&["a-z", "A-Z"], b"Hi there\n").unwrap()),
+        "HI THERE\n"
+    );
+    assert_eq!(s(&tr(&["-d", "\\r"], b"a\r\nb\r\n").unwrap()), "a\nb\n");
+    assert_eq!(s(&tr(&["-s", " "], b"a   b  c").unwrap()), "a b c");
+    assert_eq!(s(&tr(&["[:lower:]", "[:upper:]"], b"ok").unwrap()), "OK");
+    assert_eq!(s(&tr(&["abc", "x"], b"aabbd").unwrap()), "xxxxd");
+}
+
+fn sed_run(args: &[&str], data: &str) -> String {
+    let (sed, files) = Sed::new(args).unwrap();
+    assert!(files.is_empty());
+    String::from_utf8(sed.run(data.as_bytes())).unwrap()
+}
+
+#[test]
+fn sed_substitutes_prints_and_deletes() {
+    assert_eq!(sed_run(&["s/a/x/"], "aaa\nbab\n"), "xaa\nbxb\n");
+    assert_eq!(sed_run(&["s/a/x/g"], "aaa\n"), "xxx\n");
+    assert_eq!(
+        sed_run(
+            &["-E", "s/([0-9]+)x([0-9]+)/\\2 \\1/"],
+            "Physical size: 1080x2400\n"
+        ),
+        "Physical size: 2400 1080\n"
+    );
+    assert_eq!(sed_run(&[r"s/\([0-9]*\)x/<&>/"], "12x\n"), "<12x>\n");
+    assert_eq!(sed_run(&["-n", "2p"], "a\nb\nc\n"), "b\n");
+    assert_eq!(sed_run(&["/b/d"], "a\nb\nc\n"), "a\nc\n");
+    assert_eq!(sed_run(&["$d"], "a\nb\n"), "a\n");
+    assert_eq!(sed_run(&["-n", "s/^x=//p"], "x=1\ny=2\n"), "1\n");
+    assert_eq!(sed_run(&["2q"], "a\nb\nc\n"), "a\nb\n");
+    assert_eq!(sed_run(&["s|/|_|g"], "/a/b\n"), "_a_b\n");
+    assert!(Sed::new(&["y/a/b/"]).is_err());
+}
+
+fn printf_text(format: &str, args: &[&str]) -> String {
+    let (out, error) = printf(format, args);
+    assert_eq!(error, None, "{format}");
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn printf_formats_as_c_does() {
+    assert_eq!(printf_text("%s-%d\\n", &["a", "7"]), "a-7\n");
+    assert_eq!(
+        printf_text("%5s|%-5s|%05d|%x|%o|%%", &["ab", "cd", "-42", "255", "8"]),
+        "   ab|cd   |-0042|ff|10|%"
+    );
+    assert_eq!(printf_text("%s\\n", &["a", "b", "c"]), "a\nb\nc\n");
+    assert_eq!(printf_text("%.2f %.3s", &["3.14159", "abcdef"]), "3.14 abc");
+    assert_eq!(printf_text("%b", &["x\\ty"]), "x\ty");
+    assert_eq!(printf_text("\\101\\x42%c", &["Cat"]), "ABC");
+    assert_eq!(printf_text("%d %d", &["0x10", "'A"]), "16 65");
+    assert_eq!(printf_text("no args\\n", &[]), "no args\n");
+    let (out, error) = printf("%d\\n", &["x"]);
+    assert_eq!(s(&out), "0\n");
+    assert_eq!(error.as_deref(), Some("invalid number 'x'"));
+}
+
+#[test]
+fn seq_counts_as_toybox_does() {
+    assert_eq!(s(&seq(&["3"]).unwrap()), "1\n2\n3\n");
+    assert_eq!(s(&seq(&["2", "4"]).unwrap()), "2\n3\n4\n");
+    assert_eq!(s(&seq(&["10", "-3", "4"]).unwrap()), "10\n7\n4\n");
+    assert_eq!(s(&seq(&["-s", ",", "3"]).unwrap()), "1,2,3\n");
+    assert_eq!(s(&seq(&["-w", "8", "10"]).unwrap()), "08\n09\n10\n");
+    assert_eq!(s(&seq(&["0", "0.5", "1"]).unwrap()), "0.0\n0.5\n1.0\n");
+    assert_eq!(s(&seq(&["5", "1"]).unwrap()), "");
+    assert!(seq(&["1", "0", "2"]).is_err());
+    assert!(seq(&["x"]).is_err());
+}
