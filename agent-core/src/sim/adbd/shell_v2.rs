@@ -8,7 +8,7 @@
 //! the device, because the virtual phone's commands take no input. The
 //! decoder is public for host-side readers and tests.
 
-use crate::sim::backend::ShellOutput;
+use crate::sim::backend::{ShellOutput, Stream};
 
 /// Packet ids from adb's `shell_protocol.h`.
 pub const STDIN: u8 = 0;
@@ -34,11 +34,16 @@ pub fn encode_packet(id: u8, data: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(data);
 }
 
-/// A finished command as the device sends it: stdout packets, stderr
-/// packets, then the exit packet. Empty streams send no packet.
+/// A finished command as the device sends it: its stdout and stderr
+/// packets in the order it wrote them, then the exit packet. Empty streams
+/// send no packet.
 pub fn encode_output(output: &ShellOutput) -> Vec<u8> {
     let mut out = Vec::with_capacity(output.stdout.len() + output.stderr.len() + 32);
-    for (id, bytes) in [(STDOUT, &output.stdout), (STDERR, &output.stderr)] {
+    for (stream, bytes) in output.writes() {
+        let id = match stream {
+            Stream::Stdout => STDOUT,
+            Stream::Stderr => STDERR,
+        };
         for chunk in bytes.chunks(MAX_PACKET_DATA) {
             encode_packet(id, chunk, &mut out);
         }
@@ -94,6 +99,32 @@ mod tests {
             0x7F,                    // exit code 127
         ];
         assert_eq!(encode_output(&ShellOutput::fail(127, "nope")), expected);
+    }
+
+    /// Packets keep the order of the writes: stderr written between two
+    /// stdout writes arrives between them.
+    #[test]
+    fn streams_interleave_as_written() {
+        let mut output = ShellOutput::default();
+        output.out("a");
+        output.err("b");
+        output.out("c");
+        let wire = encode_output(&output);
+        let mut packets = Vec::new();
+        let mut at = 0;
+        while let Some((packet, used)) = decode_packet(&wire[at..]) {
+            packets.push((packet.id, packet.data.to_vec()));
+            at += used;
+        }
+        assert_eq!(
+            packets,
+            [
+                (STDOUT, b"a".to_vec()),
+                (STDERR, b"b".to_vec()),
+                (STDOUT, b"c".to_vec()),
+                (EXIT, vec![0])
+            ]
+        );
     }
 
     #[test]

@@ -153,8 +153,10 @@ impl Shell {
             }
         };
         let raw = if argv.is_empty() {
+            // Assignments alone succeed (there is no command substitution
+            // whose status they could take).
             self.vars.extend(assignments);
-            ShellOutput::status(self.status)
+            ShellOutput::default()
         } else {
             self.builtin(&argv, &io.input, env).unwrap_or_else(|| {
                 let pwd = self.vars.get("PWD").cloned().unwrap_or_else(|| "/".into());

@@ -248,6 +248,7 @@ fn files_variables_and_the_working_directory() {
         "3 666 /data/local/tmp/f\n"
     );
     assert_eq!(stdout(&p, "X=5; echo ${X}0 $X"), "50 5\n");
+    assert_eq!(stdout(&p, "false; X=1; echo $?"), "0\n");
     assert_eq!(stdout(&p, "echo $TMPDIR"), "/data/local/tmp\n");
     let bad = p.shell("echo x > /nosuch/dir/f");
     assert_eq!(bad.exit_code, 1);
