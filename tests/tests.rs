@@ -16,6 +16,8 @@ mod adb;
 mod device;
 // `btl sim serve` and `btl devices` as a user runs them, with Debian adb.
 mod sim_cli;
+// Debian's adb installing aapt-built, apksigner-signed APKs; pm, wm overrides and rotation.
+mod packages;
 // The task suite's oracles solving every template through Debian adb and `AdbDevice`.
 mod tasks;
 // `btl run`: the agent on the virtual phone and through real adb; oracle, default model, kill and resume.

@@ -10,6 +10,10 @@ fails after its timeout.
 KNOWN_GAPS lists the checks the phone does not pass yet (what is missing is
 said beside each): they are run and reported but do not fail the run, and a
 known gap that passes fails it, so the list cannot go stale.
+
+The APKs installed are tests/data/apk's, made by Android's aapt and signed
+by apksigner (scripts/make-apk-fixtures); the unsigned one must be refused
+as a device refuses it.
 """
 
 from __future__ import annotations
@@ -24,10 +28,9 @@ import threading
 import time
 from pathlib import Path
 
-KNOWN_GAPS = {
-    "adbutils: install": "pm install is not implemented (issue #18, point 2)",
-    "pure-python-adb: install": "pm install is not implemented (issue #18, point 2)",
-}
+KNOWN_GAPS: dict[str, str] = {}
+
+PACKAGE = "com.example.btlcheck"  # signed-v2.apk's, as `aapt dump badging` reads it
 
 WIDTH, HEIGHT = 1080, 2400
 TIMEOUT_S = 60
@@ -74,7 +77,7 @@ def png_size(data: bytes) -> tuple[int, int]:
     return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
 
 
-def checks_adbutils(args, payload: Path, digest: str, apk: Path) -> list:
+def checks_adbutils(args, payload: Path, digest: str, apks: Path) -> list:
     import adbutils
 
     client = adbutils.AdbClient(host="127.0.0.1", port=args.server_port)
@@ -114,7 +117,34 @@ def checks_adbutils(args, payload: Path, digest: str, apk: Path) -> list:
         expect(any(f.path == "adbutils.bin" for f in d.sync.list("/data/local/tmp")), "listing")
 
     def install():
-        d.install(str(apk), nolaunch=True)
+        d.install(str(apks / "signed-v2.apk"), nolaunch=True, silent=True)
+        expect(PACKAGE in d.list_packages(), "listed after install")
+        path = d.shell(["pm", "path", PACKAGE]).strip()
+        expect(re.fullmatch(rf"package:/data/app/~~[\w-]+==/{PACKAGE}-[\w-]+==/base\.apk", path),
+               path)
+        expect(hashlib.md5(d.sync.read_bytes(path[len("package:"):])).hexdigest()
+               == hashlib.md5((apks / "signed-v2.apk").read_bytes()).hexdigest(), "pulled APK")
+        expect(d.uninstall(PACKAGE).strip() == "Success", "uninstall")
+        expect(PACKAGE not in d.list_packages(), "listed after uninstall")
+
+    def install_unsigned():
+        try:
+            d.install(str(apks / "unsigned.apk"), nolaunch=True, silent=True)
+        except adbutils.AdbInstallError as e:
+            expect("INSTALL_PARSE_FAILED_NO_CERTIFICATES" in str(e), str(e))
+        else:
+            raise CheckFailed("an unsigned APK was installed")
+
+    def rotation():
+        try:
+            d.shell("settings put system accelerometer_rotation 0; "
+                    "settings put system user_rotation 1")
+            expect(d.rotation() == 1, f"rotation {d.rotation()}")
+            size = d.window_size()
+            expect((size.width, size.height) == (HEIGHT, WIDTH), f"{size}")
+            expect(d.screenshot().size == (HEIGHT, WIDTH), "landscape screenshot")
+        finally:
+            d.shell("settings put system user_rotation 0")
 
     def hierarchy():
         xml = d.dump_hierarchy()
@@ -152,11 +182,13 @@ def checks_adbutils(args, payload: Path, digest: str, apk: Path) -> list:
     return [("shell with exit status", shell_status), ("window size", window_size),
             ("top activity", app_current), ("screenshot (screencap)", screenshot),
             ("screenshot (framebuffer)", framebuffer), ("push/pull 5 MB", push_pull),
-            ("install", install), ("uiautomator dump", hierarchy), ("1.3 MB output", long_output),
+            ("install", install),
+            ("install (unsigned, refused)", install_unsigned), ("rotation", rotation),
+            ("uiautomator dump", hierarchy), ("1.3 MB output", long_output),
             ("4 concurrent clients", concurrent)]
 
 
-def checks_ppadb(args, payload: Path, digest: str, apk: Path) -> list:
+def checks_ppadb(args, payload: Path, digest: str, apks: Path) -> list:
     from ppadb.client import Client
 
     d = Client(host="127.0.0.1", port=args.server_port).device(args.device)
@@ -185,13 +217,16 @@ def checks_ppadb(args, payload: Path, digest: str, apk: Path) -> list:
         expect(hashlib.md5(local.read_bytes()).hexdigest() == digest, "pulled checksum")
 
     def install():
-        expect(d.install(str(apk)) is True, "install")
+        expect(d.install(str(apks / "signed-v2.apk")) is True, "install")
+        expect(d.is_installed(PACKAGE), "pm path after install")
+        expect(d.uninstall(PACKAGE) is True, "uninstall")
+        expect(not d.is_installed(PACKAGE), "pm path after uninstall")
 
     return [("shell", shell), ("window size", wm_size), ("top activity", top_activity),
             ("screenshot (screencap)", screencap), ("push/pull 5 MB", push_pull), ("install", install)]
 
 
-def checks_adb_shell(args, payload: Path, digest: str, apk: Path) -> list:
+def checks_adb_shell(args, payload: Path, digest: str, apks: Path) -> list:
     from adb_shell.adb_device import AdbDeviceTcp
 
     host, port = args.device.rsplit(":", 1)
@@ -239,16 +274,15 @@ def main() -> int:
     ap.add_argument("--server-port", type=int, required=True)
     ap.add_argument("--device", required=True, help="HOST:PORT of btl sim serve")
     ap.add_argument("--work", type=Path, required=True)
+    ap.add_argument("--apks", type=Path, required=True, help="tests/data/apk")
     args = ap.parse_args()
     payload = args.work / "payload.bin"
     payload.write_bytes(os.urandom(5 * 1024 * 1024))
     digest = hashlib.md5(payload.read_bytes()).hexdigest()
-    apk = args.work / "app.apk"
-    apk.write_bytes(b"PK\x05\x06" + bytes(18))  # an empty zip: no manifest
     failures = 0
     for library, make in [("adbutils", checks_adbutils), ("pure-python-adb", checks_ppadb),
                           ("adb-shell", checks_adb_shell)]:
-        for name, check in make(args, payload, digest, apk):
+        for name, check in make(args, payload, digest, args.apks):
             key = f"{library}: {name}"
             started = time.monotonic()
             try:

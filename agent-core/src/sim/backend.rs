@@ -157,6 +157,8 @@ pub trait AdbBackend: Send + Sync + 'static {
 
     fn framebuffer(&self) -> Framebuffer;
 
-    /// A streamed `adb install` payload (`exec:cmd package 'install' -S N`).
-    fn install(&self, apk: Vec<u8>) -> Result<(), String>;
+    /// Runs a command that reads `input` on its standard input: the bytes
+    /// a host streams after a command that announces their size, as `adb
+    /// install` does (`exec:cmd package 'install' -S N`, then the APK).
+    fn shell_input(&self, command: &str, input: Vec<u8>) -> ShellOutput;
 }

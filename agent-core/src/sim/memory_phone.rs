@@ -1,6 +1,6 @@
 //! [`MemoryPhone`]: an [`AdbBackend`] that is storage and a shell only, no
-//! screens: an in-memory file system, the packages installed into it, and
-//! shell commands answered by a function the caller gives. The ADB
+//! screens: an in-memory file system, the input streamed to its commands,
+//! and shell commands answered by a function the caller gives. The ADB
 //! transport's tests serve it, and so can anyone testing an ADB client
 //! against [`super::adbd`] without the virtual phone's apps.
 
@@ -13,7 +13,7 @@ pub type Shell = dyn Fn(&str) -> ShellOutput + Send + Sync;
 
 pub struct MemoryPhone {
     fs: Mutex<Vfs>,
-    installs: Mutex<Vec<Vec<u8>>>,
+    inputs: Mutex<Vec<Vec<u8>>>,
     shell: Box<Shell>,
     framebuffer: Framebuffer,
 }
@@ -27,15 +27,16 @@ impl MemoryPhone {
     ) -> Self {
         Self {
             fs: Mutex::new(Vfs::default()),
-            installs: Mutex::new(Vec::new()),
+            inputs: Mutex::new(Vec::new()),
             shell: Box::new(shell),
             framebuffer,
         }
     }
 
-    /// The packages installed so far, in order.
-    pub fn installs(&self) -> Vec<Vec<u8>> {
-        self.installs
+    /// What hosts streamed to commands so far (`adb install`'s APKs), in
+    /// order.
+    pub fn inputs(&self) -> Vec<Vec<u8>> {
+        self.inputs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
@@ -80,16 +81,12 @@ impl AdbBackend for MemoryPhone {
         self.framebuffer.clone()
     }
 
-    /// Takes any zip (an APK is one), refusing other bytes as Android's
-    /// package manager does.
-    fn install(&self, apk: Vec<u8>) -> Result<(), String> {
-        if !apk.starts_with(b"PK") {
-            return Err("INSTALL_PARSE_FAILED_NOT_APK: not a zip".into());
-        }
-        self.installs
+    /// Keeps the input and answers the command as [`AdbBackend::shell`].
+    fn shell_input(&self, command: &str, input: Vec<u8>) -> ShellOutput {
+        self.inputs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push(apk);
-        Ok(())
+            .push(input);
+        (self.shell)(command)
     }
 }

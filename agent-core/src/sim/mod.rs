@@ -9,6 +9,9 @@
 //! - [`memory_phone`]: an [`AdbBackend`] that is a file system and a given
 //!   shell only (transport tests, ADB clients' tests).
 //! - [`vfs`]: the phone's in-memory file system.
+//! - [`apk`]: what the package manager reads of an APK (binary manifest,
+//!   signature presence).
+//! - [`packages`]: packages installed over ADB and install sessions.
 //! - [`phone`]: the phone model: screens, apps, input, rendering and the
 //!   `uiautomator` tree, deterministic for a seed.
 //! - [`shell`]: Android's `sh` and tools (`input`, `screencap`,
@@ -19,8 +22,10 @@
 //!   set-ups, success checks over the phone's state and UI-only oracles.
 
 pub mod adbd;
+pub mod apk;
 pub mod backend;
 pub mod memory_phone;
+pub mod packages;
 pub mod phone;
 pub mod shell;
 pub mod tasks;

@@ -6,6 +6,7 @@
 //! interleave halfway.
 
 use super::backend::{AdbBackend, DeviceIdentity, DirEntry, FileStat, Framebuffer, ShellOutput};
+use super::packages::Packages;
 use super::phone::{Phone, PhoneConfig};
 use super::shell::{self, ShellEnv};
 use super::vfs::Vfs;
@@ -14,7 +15,7 @@ use std::sync::{Mutex, MutexGuard};
 struct Inner {
     phone: Phone,
     fs: Vfs,
-    installs: u32,
+    packages: Packages,
 }
 
 /// A virtual phone shared between the ADB server and in-process users.
@@ -28,7 +29,7 @@ impl VirtualPhone {
             inner: Mutex::new(Inner {
                 phone: Phone::new(config),
                 fs: Vfs::default(),
-                installs: 0,
+                packages: Packages::default(),
             }),
         }
     }
@@ -48,12 +49,19 @@ impl VirtualPhone {
 
     /// Runs a shell command line.
     pub fn shell(&self, line: &str) -> ShellOutput {
+        self.shell_input(line, &[])
+    }
+
+    /// Runs a shell command line with `input` on its standard input.
+    pub fn shell_input(&self, line: &str, input: &[u8]) -> ShellOutput {
         let inner = &mut *self.lock();
-        shell::run(
+        shell::run_with_input(
             line,
+            input,
             &mut ShellEnv {
                 phone: &mut inner.phone,
                 fs: &mut inner.fs,
+                packages: &mut inner.packages,
             },
         )
     }
@@ -98,10 +106,7 @@ impl AdbBackend for VirtualPhone {
         }
     }
 
-    fn install(&self, apk: Vec<u8>) -> Result<(), String> {
-        let inner = &mut *self.lock();
-        inner.installs += 1;
-        let path = format!("/data/app/install-{}.apk", inner.installs);
-        inner.fs.write(&path, apk, 0o644, 0)
+    fn shell_input(&self, command: &str, input: Vec<u8>) -> ShellOutput {
+        VirtualPhone::shell_input(self, command, &input)
     }
 }

@@ -19,9 +19,9 @@ use super::sync;
 use crate::sim::backend::{AdbBackend, Framebuffer};
 use std::sync::Arc;
 
-/// Largest streamed install accepted; like sync uploads, the APK is held in
+/// Largest streamed input accepted; like sync uploads, the APK is held in
 /// memory, so anything bigger is a runaway host.
-const MAX_APK_BYTES: u64 = 256 * 1024 * 1024;
+const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
 
 /// What every service needs from the device.
 #[derive(Clone)]
@@ -37,7 +37,9 @@ pub(super) enum Output {
     Raw,
     /// `shell,v2,…:`: shell protocol packets ending with the exit code.
     V2,
-    /// `exec:`: stdout, raw and binary-safe.
+    /// `exec:`: stdout and stderr on one stream as written, raw and
+    /// binary-safe (adbd gives a command without the shell protocol one
+    /// socket for both).
     Exec,
 }
 
@@ -47,8 +49,10 @@ pub(super) enum Service {
         command: String,
         output: Output,
     },
-    /// `exec:cmd package 'install' … -S SIZE`: SIZE bytes of APK follow.
-    Install {
+    /// `exec:cmd package 'install' … -S SIZE` (or `'install-write'`): the
+    /// command reads SIZE bytes of APK that the host streams.
+    Streamed {
+        command: String,
         size: u64,
     },
     Sync,
@@ -75,8 +79,11 @@ impl Service {
             return shell(command, if v2 { Output::V2 } else { Output::Raw });
         }
         if let Some(command) = name.strip_prefix("exec:") {
-            return match streamed_install_size(command) {
-                Some(size) => Some(Service::Install { size }),
+            return match streamed_input_size(command) {
+                Some(size) => Some(Service::Streamed {
+                    command: command.to_string(),
+                    size,
+                }),
                 None => shell(command, Output::Exec),
             };
         }
@@ -90,21 +97,28 @@ impl Service {
     pub(super) async fn serve(self, stream: Stream, context: Context) {
         match self {
             Service::Shell { command, output } => shell(stream, context, command, output).await,
-            Service::Install { size } => install(stream, context.backend, size).await,
+            Service::Streamed { command, size } => {
+                streamed(stream, context.backend, command, size).await
+            }
             Service::Sync => sync::serve(stream, context.backend).await,
             Service::Framebuffer => framebuffer(stream, context.backend).await,
         }
     }
 }
 
-/// The APK size of a streamed install (`cmd package 'install' [opts] -S N`,
-/// as adb quotes it), or `None` for any other command.
-fn streamed_install_size(command: &str) -> Option<u64> {
+/// The APK size of a streamed install (`cmd package 'install' [opts] -S N`
+/// or `'install-write' -S N SESSION NAME -`, as adb quotes them), or `None`
+/// for any other command.
+fn streamed_input_size(command: &str) -> Option<u64> {
     let words: Vec<&str> = command
         .split_whitespace()
         .map(|word| word.trim_matches('\''))
         .collect();
-    if words.get(..3)? != ["cmd", "package", "install"] {
+    let verb = match words.as_slice() {
+        ["cmd", "package", verb, ..] | ["pm", verb, ..] => *verb,
+        _ => return None,
+    };
+    if !matches!(verb, "install" | "install-write") {
         return None;
     }
     let flag = words.iter().rposition(|&word| word == "-S")?;
@@ -145,38 +159,37 @@ async fn shell(mut stream: Stream, context: Context, command: String, output: Ou
     let bytes = match output {
         Output::Raw => result.interleaved(),
         Output::V2 => shell_v2::encode_output(&result),
-        Output::Exec => result.stdout,
+        Output::Exec => result.interleaved(),
     };
     if stream.write(&bytes).await.is_ok() {
         stream.close().await;
     }
 }
 
-/// Reads exactly `size` bytes of APK, then answers the way `pm` does:
-/// exactly `Success\n`, or `Failure [reason]\n`.
-async fn install(mut stream: Stream, backend: Arc<dyn AdbBackend>, size: u64) {
-    let reply = if size > MAX_APK_BYTES {
-        format!("Failure [INSTALL_FAILED_INSUFFICIENT_STORAGE: {size} bytes]\n")
+/// Reads exactly `size` bytes that the host streams, then runs the command
+/// with them on its standard input and answers with its output.
+async fn streamed(mut stream: Stream, backend: Arc<dyn AdbBackend>, command: String, size: u64) {
+    let reply = if size > MAX_INPUT_BYTES {
+        format!("Failure [INSTALL_FAILED_INSUFFICIENT_STORAGE: {size} bytes]\n").into_bytes()
     } else {
-        // `size` ≤ MAX_APK_BYTES fits a usize. The buffer grows as bytes
+        // `size` ≤ MAX_INPUT_BYTES fits a usize. The buffer grows as bytes
         // arrive rather than trusting the announced size up front.
         let size = size as usize;
-        let mut apk = Vec::new();
-        while apk.len() < size {
+        let mut input = Vec::new();
+        while input.len() < size {
             let Some(bytes) = stream.read().await else {
                 return;
             };
             // A host that sends more than announced: the rest is not APK.
-            let take = bytes.len().min(size - apk.len());
-            apk.extend_from_slice(&bytes[..take]);
+            let take = bytes.len().min(size - input.len());
+            input.extend_from_slice(&bytes[..take]);
         }
-        match blocking(move || backend.install(apk)).await {
-            Some(Ok(())) => "Success\n".to_string(),
-            Some(Err(reason)) => format!("Failure [{reason}]\n"),
-            None => "Failure [device error]\n".to_string(),
+        match blocking(move || backend.shell_input(&command, input)).await {
+            Some(output) => output.interleaved(),
+            None => b"Failure [device error]\n".to_vec(),
         }
     };
-    if stream.write(reply.as_bytes()).await.is_ok() {
+    if stream.write(&reply).await.is_ok() {
         stream.close().await;
     }
 }
@@ -251,6 +264,12 @@ mod tests {
 
     #[test]
     fn parse_exec_and_streamed_install() {
+        let streamed = |command: &str, size| {
+            Some(Service::Streamed {
+                command: command.into(),
+                size,
+            })
+        };
         assert_eq!(
             Service::parse("exec:screencap '-p'"),
             shell("screencap '-p'", Output::Exec)
@@ -258,16 +277,21 @@ mod tests {
         // adb 29.
         assert_eq!(
             Service::parse("exec:cmd package 'install' -S 1234"),
-            Some(Service::Install { size: 1234 })
+            streamed("cmd package 'install' -S 1234", 1234)
         );
         // adb 29 with options, and adb_client with a user.
         assert_eq!(
             Service::parse("exec:cmd package 'install' '-r' '-g' -S 7"),
-            Some(Service::Install { size: 7 })
+            streamed("cmd package 'install' '-r' '-g' -S 7", 7)
         );
         assert_eq!(
             Service::parse("exec:cmd package 'install' --user 0 -S 9"),
-            Some(Service::Install { size: 9 })
+            streamed("cmd package 'install' --user 0 -S 9", 9)
+        );
+        // adb install-multiple: one split of a session.
+        assert_eq!(
+            Service::parse("exec:cmd package 'install-write' -S 5 1086000002 'base' -"),
+            streamed("cmd package 'install-write' -S 5 1086000002 'base' -", 5)
         );
         // Not a streamed install: an ordinary command.
         assert_eq!(

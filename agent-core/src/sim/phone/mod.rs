@@ -223,6 +223,9 @@ pub struct Phone {
     recents: Vec<AppId>,
     focus: Option<Focus>,
     keyboard: bool,
+    /// `wm size` and `wm density` overrides of the panel's own values.
+    size_override: Option<(u32, u32)>,
+    density_override: Option<u32>,
 }
 
 impl Phone {
@@ -244,6 +247,8 @@ impl Phone {
             recents: Vec::new(),
             focus: None,
             keyboard: false,
+            size_override: None,
+            density_override: None,
         }
     }
 
@@ -251,13 +256,70 @@ impl Phone {
         &self.config
     }
 
-    /// `(width, height)` in pixels, as `wm size` reports it.
+    /// The display's `(width, height)` in pixels now: `wm size`'s
+    /// override or the panel's size, turned by the rotation. Screenshots,
+    /// layout and input coordinates all use it, as on a device.
     pub fn size(&self) -> (u32, u32) {
+        let (w, h) = self
+            .size_override
+            .unwrap_or((self.config.width, self.config.height));
+        if self.rotation() % 2 == 1 {
+            (h, w)
+        } else {
+            (w, h)
+        }
+    }
+
+    /// The panel's own size (`wm size`'s "Physical size").
+    pub fn physical_size(&self) -> (u32, u32) {
         (self.config.width, self.config.height)
     }
 
+    /// The density layout uses now: `wm density`'s override or the panel's.
     pub fn density(&self) -> u32 {
+        self.density_override.unwrap_or(self.config.density)
+    }
+
+    pub fn physical_density(&self) -> u32 {
         self.config.density
+    }
+
+    pub fn size_override(&self) -> Option<(u32, u32)> {
+        self.size_override
+    }
+
+    pub fn density_override(&self) -> Option<u32> {
+        self.density_override
+    }
+
+    /// `wm size WxH` (`None`: `wm size reset`), within the sizes the
+    /// phone renders.
+    pub fn set_size_override(&mut self, size: Option<(u32, u32)>) {
+        self.size_override = size.map(|(w, h)| (w.clamp(64, 8192), h.clamp(64, 8192)));
+        self.sync_focus();
+    }
+
+    /// `wm density N` (`None`: `wm density reset`).
+    pub fn set_density_override(&mut self, density: Option<u32>) {
+        self.density_override = density.map(|d| d.clamp(72, 960));
+        self.sync_focus();
+    }
+
+    /// The display's rotation in quarter turns (0–3). The phone has no
+    /// orientation sensor, so it is `system user_rotation` while
+    /// auto-rotate (`accelerometer_rotation`) is off, and upright when on.
+    pub fn rotation(&self) -> u32 {
+        if self
+            .settings_get("system", "accelerometer_rotation")
+            .as_deref()
+            != Some("0")
+        {
+            return 0;
+        }
+        self.settings_get("system", "user_rotation")
+            .and_then(|v| v.trim().parse::<u32>().ok())
+            .filter(|r| *r < 4)
+            .unwrap_or(0)
     }
 
     /// The simulated clock, in milliseconds since the Unix epoch.
@@ -289,7 +351,8 @@ impl Phone {
     }
 
     pub fn render(&self) -> RgbaImage {
-        render::render(&self.scene(), self.config.width, self.config.height)
+        let (w, h) = self.size();
+        render::render(&self.scene(), w, h)
     }
 
     pub fn tap(&mut self, x: i32, y: i32) {
@@ -394,6 +457,18 @@ impl Phone {
         }
     }
 
+    /// `pm clear`: the app stops and loses the data it keeps itself.
+    /// Contacts, photos and settings live in system providers and stay.
+    pub fn clear_data(&mut self, package: &str) {
+        self.force_stop(package);
+        match AppId::from_package(package) {
+            Some(AppId::Notes) => self.state.notes.clear(),
+            Some(AppId::Clock) => self.state.alarms.clear(),
+            Some(AppId::Browser) => self.state.browser = Default::default(),
+            _ => {}
+        }
+    }
+
     /// Every installed package, sorted, as `pm list packages` lists them;
     /// system packages among them (`android`, `com.android.systemui`, …)
     /// have no activity to start, as on a device.
@@ -479,12 +554,13 @@ impl Phone {
     }
 
     fn scale(&self) -> f32 {
-        self.config.density as f32 / 160.0
+        self.density() as f32 / 160.0
     }
 
     /// The current frame: everything on screen, in drawing order.
     fn scene(&self) -> Element {
-        let (w, h) = (self.config.width as i32, self.config.height as i32);
+        let (w, h) = self.size();
+        let (w, h) = (w as i32, h as i32);
         let screen = Rect::new(0, 0, w, h);
         let status_h = self.dp(system_ui::STATUS_BAR_DP);
         let nav_h = self.dp(system_ui::NAV_BAR_DP);

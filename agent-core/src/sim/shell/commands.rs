@@ -1,7 +1,7 @@
 //! The commands of the virtual phone's shell, one function per tool, each
 //! answering with the output format of its Android counterpart.
 
-use super::{ShellEnv, text};
+use super::{ShellEnv, pm, text};
 use crate::device::ui::to_uiautomator_xml;
 use crate::sim::backend::ShellOutput;
 use crate::sim::phone::Key;
@@ -19,6 +19,7 @@ const TOOLS: &[&str] = &[
     "am",
     "basename",
     "cat",
+    "cmd",
     "cp",
     "cut",
     "date",
@@ -72,7 +73,7 @@ pub struct Call<'a> {
 }
 
 impl Call<'_> {
-    fn path(&self, path: &str) -> String {
+    pub(super) fn path(&self, path: &str) -> String {
         super::absolute(self.pwd, path)
     }
 }
@@ -166,7 +167,8 @@ pub fn run(argv: &[String], call: &Call, env: &mut ShellEnv) -> ShellOutput {
         "dumpsys" => dumpsys(&args, env),
         "settings" => settings(&args, env),
         "getprop" => getprop(&args, env),
-        "pm" => pm(&args, env),
+        "pm" => pm::pm(&args, call, env),
+        "cmd" => cmd(&args, call, env),
         other => unreachable!("{other} is in TOOLS without a body"),
     }
 }
@@ -810,14 +812,79 @@ fn screencap(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
     }
 }
 
+/// `wm size [WxH|reset]` and `wm density [N|reset]`, in
+/// WindowManagerShellCommand's words: an override is printed below the
+/// panel's value, bad arguments fail on stderr with status 255.
 fn wm(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
-    match args.first() {
-        Some(&"size") => {
-            let (w, h) = env.phone.size();
-            ShellOutput::ok(format!("Physical size: {w}x{h}\n"))
+    let bad = |what: String| ShellOutput::fail(255, format!("Error: {what}\n"));
+    match args {
+        ["size"] => {
+            let (w, h) = env.phone.physical_size();
+            let mut text = format!("Physical size: {w}x{h}\n");
+            if let Some((ow, oh)) = env.phone.size_override().filter(|o| *o != (w, h)) {
+                text.push_str(&format!("Override size: {ow}x{oh}\n"));
+            }
+            ShellOutput::ok(text)
         }
-        Some(&"density") => ShellOutput::ok(format!("Physical density: {}\n", env.phone.density())),
-        _ => usage("wm", "usage: wm [size|density]"),
+        ["size", "reset"] => {
+            env.phone.set_size_override(None);
+            ShellOutput::default()
+        }
+        ["size", size] => {
+            let Some((w, h)) = size
+                .split_once('x')
+                .filter(|(w, h)| !w.is_empty() && !h.is_empty())
+            else {
+                return bad(format!("bad size {size}"));
+            };
+            match (w.parse::<u32>(), h.parse::<u32>()) {
+                (Ok(w), Ok(h)) => {
+                    env.phone.set_size_override(Some((w, h)));
+                    ShellOutput::default()
+                }
+                _ => bad(format!(
+                    "bad number java.lang.NumberFormatException: For input string: \"{size}\""
+                )),
+            }
+        }
+        ["density"] => {
+            let physical = env.phone.physical_density();
+            let mut text = format!("Physical density: {physical}\n");
+            if let Some(d) = env.phone.density_override().filter(|d| *d != physical) {
+                text.push_str(&format!("Override density: {d}\n"));
+            }
+            ShellOutput::ok(text)
+        }
+        ["density", "reset"] => {
+            env.phone.set_density_override(None);
+            ShellOutput::default()
+        }
+        ["density", value] => match value.parse::<u32>() {
+            Ok(d) if d >= 72 => {
+                env.phone.set_density_override(Some(d));
+                ShellOutput::default()
+            }
+            Ok(_) => bad("density must be >= 72".into()),
+            Err(_) => bad(format!(
+                "bad number java.lang.NumberFormatException: For input string: \"{value}\""
+            )),
+        },
+        _ => usage("wm", "usage: wm [size [WxH|reset] | density [N|reset]]"),
+    }
+}
+
+/// `cmd SERVICE ARGS…`: the services `pm`, `wm`, `am` and `settings` are
+/// shells over.
+fn cmd(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
+    match args.split_first() {
+        Some((&"package", rest)) => pm::pm(rest, call, env),
+        Some((&"window", rest)) => wm(rest, env),
+        Some((&"activity", rest)) => am(rest, env),
+        Some((&"settings", rest)) => settings(rest, env),
+        Some((service, _)) => {
+            ShellOutput::fail(20, format!("cmd: Can't find service: {service}\n"))
+        }
+        None => usage("cmd", "usage: cmd SERVICE [ARGS...]"),
     }
 }
 
@@ -951,7 +1018,13 @@ fn am(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
             }
             ShellOutput::ok(format!("{head}Broadcast completed: result=0\n"))
         }
-        Some(&"force-stop") => ShellOutput::default(),
+        Some(&"force-stop") => match args.get(1) {
+            Some(package) => {
+                env.phone.force_stop(package);
+                ShellOutput::default()
+            }
+            None => usage("am", "force-stop needs a PACKAGE"),
+        },
         _ => usage(
             "am",
             "usage: am [start -n COMPONENT | broadcast -a ACTION ... | force-stop PKG]",
@@ -980,10 +1053,14 @@ fn dumpsys(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
     let package = focus.split('/').next().unwrap_or_default().to_string();
     let pid = pid_of(&package);
     let (w, h) = env.phone.size();
+    let rotation = env.phone.rotation();
     match args {
         ["window", ..] => ShellOutput::ok(format!(
-            "WINDOW MANAGER WINDOWS (dumpsys window windows)\n  mCurrentFocus=Window{{7e1d2a0 u0 {focus}}}\n  mFocusedApp=ActivityRecord{{3f9b1c2 u0 {focus} t12}}\n  mFocusedWindow package={package}\n"
+            "WINDOW MANAGER DISPLAY CONTENTS (dumpsys window displays)\n{}\n\
+             WINDOW MANAGER WINDOWS (dumpsys window windows)\n  mCurrentFocus=Window{{7e1d2a0 u0 {focus}}}\n  mFocusedApp=ActivityRecord{{3f9b1c2 u0 {focus} t12}}\n  mFocusedWindow package={package}\n",
+            window_displays(env)
         )),
+        ["input", ..] => ShellOutput::ok(input_dump(w, h, rotation)),
         // What `dumpsys activity top` and `activities` print of the resumed
         // activity, in the lines clients search for.
         ["activity", "top", ..] => ShellOutput::ok(format!(
@@ -998,13 +1075,65 @@ fn dumpsys(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
         // `orientation=`.
         ["display", ..] => ShellOutput::ok(format!(
             "DISPLAY MANAGER (dumpsys display)\n  mViewports=[DisplayViewport{{type=INTERNAL, valid=true, \
-             isActive=true, displayId=0, uniqueId='local:0', physicalPort=0, orientation=0, \
+             isActive=true, displayId=0, uniqueId='local:0', physicalPort=0, orientation={rotation}, \
              logicalFrame=Rect(0, 0 - {w}, {h}), physicalFrame=Rect(0, 0 - {w}, {h}), \
              deviceWidth={w}, deviceHeight={h}}}]\n"
         )),
         [other, ..] => ShellOutput::ok(format!("Can't find service: {other}\n")),
         [] => usage("dumpsys", "usage: dumpsys SERVICE"),
     }
+}
+
+/// The display lines of `dumpsys window displays` (DisplayContent and
+/// DisplayRotation): sizes as `init=` (panel), `base=` (override) and
+/// `cur=`, and the rotation as `mRotation=`.
+fn window_displays(env: &ShellEnv) -> String {
+    let (pw, ph) = env.phone.physical_size();
+    let physical_dpi = env.phone.physical_density();
+    let (w, h) = env.phone.size();
+    let rotation = env.phone.rotation();
+    let base = match (env.phone.size_override(), env.phone.density_override()) {
+        (None, None) => String::new(),
+        (size, density) => {
+            let (bw, bh) = size.unwrap_or((pw, ph));
+            format!(" base={bw}x{bh} {}dpi", density.unwrap_or(physical_dpi))
+        }
+    };
+    let (short, long) = (w.min(h), w.max(h));
+    let locked = if env
+        .phone
+        .settings_get("system", "accelerometer_rotation")
+        .as_deref()
+        == Some("0")
+    {
+        "USER_ROTATION_LOCKED"
+    } else {
+        "USER_ROTATION_FREE"
+    };
+    format!(
+        "  Display: mDisplayId=0 rootTasks=1\n    init={pw}x{ph} {physical_dpi}dpi{base} cur={w}x{h} \
+         app={w}x{h} rng={short}x{short}-{long}x{long}\n  DisplayRotation\n    \
+         mRotation={rotation} mDeferredRotationPauseCount=0\n    mUserRotationMode={locked} \
+         mUserRotation=ROTATION_{}\n",
+        rotation * 90
+    )
+}
+
+/// The touch screen's part of `dumpsys input` (InputReader's
+/// TouchInputMapper, as Android 12 prints it), with the viewport and
+/// `SurfaceOrientation` that clients read the rotation from.
+fn input_dump(w: u32, h: u32, rotation: u32) -> String {
+    format!(
+        "INPUT MANAGER (dumpsys input)\n\nInput Reader State (Nums of device: 1):\n  \
+         Device 1: virtio_input_multi_touch_1\n    Sources: 0x00001002\n    \
+         Touch Input Mapper (mode - direct):\n      Viewport INTERNAL: displayId=0, \
+         uniqueId=local:0, port=0, orientation={rotation}, logicalFrame=[0, 0, {w}, {h}], \
+         physicalFrame=[0, 0, {w}, {h}], deviceSize=[{w}, {h}], isActive=[1]\n      \
+         RawSurfaceWidth: {w}px\n      RawSurfaceHeight: {h}px\n      SurfaceLeft: 0\n      \
+         SurfaceTop: 0\n      SurfaceRight: {w}\n      SurfaceBottom: {h}\n      \
+         PhysicalWidth: {w}px\n      PhysicalHeight: {h}px\n      PhysicalLeft: 0\n      \
+         PhysicalTop: 0\n      SurfaceOrientation: {rotation}\n"
+    )
 }
 
 fn settings(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
@@ -1039,26 +1168,5 @@ fn getprop(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
                 .collect();
             ShellOutput::ok(lines)
         }
-    }
-}
-
-fn pm(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
-    match args {
-        ["list", "packages", rest @ ..] => {
-            let filter = rest
-                .iter()
-                .find(|a| !a.starts_with('-'))
-                .copied()
-                .unwrap_or("");
-            let lines: String = env
-                .phone
-                .installed_packages()
-                .into_iter()
-                .filter(|p| p.contains(filter))
-                .map(|p| format!("package:{p}\n"))
-                .collect();
-            ShellOutput::ok(lines)
-        }
-        _ => usage("pm", "usage: pm list packages [FILTER]"),
     }
 }

@@ -9,12 +9,14 @@
 //! streams keep the order of their writes ([`ShellOutput::interleaved`]).
 
 mod commands;
+mod pm;
 pub mod syntax;
 mod text;
 
 use std::collections::BTreeMap;
 
 use super::backend::{ShellOutput, Stream};
+use super::packages::Packages;
 use super::phone::Phone;
 use super::vfs::Vfs;
 use syntax::{Command, Join, Pipeline, Target, expand};
@@ -23,11 +25,18 @@ use syntax::{Command, Join, Pipeline, Target, expand};
 pub struct ShellEnv<'a> {
     pub phone: &'a mut Phone,
     pub fs: &'a mut Vfs,
+    pub packages: &'a mut Packages,
 }
 
 /// Runs one command line, as `adb shell LINE` has the device's `sh` run it.
 pub fn run(line: &str, env: &mut ShellEnv) -> ShellOutput {
-    Shell::new().script(line, &[], env)
+    run_with_input(line, &[], env)
+}
+
+/// Runs a command line with `input` as its standard input, as `exec:`
+/// commands that the host streams data to (`cmd package install -S N`) get.
+pub fn run_with_input(line: &str, input: &[u8], env: &mut ShellEnv) -> ShellOutput {
+    Shell::new().script(line, input, env)
 }
 
 /// How deep `sh -c` may nest before the shell refuses (a device would run

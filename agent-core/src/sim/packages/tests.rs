@@ -1,0 +1,151 @@
+use super::*;
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = format!("{}/../tests/data/apk/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+const PKG: &str = "com.example.btlcheck";
+
+#[test]
+fn an_installed_apk_lands_under_data_app_and_is_recorded() {
+    let (mut packages, mut fs) = (Packages::default(), Vfs::default());
+    let apk = fixture("signed-v2.apk");
+    let installed = packages.install(&mut fs, &[], apk.clone(), InstallFlags::default());
+    assert_eq!(installed.as_deref(), Ok(PKG));
+    let path = &packages.get(PKG).unwrap().path;
+    // /data/app/~~<22 base64 chars>==/<package>-<22 base64 chars>==/base.apk
+    let parts: Vec<&str> = path.split('/').collect();
+    assert_eq!(parts[..3], ["", "data", "app"]);
+    assert!(parts[3].starts_with("~~") && parts[3].ends_with("==") && parts[3].len() == 26);
+    let dir = parts[4].strip_prefix(&format!("{PKG}-")).unwrap();
+    assert!(dir.ends_with("==") && dir.len() == 24, "{dir}");
+    assert_eq!(parts[5], "base.apk");
+    assert_eq!(fs.read(path), Ok(apk));
+    assert_eq!(packages.iter().count(), 1);
+}
+
+#[test]
+fn reinstalling_replaces_and_a_downgrade_needs_the_flag() {
+    let (mut packages, mut fs) = (Packages::default(), Vfs::default());
+    let flags = InstallFlags::default();
+    packages
+        .install(&mut fs, &[], fixture("signed-v2.apk"), flags)
+        .unwrap();
+    let first = packages.get(PKG).unwrap().path.clone();
+    packages
+        .install(&mut fs, &[], fixture("signed-v2.apk"), flags)
+        .unwrap();
+    let second = packages.get(PKG).unwrap().path.clone();
+    assert_ne!(first, second, "a new install gets a new directory");
+    assert!(fs.stat(&first).is_none(), "the old APK is gone");
+
+    assert_eq!(
+        packages.install(&mut fs, &[], fixture("signed-v2-older.apk"), flags),
+        Err(
+            "INSTALL_FAILED_VERSION_DOWNGRADE: Downgrade detected: Update version code 2 is \
+             older than current 3"
+                .into()
+        )
+    );
+    assert_eq!(packages.get(PKG).unwrap().manifest.version_code, 3);
+    let downgrade = InstallFlags {
+        allow_downgrade: true,
+        ..InstallFlags::default()
+    };
+    packages
+        .install(&mut fs, &[], fixture("signed-v2-older.apk"), downgrade)
+        .unwrap();
+    assert_eq!(packages.get(PKG).unwrap().manifest.version_code, 2);
+}
+
+#[test]
+fn a_system_package_cannot_be_replaced() {
+    let (mut packages, mut fs) = (Packages::default(), Vfs::default());
+    let result = packages.install(
+        &mut fs,
+        &[PKG.to_string()],
+        fixture("signed-v2.apk"),
+        InstallFlags::default(),
+    );
+    assert!(
+        result
+            .unwrap_err()
+            .starts_with("INSTALL_FAILED_UPDATE_INCOMPATIBLE: Package com.example.btlcheck ")
+    );
+    assert!(packages.get(PKG).is_none());
+}
+
+#[test]
+fn refused_apks_leave_nothing_behind() {
+    let (mut packages, mut fs) = (Packages::default(), Vfs::default());
+    let result = packages.install(
+        &mut fs,
+        &[],
+        fixture("unsigned.apk"),
+        InstallFlags::default(),
+    );
+    assert!(
+        result
+            .unwrap_err()
+            .starts_with("INSTALL_PARSE_FAILED_NO_CERTIFICATES: ")
+    );
+    assert_eq!(packages.iter().count(), 0);
+    assert!(
+        fs.list("/data/app")
+            .is_none_or(|entries| entries.is_empty())
+    );
+}
+
+#[test]
+fn uninstall_removes_the_apk() {
+    let (mut packages, mut fs) = (Packages::default(), Vfs::default());
+    packages
+        .install(
+            &mut fs,
+            &[],
+            fixture("signed-v1.apk"),
+            InstallFlags::default(),
+        )
+        .unwrap();
+    let path = packages
+        .get("com.example.btlcheck.v1")
+        .unwrap()
+        .path
+        .clone();
+    assert!(packages.uninstall(&mut fs, "com.example.btlcheck.v1"));
+    assert!(fs.stat(&path).is_none());
+    assert!(!packages.uninstall(&mut fs, "com.example.btlcheck.v1"));
+}
+
+#[test]
+fn a_session_installs_its_base_apk_on_commit() {
+    let (mut packages, mut fs) = (Packages::default(), Vfs::default());
+    let id = packages.create_session(InstallFlags::default());
+    let other = packages.create_session(InstallFlags::default());
+    assert_ne!(id, other);
+    packages
+        .write_session(id, "base", fixture("signed-v2.apk"))
+        .unwrap();
+    assert!(
+        packages.get(PKG).is_none(),
+        "nothing installed before commit"
+    );
+    assert_eq!(
+        packages.commit_session(&mut fs, &[], id).as_deref(),
+        Ok(PKG)
+    );
+    assert!(packages.get(PKG).is_some());
+    assert_eq!(
+        packages.commit_session(&mut fs, &[], id),
+        Err(format!("Error: Failed to open session {id}"))
+    );
+    assert_eq!(
+        packages.commit_session(&mut fs, &[], other),
+        Err("INSTALL_FAILED_INVALID_APK: No packages staged".into())
+    );
+    assert!(packages.write_session(other, "base", vec![]).is_err());
+    let third = packages.create_session(InstallFlags::default());
+    assert!(packages.abandon_session(third));
+    assert!(!packages.abandon_session(third));
+}
