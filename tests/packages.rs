@@ -118,6 +118,15 @@ fn pm_install_from_the_phone_and_its_refusals() {
         (Some(0), "Success\n".into(), String::new())
     );
 
+    // The phone runs no code from an APK: its activity is as good as absent.
+    let (_, _, err) = rig.shell(&format!("am start -n {PKG}/.MainActivity"));
+    assert!(
+        err.contains(&format!(
+            "Error: Activity class {{{PKG}/{PKG}.MainActivity}} does not exist."
+        )),
+        "{err}"
+    );
+
     // Unsigned: refused when the session commits, on stdout, status 1.
     let (status, ..) = rig.adb(&["push", &apk("unsigned.apk"), "/data/local/tmp/u.apk"]);
     assert_eq!(status, Some(0));

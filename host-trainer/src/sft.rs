@@ -266,10 +266,7 @@ pub fn shared_prefix_loss(
             .f_reshape([1, n])?
             .f_to_device(model.device())?;
         let logits = model.logits(&hidden.f_narrow(1, start, n)?)?;
-        let part = token_log_probs(&logits, &targets, 1.0)?
-            .f_sum(Kind::Double)?
-            .f_neg()?
-            .f_div_scalar(tokens as f64)?;
+        let part = mean_nll(&logits, &targets, tokens)?;
         total = Some(match total {
             Some(t) => t.f_add(&part)?,
             None => part,
@@ -348,7 +345,14 @@ pub fn padded_batch_loss(
     let targets = Tensor::f_from_slice(&targets)?
         .f_unsqueeze(0)?
         .f_to_device(device)?;
-    Ok(token_log_probs(&model.logits(&picked)?, &targets, 1.0)?
+    mean_nll(&model.logits(&picked)?, &targets, tokens)
+}
+
+/// The negative log-likelihood of `targets` under `logits`, summed in
+/// float64 and divided by the micro-batch's `tokens`, so parts of one
+/// micro-batch add up to its mean.
+fn mean_nll(logits: &Tensor, targets: &Tensor, tokens: usize) -> Result<Tensor> {
+    Ok(token_log_probs(logits, targets, 1.0)?
         .f_sum(Kind::Double)?
         .f_neg()?
         .f_div_scalar(tokens as f64)?)

@@ -15,7 +15,7 @@ const DEFAULT_DUMP_PATH: &str = "/sdcard/window_dump.xml";
 const PIXEL_FORMAT_RGBA_8888: u32 = 1;
 
 /// The tools on the phone's `PATH`, as `which` finds them in /system/bin.
-const TOOLS: &[&str] = &[
+pub(super) const TOOLS: &[&str] = &[
     "am",
     "basename",
     "cat",
@@ -83,9 +83,8 @@ pub fn run(argv: &[String], call: &Call, env: &mut ShellEnv) -> ShellOutput {
         return ShellOutput::default();
     };
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let tool = match lookup(name) {
-        Ok(tool) => tool,
-        Err(refusal) => return refusal(env, call),
+    let Some(tool) = lookup(name) else {
+        return not_runnable(name, call, env);
     };
     match tool {
         "echo" => echo(&args),
@@ -173,35 +172,30 @@ pub fn run(argv: &[String], call: &Call, env: &mut ShellEnv) -> ShellOutput {
     }
 }
 
-/// A refusal to run something, decided once the file system can be asked.
-type Refusal = Box<dyn FnOnce(&mut ShellEnv, &Call) -> ShellOutput>;
-
 /// The tool a command names: a bare name on the `PATH`, or a path into one
 /// of the bin directories.
-fn lookup(name: &str) -> Result<&'static str, Refusal> {
+fn lookup(name: &str) -> Option<&'static str> {
     let base = if name.contains('/') {
-        BIN_DIRS.iter().find_map(|dir| name.strip_prefix(dir))
+        BIN_DIRS.iter().find_map(|dir| name.strip_prefix(dir))?
     } else {
-        Some(name)
+        name
     };
-    if let Some(tool) = base.and_then(|b| TOOLS.iter().find(|t| **t == b)) {
-        return Ok(tool);
+    TOOLS.iter().find(|t| **t == base).copied()
+}
+
+/// What sh says of a command that names no tool: 126 for a file that
+/// exists (the phone runs no code it was given), 127 otherwise.
+fn not_runnable(name: &str, call: &Call, env: &ShellEnv) -> ShellOutput {
+    if name.contains('/') && env.fs.stat(&call.path(name)).is_some() {
+        return ShellOutput::fail(
+            126,
+            format!("/system/bin/sh: {name}: can't execute: Permission denied\n"),
+        );
     }
-    let name = name.to_owned();
-    Err(Box::new(move |env: &mut ShellEnv, call: &Call| {
-        // A file that is not a tool exists but cannot run: the phone runs
-        // no code it was given.
-        if name.contains('/') && env.fs.stat(&call.path(&name)).is_some() {
-            return ShellOutput::fail(
-                126,
-                format!("/system/bin/sh: {name}: can't execute: Permission denied\n"),
-            );
-        }
-        ShellOutput::fail(
-            127,
-            format!("/system/bin/sh: {name}: inaccessible or not found\n"),
-        )
-    }))
+    ShellOutput::fail(
+        127,
+        format!("/system/bin/sh: {name}: inaccessible or not found\n"),
+    )
 }
 
 fn usage(tool: &str, text: &str) -> ShellOutput {
@@ -591,48 +585,26 @@ fn sed(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
 /// `cut` and `tr`: standard input (and for `cut`, named files) filtered.
 fn filter(tool: &str, args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
     let mut out = ShellOutput::default();
-    let (data, options) = if tool == "cut" {
-        let files: Vec<&str> = file_operands(args, "fcbd");
-        let data: Vec<u8> = inputs(tool, &files, call, env, &mut out)
-            .into_iter()
-            .flat_map(|(_, d)| d)
-            .collect();
-        let options: Vec<&str> = args[..args.len() - files.len()].to_vec();
-        (data, options)
-    } else {
-        (call.stdin.to_vec(), args.to_vec())
-    };
     let result = if tool == "cut" {
-        text::cut(&options, &data)
+        let (plain, valued) = text::CUT_OPTIONS;
+        match text::Opts::parse(args, plain, valued) {
+            Ok(opts) => {
+                let data: Vec<u8> = inputs(tool, &opts.operands, call, env, &mut out)
+                    .into_iter()
+                    .flat_map(|(_, d)| d)
+                    .collect();
+                text::cut(&opts, &data)
+            }
+            Err(e) => Err(e),
+        }
     } else {
-        text::tr(&options, &data)
+        text::tr(args, call.stdin)
     };
     match result {
         Ok(text) => out.out(text),
         Err(e) => return usage(tool, &e),
     }
     out
-}
-
-/// The trailing operands of `args` that are files, given the options that
-/// take a value.
-fn file_operands<'a>(args: &[&'a str], with_value: &str) -> Vec<&'a str> {
-    let mut skip_next = false;
-    let mut first_file = args.len();
-    for (i, arg) in args.iter().enumerate() {
-        if skip_next {
-            skip_next = false;
-            continue;
-        }
-        if let Some(flags) = arg.strip_prefix('-').filter(|f| !f.is_empty()) {
-            let last = flags.chars().last().unwrap_or(' ');
-            skip_next = with_value.contains(last) && flags.len() == 1;
-            continue;
-        }
-        first_file = i;
-        break;
-    }
-    args[first_file..].to_vec()
 }
 
 fn head_tail(tool: &str, args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
@@ -697,8 +669,8 @@ fn which(args: &[&str]) -> ShellOutput {
     let mut out = ShellOutput::default();
     for name in args.iter().filter(|a| !a.starts_with('-')) {
         match lookup(name) {
-            Ok(tool) => out.out(format!("/system/bin/{tool}\n")),
-            Err(_) => out.exit_code = 1,
+            Some(tool) => out.out(format!("/system/bin/{tool}\n")),
+            None => out.exit_code = 1,
         }
     }
     out
@@ -743,18 +715,42 @@ fn processes(env: &ShellEnv) -> Vec<(u32, &'static str, String)> {
 
 /// A stable process id for an app, from its package name.
 fn pid_of(package: &str) -> u32 {
-    let hash = package.bytes().fold(2_166_136_261u32, |h, b| {
-        (h ^ u32::from(b)).wrapping_mul(16_777_619)
-    });
-    2000 + hash % 20_000
+    2000 + (crate::hash::fnv1a(&[package.as_bytes()]) % 20_000) as u32
 }
 
+/// toybox `ps`: without `-A` (or `-e`) only the shell's own processes, as
+/// on Android 8 and later; `-p PID,…` picks processes by id.
 fn ps(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
-    let _ = args;
+    let mut all = false;
+    let mut pids: Option<Vec<u32>> = None;
+    let mut words = args.iter();
+    while let Some(&word) = words.next() {
+        match word {
+            "-A" | "-e" => all = true,
+            "-p" => {
+                let Some(list) = words.next() else {
+                    return usage("ps", "-p needs a PID list");
+                };
+                let parsed: Option<Vec<u32>> = list.split(',').map(|p| p.parse().ok()).collect();
+                match parsed {
+                    Some(list) => pids = Some(list),
+                    None => return usage("ps", &format!("bad -p '{list}'")),
+                }
+            }
+            other => return usage("ps", &format!("Unknown option '{other}'")),
+        }
+    }
+    let shown = |pid: u32, name: &str| match &pids {
+        Some(list) => list.contains(&pid),
+        None => all || name == "sh",
+    };
     let mut text = String::from(
         "USER            PID   PPID     VSZ    RSS WCHAN            ADDR S NAME                       \n",
     );
     for (pid, user, name) in processes(env) {
+        if !shown(pid, &name) {
+            continue;
+        }
         let parent = if pid == 1 {
             0
         } else if name == "sh" {
@@ -987,7 +983,22 @@ fn am(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
                 Some((p, a)) => (p, Some(a)),
                 None => (component, None),
             };
-            match env.phone.start_app(package, activity) {
+            // An installed APK's code never runs here: its activities are
+            // as absent as a missing one.
+            let started = match env.packages.get(package) {
+                Some(_) => Err(format!(
+                    "Activity class {{{package}/{}}} does not exist.",
+                    activity.map_or_else(
+                        || package.to_string(),
+                        |a| match a.strip_prefix('.') {
+                            Some(short) => format!("{package}.{short}"),
+                            None => a.to_string(),
+                        }
+                    )
+                )),
+                None => env.phone.start_app(package, activity),
+            };
+            match started {
                 Ok(()) => ShellOutput::ok(format!("Starting: Intent {{ cmp={component} }}\n")),
                 Err(e) => ShellOutput::fail(
                     1,

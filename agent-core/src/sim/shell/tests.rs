@@ -269,6 +269,14 @@ fn system_tools_answer_like_toybox() {
     let pid = stdout(&p, "pidof system_server");
     assert!(ps.contains(&format!(" {} ", pid.trim())), "{ps}");
     assert_eq!(p.shell("pidof nosuch").exit_code, 1);
+    // Without -A only the shell's own; -p picks by id.
+    let own = stdout(&p, "ps");
+    assert_eq!(own.lines().count(), 2, "{own}");
+    assert!(own.ends_with(" sh\n"), "{own}");
+    let one = stdout(&p, &format!("ps -p {}", pid.trim()));
+    assert_eq!(one.lines().count(), 2, "{one}");
+    assert!(one.ends_with(" system_server\n"), "{one}");
+    assert_eq!(p.shell("ps -x").exit_code, 1);
     stdout(&p, "setprop debug.btl.x 7");
     assert_eq!(stdout(&p, "getprop debug.btl.x"), "7\n");
 }
@@ -289,4 +297,23 @@ fn dumpsys_reports_the_resumed_activity_and_the_rotation() {
         "mResumedActivity: ActivityRecord{{3f9b1c2 u0 {focus} t12}}"
     )));
     assert!(stdout(&p, "dumpsys display").contains(", orientation=0, "));
+}
+
+/// docs/virtual-phone.md names every tool the shell has, so the page
+/// cannot fall behind the list.
+#[test]
+fn the_docs_name_every_tool() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/virtual-phone.md");
+    let docs = std::fs::read_to_string(path).unwrap();
+    let named: std::collections::BTreeSet<&str> = docs
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .flat_map(|code| code.split(|c: char| c.is_whitespace() || c == '|' || c == '/'))
+        .collect();
+    let missing: Vec<&&str> = super::commands::TOOLS
+        .iter()
+        .filter(|tool| !named.contains(**tool))
+        .collect();
+    assert!(missing.is_empty(), "{path} does not name {missing:?}");
 }

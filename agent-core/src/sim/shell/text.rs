@@ -138,20 +138,31 @@ pub struct Grep {
     names: Option<bool>,
 }
 
+/// grep's patterns and sed's scripts: the `-e` values, else the first
+/// operand; returned with the file operands that remain.
+fn script_operands<'a>(
+    opts: &Opts<'a>,
+    usage: &str,
+) -> Result<(Vec<&'a str>, Vec<&'a str>), String> {
+    let mut operands = opts.operands.clone();
+    let mut scripts = opts.values('e');
+    if scripts.is_empty() {
+        if operands.is_empty() {
+            return Err(usage.into());
+        }
+        scripts.push(operands.remove(0));
+    }
+    Ok((scripts, operands))
+}
+
 impl Grep {
     /// Reads the options; returns the grep and its file operands.
     pub fn new<'a>(args: &[&'a str]) -> Result<(Self, Vec<&'a str>), String> {
         let opts = Opts::parse(args, "EFivwxcnloqsHhr", "e")?;
-        let mut operands = opts.operands.clone();
-        let mut raw = opts.values('e');
-        if raw.is_empty() {
-            if operands.is_empty() {
-                return Err(
-                    "usage: grep [-EFivwxcnloqsHh] [-e PATTERN]... PATTERN [FILE...]".into(),
-                );
-            }
-            raw.push(operands.remove(0));
-        }
+        let (raw, operands) = script_operands(
+            &opts,
+            "usage: grep [-EFivwxcnloqsHh] [-e PATTERN]... PATTERN [FILE...]",
+        )?;
         let patterns = raw
             .iter()
             // A pattern with line breaks is one pattern per line.
@@ -408,9 +419,12 @@ fn cut_list(list: &str) -> Result<Vec<(usize, usize)>, String> {
     Ok(ranges)
 }
 
-/// `cut -f LIST [-d DELIM] [-s]`, `cut -c LIST`, `cut -b LIST`.
-pub fn cut(args: &[&str], data: &[u8]) -> Result<Vec<u8>, String> {
-    let opts = Opts::parse(args, "sn", "fcbd")?;
+/// `cut`'s options: the plain ones, and those that take a value.
+pub const CUT_OPTIONS: (&str, &str) = ("sn", "fcbd");
+
+/// `cut -f LIST [-d DELIM] [-s]`, `cut -c LIST`, `cut -b LIST`, with its
+/// options parsed by [`CUT_OPTIONS`].
+pub fn cut(opts: &Opts, data: &[u8]) -> Result<Vec<u8>, String> {
     let wanted =
         |i: usize, ranges: &[(usize, usize)]| ranges.iter().any(|&(a, b)| a <= i && i <= b);
     let mut out = Vec::new();
@@ -700,14 +714,8 @@ impl Sed {
     /// Reads the options and script; returns the sed and its file operands.
     pub fn new<'a>(args: &[&'a str]) -> Result<(Self, Vec<&'a str>), String> {
         let opts = Opts::parse(args, "nErs", "e")?;
-        let mut operands = opts.operands.clone();
-        let mut scripts = opts.values('e');
-        if scripts.is_empty() {
-            if operands.is_empty() {
-                return Err("usage: sed [-nE] [-e SCRIPT]... [SCRIPT] [FILE...]".into());
-            }
-            scripts.push(operands.remove(0));
-        }
+        let (scripts, operands) =
+            script_operands(&opts, "usage: sed [-nE] [-e SCRIPT]... [SCRIPT] [FILE...]")?;
         let extended = opts.has('E') || opts.has('r');
         let commands = scripts
             .iter()
