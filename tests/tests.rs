@@ -10,6 +10,8 @@ mod score;
 mod metrics;
 // scripts/ms-swift/btl_reward.py, the ms-swift GRPO reward plugin, calling the real `btl score`.
 mod ms_swift;
+// `btl sim env`, the RL environment, driven by scripts/ms-swift/btl_env.py from Python threads.
+mod sim_env;
 // Debian's real `adb` against the virtual device: connect, shell, exec-out, push/pull, install.
 mod adb;
 // `AdbDevice` (adb_client via Debian's adb server) driving the virtual phone, faults included.

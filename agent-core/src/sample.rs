@@ -4,6 +4,13 @@
 //! Reading is pure (text in, values out) so the CLI owns the file I/O and the
 //! error messages still name the line: each sample is read from its own slice
 //! of the file, and errors inside it are shifted to file lines.
+//!
+//! Making a sample is pure too: [`state::state_sample`] builds the sample of
+//! one screen from its prompt, a teacher's answer and the UI tree, with the
+//! target element and ranked ROIs of [`rois`].
+
+pub mod rois;
+pub mod state;
 
 use crate::protocol::{BBox, Size, smart_resize};
 use serde::{Deserialize, Serialize};

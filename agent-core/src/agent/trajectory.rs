@@ -340,7 +340,7 @@ impl TrajectoryWriter {
 
 /// Screenshots are written fast rather than small: they are re-encoded
 /// anyway when turned into training samples.
-fn encode_png(image: &RgbaImage) -> Result<Vec<u8>, image::ImageError> {
+pub(crate) fn encode_png(image: &RgbaImage) -> Result<Vec<u8>, image::ImageError> {
     use image::ImageEncoder;
     use image::codecs::png::{CompressionType, FilterType, PngEncoder};
     let mut out = Vec::new();

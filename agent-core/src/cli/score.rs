@@ -56,7 +56,7 @@ fn released_frame(args: &Args) -> Result<Option<(u64, &'static str)>, Failure> {
     }
 }
 
-fn parse_weights(s: &str) -> Result<Weights, String> {
+pub(super) fn parse_weights(s: &str) -> Result<Weights, String> {
     let parts: Vec<f64> = s
         .split(',')
         .map(|p| p.trim().parse::<f64>().map_err(|e| format!("'{p}': {e}")))

@@ -1,12 +1,17 @@
 //! `btl sim`: the virtual phone on its own, for adb and other tools.
 
+use super::score::parse_weights;
 use super::{Outcome, json_line};
+use crate::reward::{RewardMode, Weights};
 use crate::sim::adbd::Adbd;
+use crate::sim::env::{self, EnvOptions};
 use crate::sim::phone::PhoneConfig;
 use crate::sim::tasks::{self, Split};
 use crate::sim::virtual_phone::VirtualPhone;
 use anyhow::Context;
+use clap::builder::TypedValueParser;
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 #[derive(Debug, clap::Subcommand)]
@@ -16,6 +21,34 @@ pub enum Command {
     /// List the task templates: name, step budget and the goal of one
     /// instance (seed 0 of the plain suite, or of a split).
     Tasks(TasksArgs),
+    /// Serve virtual phones as RL environments: JSON-line requests on stdin
+    /// (reset, step, close), one JSON response per line on stdout, with
+    /// process and outcome rewards (protocol: docs/virtual-phone.md).
+    Env(EnvArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct EnvArgs {
+    /// Record every episode (trajectory and observed screenshots) under
+    /// DIR/ENV/episode-N [default: a temporary directory, removed at exit,
+    /// keeping each environment's current episode only].
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Reward semantics of the process reward.
+    #[arg(long, default_value = "released")]
+    reward_mode: RewardMode,
+    /// Weights of format, blink and link in the process reward.
+    #[arg(long, value_parser = parse_weights, default_value = "0.1,0.3,0.6")]
+    weights: Weights,
+    /// Environments open at once.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..).map(usize::from))]
+    max_envs: usize,
+    /// Screen size in pixels.
+    #[arg(long, value_parser = parse_size, default_value = "1080x2400")]
+    size: (u32, u32),
+    /// Screen density in dpi.
+    #[arg(long, default_value_t = 420)]
+    density: u32,
 }
 
 #[derive(Debug, clap::Args)]
@@ -68,7 +101,26 @@ pub fn run(command: &Command) -> Outcome {
     match command {
         Command::Serve(args) => serve(args),
         Command::Tasks(args) => list_tasks(args),
+        Command::Env(args) => env(args),
     }
+}
+
+fn env(args: &EnvArgs) -> Outcome {
+    let options = EnvOptions {
+        dir: args.dir.clone(),
+        reward_mode: args.reward_mode,
+        weights: args.weights,
+        max_envs: args.max_envs,
+        phone: PhoneConfig {
+            width: args.size.0,
+            height: args.size.1,
+            density: args.density,
+            seed: 0,
+        },
+    };
+    env::serve(std::io::stdin().lock(), std::io::stdout(), options)
+        .context("btl sim env stopped")?;
+    Ok(())
 }
 
 fn list_tasks(args: &TasksArgs) -> Outcome {

@@ -5,9 +5,8 @@
 //! - [`samples`]: reading and writing official-format sample files
 //!   (agent-core's reader; errors name the file and line; atomic writes).
 //! - [`trajectories`]: episode directories → samples, one per executed step,
-//!   with the target box and ranked ROIs taken from the step's UI tree.
-//! - [`rois`]: the target element of a tap and the ROI ranking (its docs
-//!   explain the ranking).
+//!   with the target box and ranked ROIs taken from the step's UI tree
+//!   (agent-core's `sample::state` and `sample::rois`).
 //! - [`ms_swift`]: a dataset for ms-swift's `swift rlhf --rlhf_type grpo`.
 //! - [`augment`]: copies of the typing samples with the typed value
 //!   replaced by random text, so a model learns to copy it from the goal.
@@ -18,14 +17,13 @@
 
 pub mod augment;
 pub mod ms_swift;
-pub mod rois;
 pub mod samples;
 pub mod trajectories;
 
 use agent_core::agent::trajectory::{TrajectoryError, write_atomic};
 use std::path::{Path, PathBuf};
 
-pub use rois::DEFAULT_LAMBDA;
+pub use agent_core::sample::rois::DEFAULT_LAMBDA;
 pub use samples::{load_samples, rebase_images, write_samples};
 pub use trajectories::{ConvertOptions, ConvertReport, from_trajectories};
 

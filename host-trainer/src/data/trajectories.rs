@@ -33,7 +33,7 @@
 //!   the Plan makes the solution the whole canonical link);
 //! - `bbox`: for Tap and LongPress, the bounds (original pixels, clipped to
 //!   the screen) of the element the device point reached in the step's UI
-//!   tree (see [`super::rois`]); `[]` for actions without a point, or when
+//!   tree (see agent-core's `sample::rois`); `[]` for actions without a point, or when
 //!   the device offered no UI tree;
 //! - `rois`: the ranked regions of [`super::rois::rank_rois`], target first;
 //! - `id`: `EPISODE/step-NNNN`, so completions can name their sample.
@@ -43,18 +43,14 @@
 //! checked against `smart_resize` of the screenshot and `max_pixels`,
 //! because the rewards recompute the frame from those two.
 
-use super::rois::{rank_rois, screen_box, target_element};
 use super::{DEFAULT_LAMBDA, Error, Result, create_dir, samples::write_samples, write_file};
 use agent_core::agent::trajectory::{
     EPISODE_FILE, Executed, STEPS_FILE, StepOutcome, StepRecord, read_trajectory,
 };
-use agent_core::device::DeviceAction;
 use agent_core::device::ui::{UiNode, parse_uiautomator_xml};
-use agent_core::protocol::{
-    Action, FrameMap, Link, ParseMode, Prompt, Size, parse, smart_resize, to_python_json,
-};
-use agent_core::sample::{Message, Sample};
-use serde::Serialize;
+use agent_core::protocol::Size;
+use agent_core::sample::Sample;
+use agent_core::sample::state::{StepContext, state_sample, teacher_action};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -119,59 +115,12 @@ pub fn target_action(step: &StepRecord) -> Result<Option<Executed>, String> {
         .transpose()
 }
 
-/// A teacher's BTL answer on a screen of `frame` as an executed action: its
-/// Plan and action (strictly parsed), with the device point a tap or long
-/// press lands on.
-pub fn teacher_action(raw: &str, frame: &FrameMap) -> Result<Executed, String> {
-    let parsed = parse(raw, ParseMode::Strict)
-        .map_err(|e| format!("the recorded target does not parse: {e}"))?;
-    let Link::Action { plan, action } = parsed.output.link else {
-        return Err("the recorded target is a grounding answer, not an action".into());
-    };
-    let device = match &action {
-        Action::Tap { point_2d } => Some(DeviceAction::Tap {
-            at: frame.to_device(*point_2d),
-        }),
-        Action::LongPress { point_2d } => Some(DeviceAction::LongPress {
-            at: frame.to_device(*point_2d),
-        }),
-        _ => None,
-    };
-    Ok(Executed {
-        plan,
-        model: action,
-        device,
-    })
-}
-
 /// The action a step carried out, or the outcome kind that disqualifies it.
 pub fn executed_action(step: &StepRecord) -> Result<&Executed, &'static str> {
     match (&step.outcome, &step.executed) {
         (StepOutcome::Performed | StepOutcome::Finished, Some(executed)) => Ok(executed),
         (outcome, _) => Err(outcome_kind(outcome)),
     }
-}
-
-/// Everything a step's sample needs besides its record and UI tree.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StepContext<'a> {
-    pub goal: &'a str,
-    pub max_pixels: u64,
-    /// The screenshot's path, relative to the sample file.
-    pub image: String,
-    /// The screenshot's size as decoded.
-    pub image_size: Size,
-    pub id: String,
-    pub lambda: usize,
-}
-
-/// The solution's link item, keys in the official order.
-#[derive(Serialize)]
-struct SolutionItem<'a> {
-    #[serde(rename = "Plan")]
-    plan: &'a str,
-    #[serde(rename = "Action")]
-    action: &'a Action,
 }
 
 /// The sample of one executed step (pure). `Err` says why the record
@@ -183,78 +132,6 @@ pub fn step_sample(
     cx: &StepContext,
 ) -> Result<Sample, String> {
     state_sample(&step.frame, &step.prompt, executed, ui, cx)
-}
-
-/// The sample of a screen seen in `frame` with `prompt`, whose answer is
-/// `executed` (pure): what [`step_sample`] makes of a recorded step, and
-/// what online training scores a state's completions against.
-pub fn state_sample(
-    frame: &FrameMap,
-    prompt: &Prompt,
-    executed: &Executed,
-    ui: Option<&UiNode>,
-    cx: &StepContext,
-) -> Result<Sample, String> {
-    if cx.image_size != frame.device {
-        return Err(format!(
-            "the screenshot {} is {}, but the step's frame says the screen was {}",
-            cx.image, cx.image_size, frame.device
-        ));
-    }
-    let model = smart_resize(cx.image_size, cx.max_pixels).map_err(|e| e.to_string())?;
-    if model != frame.model {
-        return Err(format!(
-            "smart_resize of {} with max_pixels {} is {model}, but the step's model frame was {}",
-            cx.image_size, cx.max_pixels, frame.model
-        ));
-    }
-    let point = match (&executed.model, &executed.device) {
-        (_, Some(DeviceAction::Tap { at } | DeviceAction::LongPress { at })) => Some(*at),
-        (Action::Tap { .. } | Action::LongPress { .. }, _) => {
-            return Err(format!(
-                "the executed {} has no device point",
-                executed.model.function()
-            ));
-        }
-        _ => None,
-    };
-    let target = point.and_then(|p| target_element(ui?, p, cx.image_size));
-    let bbox = target
-        .and_then(|t| screen_box(t, cx.image_size))
-        .map_or_else(Vec::new, |b| vec![b.x1, b.y1, b.x2, b.y2]);
-    let rois = ui.map_or_else(Vec::new, |tree| {
-        rank_rois(
-            tree,
-            target,
-            cx.image_size,
-            cx.goal,
-            &executed.plan,
-            cx.lambda,
-        )
-    });
-    let solution = to_python_json(&[SolutionItem {
-        plan: &executed.plan,
-        action: &executed.model,
-    }]);
-    Ok(Sample {
-        id: Some(cx.id.clone()),
-        images: vec![cx.image.clone()],
-        image_sizes: vec![[cx.image_size.width, cx.image_size.height]],
-        max_pixels: cx.max_pixels,
-        messages: vec![
-            Message {
-                role: "system".into(),
-                content: prompt.system.clone(),
-            },
-            Message {
-                role: "user".into(),
-                content: prompt.user.clone(),
-            },
-        ],
-        solution,
-        bbox,
-        rois,
-    })
 }
 
 /// The episode directories `dirs` name: each is an episode (it holds
@@ -458,8 +335,9 @@ fn encode_png(image: &image::DynamicImage) -> Result<Vec<u8>, String> {
 mod tests {
     use super::*;
     use agent_core::agent::trajectory::StepTimings;
+    use agent_core::device::DeviceAction;
     use agent_core::protocol::{
-        DevicePoint, FrameMap, Point, Profile, Prompt, TRAINING_MAX_PIXELS, Task,
+        Action, DevicePoint, FrameMap, Point, Profile, Prompt, TRAINING_MAX_PIXELS, Task,
     };
     use agent_core::sample::parse_samples;
 

@@ -41,6 +41,8 @@ use agent_core::model::{
 use agent_core::protocol::{Action, Link, ParseMode, Profile, Size, parse};
 use agent_core::reward::RewardBreakdown;
 use agent_core::sample::Sample;
+use agent_core::sample::rois::DEFAULT_LAMBDA;
+use agent_core::sample::state::{StepContext, state_sample, teacher_action};
 use agent_core::sim::phone::PhoneConfig;
 use agent_core::sim::tasks::{self, Split, Task};
 use agent_core::sim::virtual_phone::VirtualPhone;
@@ -48,8 +50,6 @@ use image::RgbaImage;
 use serde::{Deserialize, Serialize};
 
 use super::trainer::Reward;
-use crate::data::DEFAULT_LAMBDA;
-use crate::data::trajectories::{StepContext, state_sample, teacher_action};
 use crate::error::{Error, Result};
 
 /// `[online]`: GRPO on the virtual phone instead of recorded samples.

@@ -44,9 +44,9 @@
 //! Boxes are in original screen pixels, clipped to the screen, like the
 //! sample's `bbox`.
 
-use agent_core::device::ui::UiNode;
-use agent_core::protocol::{BBox, DevicePoint, Size};
-use agent_core::sample::RankedRoi;
+use crate::device::ui::UiNode;
+use crate::protocol::{BBox, DevicePoint, Size};
+use crate::sample::RankedRoi;
 use std::collections::BTreeSet;
 
 /// Regions of interest the paper's blink reward ranks (λ).
