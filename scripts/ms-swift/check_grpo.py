@@ -13,6 +13,12 @@
       `btl score` on the same completions against the same samples (the
       dataset's `btl_sample` column), term by term and weighted; prints the
       comparison and exits 1 on any difference.
+  env RUN_DIR ENV_LOG
+      Checks that the rewards ms-swift logged for its multi-turn rollouts
+      (RUN_DIR/completions.jsonl) are those of the episodes btl sim env
+      played (ENV_LOG, one line per rollout from btl_env_plugin.py's
+      BTL_ENV_LOG), as multisets of (process, outcome); prints the episodes'
+      turns and endings and exits 1 on any difference.
 """
 
 import json
@@ -123,6 +129,38 @@ def compare(run_dir: Path, dataset: Path, btl: str) -> None:
         raise SystemExit(1)
 
 
+def env(run_dir: Path, env_log: Path) -> None:
+    episodes = [json.loads(line) for line in env_log.read_text(encoding="utf-8").splitlines()]
+    # ms-swift logs the last step's completions a second time when training
+    # ends: one line per step is kept.
+    lines = {}
+    for line in (run_dir / "completions.jsonl").read_text(encoding="utf-8").splitlines():
+        step = json.loads(line)
+        lines[json.dumps(step["step"])] = step
+    logged = [{key: values[k] for key, values in step.items()}
+              for step in lines.values() for k in range(len(step["completion"]))]
+    if not episodes or not logged:
+        raise SystemExit(f"no rollouts: {len(episodes)} episodes in {env_log}, {len(logged)} logged completions")
+    columns = {term: next((k for k in logged[0] if term in k), None) for term in ("BtlEnvProcess", "BtlEnvOutcome")}
+    if None in columns.values():
+        raise SystemExit(f"completions.jsonl has no reward columns {columns}: {sorted(logged[0])}")
+
+    def key(process, outcome):
+        return (round(float(process), 6), round(float(outcome), 6))
+
+    swift = sorted(key(row[columns["BtlEnvProcess"]], row[columns["BtlEnvOutcome"]]) for row in logged)
+    btl = sorted(key(e["btl_process"], e["btl_outcome"]) for e in episodes)
+    for e in episodes:
+        print(f"  {e['task']} (seed {e['seed']}): {e['turns']} turns, ended by {e['btl_why']}, "
+              f"process {e['btl_process']:.4f}, outcome {e['btl_outcome']:.0f}")
+    print(f"ms-swift logged (process, outcome) per rollout: {swift}")
+    print(f"btl sim env's episodes:                          {btl}")
+    if swift != btl:
+        raise SystemExit("the rewards ms-swift logged are not those of btl sim env's episodes")
+    print(f"{len(btl)} of {len(btl)} rollouts: ms-swift's logged rewards equal btl sim env's "
+          f"({len(set(btl))} distinct)")
+
+
 def main() -> None:
     if len(sys.argv) == 5 and sys.argv[1] == "processor":
         processor(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))
@@ -130,6 +168,8 @@ def main() -> None:
         rewards(Path(sys.argv[2]))
     elif len(sys.argv) == 5 and sys.argv[1] == "compare":
         compare(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4])
+    elif len(sys.argv) == 4 and sys.argv[1] == "env":
+        env(Path(sys.argv[2]), Path(sys.argv[3]))
     else:
         raise SystemExit(__doc__)
 

@@ -23,6 +23,9 @@
 //! - [`env`]: the phone as a reinforcement-learning environment over JSON
 //!   lines (`btl sim env`): episodes of the agent loop whose answers a
 //!   client gives, with process and outcome rewards.
+//!
+//! [`phone_style_config`] is how episodes on an in-process phone are run
+//! when they are to be judged as on a real one.
 
 pub mod adbd;
 pub mod apk;
@@ -37,3 +40,39 @@ pub mod vfs;
 pub mod virtual_phone;
 
 pub use backend::AdbBackend;
+
+use crate::agent::AgentConfig;
+use crate::agent::safety::{Confirm, SafetyConfig};
+use crate::agent::stability::StabilityConfig;
+use crate::protocol::Profile;
+
+/// The agent's settings for an episode on an in-process virtual phone that
+/// is judged as on a real one (online GRPO, `btl sim env`): the checker
+/// never ends it, sensitive actions go ahead (nothing here can be harmed),
+/// and the screen is taken as settled quickly (the phone draws every
+/// change at once).
+pub fn phone_style_config(
+    goal: String,
+    profile: Profile,
+    max_pixels: u64,
+    max_steps: u32,
+    seed: u64,
+) -> AgentConfig {
+    AgentConfig {
+        goal,
+        profile,
+        max_pixels,
+        max_steps,
+        seed,
+        safety: SafetyConfig {
+            on_sensitive: Confirm::Allow,
+            ..SafetyConfig::default()
+        },
+        stability: StabilityConfig {
+            poll_interval_ms: 20,
+            timeout_ms: 200,
+        },
+        stop_on_success: false,
+        ..AgentConfig::default()
+    }
+}

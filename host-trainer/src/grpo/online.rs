@@ -30,10 +30,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 
-use agent_core::agent::safety::{Confirm, SafetyConfig};
-use agent_core::agent::stability::StabilityConfig;
 use agent_core::agent::trajectory::Outcome;
-use agent_core::agent::{Agent, AgentConfig, StopReason};
+use agent_core::agent::{Agent, StopReason};
 use agent_core::device::sim::SimDevice;
 use agent_core::model::{
     GenerationStats, Observation, OraclePolicy, Policy, PolicyError, PolicyOutput,
@@ -44,6 +42,7 @@ use agent_core::sample::Sample;
 use agent_core::sample::rois::DEFAULT_LAMBDA;
 use agent_core::sample::state::{StepContext, state_sample, teacher_action};
 use agent_core::sim::phone::PhoneConfig;
+use agent_core::sim::phone_style_config;
 use agent_core::sim::tasks::{self, Split, Task};
 use agent_core::sim::virtual_phone::VirtualPhone;
 use image::RgbaImage;
@@ -366,25 +365,13 @@ fn play(
         tx,
         calls: 0,
     };
-    let config = AgentConfig {
-        goal: task.goal(),
-        profile: settings.profile,
-        max_pixels: settings.max_pixels,
-        max_steps: settings.max_steps.unwrap_or_else(|| task.max_steps()),
+    let config = phone_style_config(
+        task.goal(),
+        settings.profile,
+        settings.max_pixels,
+        settings.max_steps.unwrap_or_else(|| task.max_steps()),
         seed,
-        // A virtual phone: nothing a sensitive action could harm.
-        safety: SafetyConfig {
-            on_sensitive: Confirm::Allow,
-            ..SafetyConfig::default()
-        },
-        // The virtual phone draws every change at once.
-        stability: StabilityConfig {
-            poll_interval_ms: 20,
-            timeout_ms: 200,
-        },
-        stop_on_success: false,
-        ..AgentConfig::default()
-    };
+    );
     let dir = settings.dir.join(format!("{slot:02}-{name}-s{seed}"));
     let agent = Agent::new(
         &dir,

@@ -11,8 +11,6 @@
 
 use super::Responder;
 use super::request::{EnvId, ImageMode, Reset};
-use crate::agent::safety::{Confirm, SafetyConfig};
-use crate::agent::stability::StabilityConfig;
 use crate::agent::trajectory::{Outcome, encode_png};
 use crate::agent::{Agent, AgentConfig};
 use crate::device::sim::SimDevice;
@@ -248,25 +246,8 @@ fn start(
         calls: 0,
         cancel: cancel.clone(),
     };
-    let config = AgentConfig {
-        goal: task.goal(),
-        profile: reset.profile,
-        max_pixels,
-        max_steps,
-        seed,
-        // A virtual phone: nothing a sensitive action could harm.
-        safety: SafetyConfig {
-            on_sensitive: Confirm::Allow,
-            ..SafetyConfig::default()
-        },
-        // The virtual phone draws every change at once.
-        stability: StabilityConfig {
-            poll_interval_ms: 20,
-            timeout_ms: 200,
-        },
-        stop_on_success: false,
-        ..AgentConfig::default()
-    };
+    let config =
+        crate::sim::phone_style_config(task.goal(), reset.profile, max_pixels, max_steps, seed);
     let checker = {
         let (phone, task) = (phone.clone(), task.clone());
         move || phone.with_phone(|p| task.is_successful(p.state()))

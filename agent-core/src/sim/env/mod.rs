@@ -133,6 +133,9 @@ pub fn serve(
         (None, None) => unreachable!("a temporary directory is made when no dir is given"),
     };
     std::fs::create_dir_all(&root)?;
+    // Observations name files by absolute path, whatever the client's
+    // working directory.
+    let root = std::fs::canonicalize(&root)?;
     let shared = Arc::new(episode::Shared {
         out: Responder::new(output),
         root,
