@@ -30,22 +30,32 @@ pub enum ApkError {
 
 impl ApkError {
     /// The status message the package installer gives for the APK staged
-    /// at `path`: the `INSTALL_*` code, then the parser's words
-    /// (ApkLiteParseUtils, ApkSignatureVerifier).
+    /// at `path`: the `INSTALL_*` code, then the parser's words.
     pub fn status(&self, path: &str) -> String {
+        format!("{}: {}", self.code(), self.message(path))
+    }
+
+    /// The installer's `INSTALL_*` code for this failure.
+    pub fn code(&self) -> &'static str {
         match self {
-            ApkError::NotZip => format!("INSTALL_PARSE_FAILED_NOT_APK: Failed to parse {path}"),
-            ApkError::NoManifest => {
-                format!("INSTALL_PARSE_FAILED_UNEXPECTED_EXCEPTION: Failed to parse {path}")
+            ApkError::NotZip => "INSTALL_PARSE_FAILED_NOT_APK",
+            ApkError::NoManifest => "INSTALL_PARSE_FAILED_UNEXPECTED_EXCEPTION",
+            ApkError::Malformed(_) => "INSTALL_PARSE_FAILED_MANIFEST_MALFORMED",
+            ApkError::BadPackageName(_) => "INSTALL_PARSE_FAILED_BAD_PACKAGE_NAME",
+            ApkError::NoCertificates => "INSTALL_PARSE_FAILED_NO_CERTIFICATES",
+        }
+    }
+
+    /// The parser's words for the APK at `path` (ApkLiteParseUtils,
+    /// ApkSignatureVerifier).
+    pub fn message(&self, path: &str) -> String {
+        match self {
+            ApkError::NotZip | ApkError::NoManifest => format!("Failed to parse {path}"),
+            ApkError::Malformed(why) => why.clone(),
+            ApkError::BadPackageName(name) => format!("Invalid manifest package: {name}"),
+            ApkError::NoCertificates => {
+                format!("Package {path} has no certificates at entry AndroidManifest.xml")
             }
-            ApkError::Malformed(why) => format!("INSTALL_PARSE_FAILED_MANIFEST_MALFORMED: {why}"),
-            ApkError::BadPackageName(name) => {
-                format!("INSTALL_PARSE_FAILED_BAD_PACKAGE_NAME: Invalid manifest package: {name}")
-            }
-            ApkError::NoCertificates => format!(
-                "INSTALL_PARSE_FAILED_NO_CERTIFICATES: Package {path} has no certificates at \
-                 entry AndroidManifest.xml"
-            ),
         }
     }
 
@@ -348,4 +358,4 @@ fn utf8_length(data: &Bytes, at: usize) -> Result<(usize, usize), String> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -3,7 +3,7 @@
 //! the install sessions `adb install-multiple` drives. The phone's own apps
 //! are the system image's; they are listed by [`super::phone::Phone`].
 
-use super::apk::{self, Manifest};
+use super::apk::{self, ApkError, Manifest};
 use super::vfs::Vfs;
 use base64::Engine;
 use std::collections::BTreeMap;
@@ -60,11 +60,25 @@ impl Packages {
         apk: Vec<u8>,
         flags: InstallFlags,
     ) -> Result<String, String> {
+        let read = apk::read(&apk);
+        self.install_read(fs, system, apk, read, flags)
+    }
+
+    /// [`Packages::install`] of an APK whose reading, `read`, was done
+    /// already.
+    pub fn install_read(
+        &mut self,
+        fs: &mut Vfs,
+        system: &[String],
+        apk: Vec<u8>,
+        read: Result<Manifest, ApkError>,
+        flags: InstallFlags,
+    ) -> Result<String, String> {
         self.serial += 1;
         // Where the installer stages the APK while it checks it; its
         // messages name that file.
         let staged = format!("/data/app/vmdl{}.tmp/base.apk", FIRST_SESSION + self.serial);
-        let manifest = apk::read(&apk).map_err(|e| e.status(&staged))?;
+        let manifest = read.map_err(|e| e.status(&staged))?;
         let package = manifest.package.clone();
         if system.contains(&package) {
             return Err(format!(

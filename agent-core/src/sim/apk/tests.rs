@@ -3,7 +3,8 @@ use super::*;
 /// APKs built by Debian's aapt and signed by apksigner (v2) and jarsigner
 /// (v1); see scripts/make-apk-fixtures. The expected manifests are what
 /// `aapt dump badging` prints for them.
-fn fixture(name: &str) -> Vec<u8> {
+/// An APK of tests/data/apk (built by scripts/make-apk-fixtures).
+pub(crate) fn fixture(name: &str) -> Vec<u8> {
     let path = format!("{}/../tests/data/apk/{name}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }

@@ -1,9 +1,5 @@
 use super::*;
-
-fn fixture(name: &str) -> Vec<u8> {
-    let path = format!("{}/../tests/data/apk/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
+use crate::sim::apk::tests::fixture;
 
 const PKG: &str = "com.example.btlcheck";
 

@@ -309,17 +309,21 @@ impl Phone {
     /// orientation sensor, so it is `system user_rotation` while
     /// auto-rotate (`accelerometer_rotation`) is off, and upright when on.
     pub fn rotation(&self) -> u32 {
-        if self
-            .settings_get("system", "accelerometer_rotation")
-            .as_deref()
-            != Some("0")
-        {
+        if !self.rotation_locked() {
             return 0;
         }
         self.settings_get("system", "user_rotation")
             .and_then(|v| v.trim().parse::<u32>().ok())
             .filter(|r| *r < 4)
             .unwrap_or(0)
+    }
+
+    /// Whether auto-rotate is off (`system accelerometer_rotation` 0), so
+    /// that `user_rotation` decides the rotation.
+    pub fn rotation_locked(&self) -> bool {
+        self.settings_get("system", "accelerometer_rotation")
+            .as_deref()
+            == Some("0")
     }
 
     /// The simulated clock, in milliseconds since the Unix epoch.

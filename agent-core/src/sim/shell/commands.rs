@@ -1111,12 +1111,7 @@ fn window_displays(env: &ShellEnv) -> String {
         }
     };
     let (short, long) = (w.min(h), w.max(h));
-    let locked = if env
-        .phone
-        .settings_get("system", "accelerometer_rotation")
-        .as_deref()
-        == Some("0")
-    {
+    let locked = if env.phone.rotation_locked() {
         "USER_ROTATION_LOCKED"
     } else {
         "USER_ROTATION_FREE"

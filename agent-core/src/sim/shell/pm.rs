@@ -258,22 +258,22 @@ fn install(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
         Ok(apk) => apk,
         Err(out) => return out,
     };
+    let read = apk::read(&apk);
     // Given a file, pm parses it before it stages it, and throws.
     if let Some(path) = path
-        && let Err(e) = apk::read(&apk)
+        && let Err(e) = &read
         && e.fails_lite_parse()
     {
-        let status = e.status(path);
-        let why = status
-            .split_once(": ")
-            .map_or(status.as_str(), |(_, why)| why);
         return exception(
             "install",
-            &format!("Error: Failed to parse APK file: {path}: {why}"),
+            &format!(
+                "Error: Failed to parse APK file: {path}: {}",
+                e.message(path)
+            ),
         );
     }
     let system = env.phone.installed_packages();
-    committed(env.packages.install(env.fs, &system, apk, flags))
+    committed(env.packages.install_read(env.fs, &system, apk, read, flags))
 }
 
 /// pm's last line for a commit: `Success`, or `Failure [message]` with
