@@ -17,7 +17,7 @@ import json, sys, threading
 sys.path.insert(0, sys.argv[1])
 from btl_env import BtlEnvError, BtlEnvServer
 
-results = {}
+results, envs = {}, []
 
 def play(server, task, seed):
     env = server.env()
@@ -30,7 +30,7 @@ def play(server, task, seed):
             results[task] = {"env": env.name, "why": step["why"]["reason"],
                              "success": step["success"], "rewards": rewards,
                              "screenshot": first["observation"]["screenshot"]}
-            env.close()
+            envs.append(env)
             return
         answer = step["observation"]["teacher"]
 
@@ -39,6 +39,8 @@ with BtlEnvServer(args=["--dir", sys.argv[2]]) as server:
                for seed, task in enumerate(["wifi_on", "alarm_set", "note_create"])]
     for t in threads: t.start()
     for t in threads: t.join()
+    # Closed only now, so that no name is handed out twice.
+    for env in envs: env.close()
     try:
         server.env("x").step("<link>")
         results["refused"] = None

@@ -25,6 +25,10 @@ import subprocess
 import threading
 
 
+# The server's longest request line (agent-core's sim::env::request::MAX_LINE).
+MAX_LINE = 1 << 20
+
+
 class BtlEnvError(RuntimeError):
     """The server refused a request, or stopped."""
 
@@ -51,15 +55,20 @@ class BtlEnvServer:
         self._reader.start()
 
     def _read(self):
-        for line in self._process.stdout:
-            response = json.loads(line)
-            with self._state_lock:
-                slot = self._waiting.pop(response.get("id"), None)
-            if slot is not None:
-                slot[1].append(response)
-                slot[0].set()
+        stopped = None
+        try:
+            for line in self._process.stdout:
+                response = json.loads(line)
+                with self._state_lock:
+                    slot = self._waiting.pop(response.get("id"), None)
+                if slot is not None:
+                    slot[1].append(response)
+                    slot[0].set()
+        except Exception as e:  # noqa: BLE001 - every waiter must hear of it
+            stopped = f"cannot read btl sim env's output: {e}"
+        # Whatever ended the output, no waiter may wait forever.
         with self._state_lock:
-            self._stopped = f"btl sim env exited ({self._process.wait()})"
+            self._stopped = stopped or f"btl sim env exited ({self._process.wait()})"
             waiting, self._waiting = self._waiting, {}
         for event, _ in waiting.values():
             event.set()
@@ -73,11 +82,18 @@ class BtlEnvServer:
                 raise BtlEnvError(self._stopped)
             self._waiting[request_id] = slot
         line = json.dumps({"id": request_id, "op": op, **fields}) + "\n"
+        # The server answers an overlong line with no id to match it by.
+        if len(line.encode("utf-8")) > MAX_LINE:
+            with self._state_lock:
+                self._waiting.pop(request_id, None)
+            raise BtlEnvError(f"the request is longer than {MAX_LINE} bytes")
         try:
             with self._write_lock:
                 self._process.stdin.write(line)
                 self._process.stdin.flush()
-        except OSError as e:
+        except (OSError, ValueError) as e:
+            with self._state_lock:
+                self._waiting.pop(request_id, None)
             raise BtlEnvError(f"btl sim env is gone: {e}") from e
         slot[0].wait()
         if not slot[1]:
@@ -137,4 +153,6 @@ class BtlEnv:
 
     def close(self):
         if self.name is not None:
-            self.server.request("close", env=self.name)
+            name, self.name = self.name, None
+            # The server may hand the name to another environment now.
+            self.server.request("close", env=name)

@@ -26,7 +26,9 @@ prompt, action history included.
 
 Environment:
   BTL_BIN          the btl executable (default: `btl` on PATH);
-  BTL_ENV_ARGS     extra `btl sim env` arguments, e.g. "--dir runs/env";
+  BTL_ENV_ARGS     extra `btl sim env` arguments, e.g. "--dir runs/env"
+                   (default: a new temporary directory, kept, since ms-swift
+                   reads the screenshots after the rollout);
   MAX_PIXELS       the episodes' max_pixels (default 4014080);
   BTL_ENV_LOG      a JSONL file that gets one line per finished rollout
                    (task, seed, turns, rewards, why), for checks.
@@ -34,8 +36,10 @@ Environment:
 
 import json
 import os
+import asyncio
 import shlex
 import sys
+import tempfile
 import threading
 import uuid
 
@@ -57,11 +61,20 @@ _KEY = "btl_env_key"
 
 
 def _env_server():
-    """The process's one `btl sim env` server, started on first use."""
+    """The process's one `btl sim env` server, started on first use. It
+    always records under a directory that outlives the rollouts: ms-swift
+    reads the screenshots again when it builds the training batch, after
+    the episode is closed (without --dir the server removes them then)."""
     global _server
     with _server_lock:
         if _server is None:
-            _server = BtlEnvServer(args=shlex.split(os.environ.get("BTL_ENV_ARGS", "")))
+            args = shlex.split(os.environ.get("BTL_ENV_ARGS", ""))
+            if "--dir" not in args:
+                args += ["--dir", tempfile.mkdtemp(prefix="btl-env-")]
+            if "--max-envs" not in args:
+                # One environment per rollout in flight; the batch decides.
+                args += ["--max-envs", "65535"]
+            _server = BtlEnvServer(args=args)
         return _server
 
 
@@ -110,7 +123,9 @@ class BtlPhoneScheduler(MultiTurnScheduler):
                 raise ValueError("btl_phone rollouts need a btl_task column (btl_seed, btl_split, btl_profile optional)")
             env = _env_server().env()
             options = {"profile": row["btl_profile"]} if row.get("btl_profile") else {}
-            first = env.reset(
+            # Off the event loop: ms-swift gathers the hooks of all rollouts.
+            first = await asyncio.to_thread(
+                env.reset,
                 row["btl_task"],
                 seed=int(row.get("btl_seed") or 0),
                 split=row.get("btl_split") or None,
@@ -131,7 +146,7 @@ class BtlPhoneScheduler(MultiTurnScheduler):
     async def on_turn_end(self, infer_request, response_choice, current_turn):
         key = infer_request.data_dict[_KEY]
         rollout = self._rollouts[key]
-        result = rollout.env.step(response_choice.message.content or "")
+        result = await asyncio.to_thread(rollout.env.step, response_choice.message.content or "")
         rollout.process.append(result["reward"]["process"]["total"])
         done = bool(result["done"])
         if done:
@@ -143,7 +158,7 @@ class BtlPhoneScheduler(MultiTurnScheduler):
         if last:
             if not done:
                 rollout.why = "max_turns"
-            rollout.env.close()
+            await asyncio.to_thread(rollout.env.close)
             del self._rollouts[key]
             self._log(rollout, current_turn)
         return {"done": done, "rollout_infos": rollout.infos()}

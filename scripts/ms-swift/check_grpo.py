@@ -13,12 +13,14 @@
       `btl score` on the same completions against the same samples (the
       dataset's `btl_sample` column), term by term and weighted; prints the
       comparison and exits 1 on any difference.
-  env RUN_DIR ENV_LOG
+  env RUN_DIR ENV_LOG ENV_DIR BTL BTL_TRAIN
       Checks that the rewards ms-swift logged for its multi-turn rollouts
-      (RUN_DIR/completions.jsonl) are those of the episodes btl sim env
-      played (ENV_LOG, one line per rollout from btl_env_plugin.py's
-      BTL_ENV_LOG), as multisets of (process, outcome); prints the episodes'
-      turns and endings and exits 1 on any difference.
+      (RUN_DIR/completions.jsonl) are those recomputed from the episodes btl
+      sim env recorded under ENV_DIR: `btl score` of every answer against
+      its step's sample from `btl-train data from-trajectories`, and the
+      recorded ending; compared as multisets of (process, outcome). Prints
+      the rollouts (ENV_LOG, btl_env_plugin.py's BTL_ENV_LOG) and exits 1 on
+      any difference.
 """
 
 import json
@@ -129,7 +131,39 @@ def compare(run_dir: Path, dataset: Path, btl: str) -> None:
         raise SystemExit(1)
 
 
-def env(run_dir: Path, env_log: Path) -> None:
+def episode_rewards(episode: Path, btl: str, btl_train: str) -> tuple[float, float]:
+    """One recorded `btl sim env` episode's rewards, recomputed without the
+    environment: every answer it was given (each attempt of each step) scored
+    by `btl score` against that step's sample, which `btl-train data
+    from-trajectories` makes from the oracle's recorded answer; the outcome
+    from the episode's recorded ending."""
+    steps = [json.loads(line) for line in (episode / "steps.jsonl").read_text(encoding="utf-8").splitlines()]
+    record = json.loads((episode / "episode.json").read_text(encoding="utf-8"))
+    with tempfile.TemporaryDirectory(prefix="check-grpo-env-") as tmp:
+        samples_path, completions_path = Path(tmp, "samples.json"), Path(tmp, "completions.jsonl")
+        subprocess.run([btl_train, "data", "from-trajectories", str(episode), "--out", str(samples_path)],
+                       capture_output=True, text=True, check=True)
+        index = {sample["id"].rsplit("/", 1)[1]: k
+                 for k, sample in enumerate(json.loads(samples_path.read_text(encoding="utf-8")))}
+        answers = [(index[f"step-{step['index']:04d}"], attempt["raw"])
+                   for step in steps for attempt in step["attempts"] if attempt.get("raw") is not None]
+        with completions_path.open("w", encoding="utf-8") as f:
+            for sample, raw in answers:
+                f.write(json.dumps({"sample": sample, "completion": raw}) + "\n")
+        done = subprocess.run([btl, "score", "--samples", str(samples_path), "--completions", str(completions_path),
+                               "--mode", "released", "--weights", "0.1,0.3,0.6", "--json"],
+                              capture_output=True, text=True, check=True)
+    totals = [json.loads(line)["total"] for line in done.stdout.splitlines()
+              if line.strip() and "summary" not in json.loads(line)]
+    if len(totals) != len(answers):
+        raise SystemExit(f"{episode}: btl score scored {len(totals)} of {len(answers)} answers")
+    outcome = record.get("outcome") or {}
+    # A rollout cut off at --max_turns was cancelled: it never ended done.
+    done_by_itself = outcome.get("stop", {}).get("reason") != "cancelled"
+    return sum(totals) / len(totals), float(done_by_itself and outcome.get("success") is True)
+
+
+def env(run_dir: Path, env_log: Path, env_dir: Path, btl: str, btl_train: str) -> None:
     episodes = [json.loads(line) for line in env_log.read_text(encoding="utf-8").splitlines()]
     # ms-swift logs the last step's completions a second time when training
     # ends: one line per step is kept.
@@ -139,8 +173,10 @@ def env(run_dir: Path, env_log: Path) -> None:
         lines[json.dumps(step["step"])] = step
     logged = [{key: values[k] for key, values in step.items()}
               for step in lines.values() for k in range(len(step["completion"]))]
-    if not episodes or not logged:
-        raise SystemExit(f"no rollouts: {len(episodes)} episodes in {env_log}, {len(logged)} logged completions")
+    recorded = sorted(env_dir.glob("*/episode-*"))
+    if not episodes or not logged or not recorded:
+        raise SystemExit(f"no rollouts: {len(episodes)} in {env_log}, {len(logged)} logged completions, "
+                         f"{len(recorded)} recorded episodes in {env_dir}")
     columns = {term: next((k for k in logged[0] if term in k), None) for term in ("BtlEnvProcess", "BtlEnvOutcome")}
     if None in columns.values():
         raise SystemExit(f"completions.jsonl has no reward columns {columns}: {sorted(logged[0])}")
@@ -149,16 +185,16 @@ def env(run_dir: Path, env_log: Path) -> None:
         return (round(float(process), 6), round(float(outcome), 6))
 
     swift = sorted(key(row[columns["BtlEnvProcess"]], row[columns["BtlEnvOutcome"]]) for row in logged)
-    btl = sorted(key(e["btl_process"], e["btl_outcome"]) for e in episodes)
+    rescored = sorted(key(*episode_rewards(e, btl, btl_train)) for e in recorded)
     for e in episodes:
         print(f"  {e['task']} (seed {e['seed']}): {e['turns']} turns, ended by {e['btl_why']}, "
               f"process {e['btl_process']:.4f}, outcome {e['btl_outcome']:.0f}")
-    print(f"ms-swift logged (process, outcome) per rollout: {swift}")
-    print(f"btl sim env's episodes:                          {btl}")
-    if swift != btl:
-        raise SystemExit("the rewards ms-swift logged are not those of btl sim env's episodes")
-    print(f"{len(btl)} of {len(btl)} rollouts: ms-swift's logged rewards equal btl sim env's "
-          f"({len(set(btl))} distinct)")
+    print(f"ms-swift logged (process, outcome) per rollout:    {swift}")
+    print(f"btl score on the recorded episodes' answers:       {rescored}")
+    if swift != rescored:
+        raise SystemExit("the rewards ms-swift logged are not btl score's on the episodes btl sim env recorded")
+    print(f"{len(swift)} of {len(swift)} rollouts: ms-swift's logged rewards equal btl score on the recorded "
+          f"episodes ({len(set(swift))} distinct)")
 
 
 def main() -> None:
@@ -168,8 +204,8 @@ def main() -> None:
         rewards(Path(sys.argv[2]))
     elif len(sys.argv) == 5 and sys.argv[1] == "compare":
         compare(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4])
-    elif len(sys.argv) == 4 and sys.argv[1] == "env":
-        env(Path(sys.argv[2]), Path(sys.argv[3]))
+    elif len(sys.argv) == 7 and sys.argv[1] == "env":
+        env(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]), sys.argv[5], sys.argv[6])
     else:
         raise SystemExit(__doc__)
 

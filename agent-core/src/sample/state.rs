@@ -3,11 +3,13 @@
 //! screen's UI tree. What `btl-train data` makes of a recorded step, what
 //! online GRPO and `btl sim env` score a completion against.
 
+use super::rois::DEFAULT_LAMBDA;
 use super::rois::{rank_rois, screen_box, target_element};
 use super::{Message, Sample};
 use crate::agent::trajectory::Executed;
 use crate::device::DeviceAction;
 use crate::device::ui::UiNode;
+use crate::model::Observation;
 use crate::protocol::{
     Action, FrameMap, Link, ParseMode, Prompt, Size, parse, smart_resize, to_python_json,
 };
@@ -130,4 +132,27 @@ pub fn state_sample(
         bbox,
         rois,
     })
+}
+
+/// The sample of the screen `obs` shows, with a teacher's answer `raw`
+/// there as its solution: what online GRPO and `btl sim env` score a
+/// completion on that screen against. `id` names the sample and stands in
+/// for its image, which scoring does not read.
+pub fn observation_sample(
+    obs: &Observation,
+    raw: &str,
+    goal: &str,
+    max_pixels: u64,
+    id: String,
+) -> Result<Sample, String> {
+    let executed = teacher_action(raw, &obs.frame)?;
+    let cx = StepContext {
+        goal,
+        max_pixels,
+        image: id.clone(),
+        image_size: Size::new(obs.screenshot.width(), obs.screenshot.height()),
+        id,
+        lambda: DEFAULT_LAMBDA,
+    };
+    state_sample(&obs.frame, obs.prompt, &executed, obs.ui_tree, &cx)
 }

@@ -36,11 +36,10 @@ use agent_core::device::sim::SimDevice;
 use agent_core::model::{
     GenerationStats, Observation, OraclePolicy, Policy, PolicyError, PolicyOutput,
 };
-use agent_core::protocol::{Action, Link, ParseMode, Profile, Size, parse};
+use agent_core::protocol::{Action, Link, ParseMode, Profile, parse};
 use agent_core::reward::RewardBreakdown;
 use agent_core::sample::Sample;
-use agent_core::sample::rois::DEFAULT_LAMBDA;
-use agent_core::sample::state::{StepContext, state_sample, teacher_action};
+use agent_core::sample::state::observation_sample;
 use agent_core::sim::phone::PhoneConfig;
 use agent_core::sim::phone_style_config;
 use agent_core::sim::tasks::{self, Split, Task};
@@ -415,18 +414,14 @@ impl Policy for StatePolicy {
 
     fn act(&mut self, obs: &Observation) -> std::result::Result<PolicyOutput, PolicyError> {
         let target = self.oracle.act(obs)?.raw;
-        let executed = teacher_action(&target, &obs.frame).map_err(PolicyError::Backend)?;
-        let id = format!("slot-{}/state-{}", self.slot, self.calls);
-        let cx = StepContext {
-            goal: &self.goal,
-            max_pixels: self.max_pixels,
-            image: id.clone(),
-            image_size: Size::new(obs.screenshot.width(), obs.screenshot.height()),
-            id,
-            lambda: DEFAULT_LAMBDA,
-        };
-        let sample = state_sample(&obs.frame, obs.prompt, &executed, obs.ui_tree, &cx)
-            .map_err(PolicyError::Backend)?;
+        let sample = observation_sample(
+            obs,
+            &target,
+            &self.goal,
+            self.max_pixels,
+            format!("slot-{}/state-{}", self.slot, self.calls),
+        )
+        .map_err(PolicyError::Backend)?;
         let request = StateRequest {
             slot: self.slot,
             index: self.calls,

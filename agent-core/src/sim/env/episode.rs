@@ -17,8 +17,7 @@ use crate::device::sim::SimDevice;
 use crate::model::{GenerationStats, Observation, OraclePolicy, Policy, PolicyError, PolicyOutput};
 use crate::protocol::{Size, smart_resize};
 use crate::reward::{self, RewardBreakdown, RewardMode, Weights};
-use crate::sample::rois::DEFAULT_LAMBDA;
-use crate::sample::state::{StepContext, state_sample, teacher_action};
+use crate::sample::state::observation_sample;
 use crate::sim::phone::PhoneConfig;
 use crate::sim::tasks::{self, Task};
 use crate::sim::virtual_phone::VirtualPhone;
@@ -202,8 +201,8 @@ fn start(
         seed,
         ..shared.phone
     };
-    let dir = match episode_dir(shared, env, *episodes + 1) {
-        Ok(dir) => dir,
+    let (dir, number) = match episode_dir(shared, env, *episodes + 1) {
+        Ok(found) => found,
         Err(e) => {
             shared
                 .out
@@ -211,7 +210,7 @@ fn start(
             return None;
         }
     };
-    *episodes += 1;
+    *episodes = number;
     let phone = Arc::new(VirtualPhone::new(config));
     phone.with_phone(|p| task.setup(p));
     let max_steps = reset.max_steps.unwrap_or_else(|| task.max_steps());
@@ -277,10 +276,11 @@ fn start(
     }
 }
 
-/// The directory of episode `number`: kept under `DIR/ENV/` when
-/// recording (the first free `episode-N` from `number` on, so a new server
-/// never writes over an old run), otherwise the environment's only one.
-fn episode_dir(shared: &Shared, env: &EnvId, number: u32) -> std::io::Result<PathBuf> {
+/// The directory of the environment's next episode and its number, from
+/// `number` on: under `DIR/ENV/episode-NNNN` when recording (the first
+/// free one, so a new server never writes over an old run), otherwise the
+/// environment's only one.
+fn episode_dir(shared: &Shared, env: &EnvId, number: u32) -> std::io::Result<(PathBuf, u32)> {
     let base = shared.root.join(&env.0);
     if !shared.record {
         if base.exists() {
@@ -288,14 +288,15 @@ fn episode_dir(shared: &Shared, env: &EnvId, number: u32) -> std::io::Result<Pat
         }
         let dir = base.join("episode");
         std::fs::create_dir_all(&dir)?;
-        return Ok(dir);
+        return Ok((dir, number));
     }
     std::fs::create_dir_all(&base)?;
-    (number..)
-        .map(|n| base.join(format!("episode-{n:04}")))
-        .find(|dir| !dir.exists())
-        .map(|dir| std::fs::create_dir(&dir).map(|()| dir))
-        .unwrap_or_else(|| Err(std::io::Error::other("no free episode number")))
+    let (dir, number) = (number..=u32::MAX)
+        .map(|n| (base.join(format!("episode-{n:04}")), n))
+        .find(|(dir, _)| !dir.exists())
+        .ok_or_else(|| std::io::Error::other("no free episode number"))?;
+    std::fs::create_dir(&dir)?;
+    Ok((dir, number))
 }
 
 impl Started {
@@ -416,19 +417,16 @@ impl Policy for ClientPolicy {
 
     fn act(&mut self, obs: &Observation) -> Result<PolicyOutput, PolicyError> {
         let target = self.oracle.act(obs)?.raw;
-        let executed = teacher_action(&target, &obs.frame).map_err(PolicyError::Backend)?;
         let turn = self.calls;
         self.calls += 1;
-        let cx = StepContext {
-            goal: &self.goal,
-            max_pixels: self.max_pixels,
-            image: format!("obs-{turn:04}.png"),
-            image_size: Size::new(obs.screenshot.width(), obs.screenshot.height()),
-            id: format!("turn-{turn}"),
-            lambda: DEFAULT_LAMBDA,
-        };
-        let sample = state_sample(&obs.frame, obs.prompt, &executed, obs.ui_tree, &cx)
-            .map_err(PolicyError::Backend)?;
+        let sample = observation_sample(
+            obs,
+            &target,
+            &self.goal,
+            self.max_pixels,
+            format!("turn-{turn}"),
+        )
+        .map_err(PolicyError::Backend)?;
         let observation = self.observation(obs, turn, &target)?;
         let pending = lock(&self.turns).pending.take();
         match pending {

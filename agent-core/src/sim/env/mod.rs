@@ -53,7 +53,7 @@ use std::sync::{Arc, Mutex};
 #[derive(Debug, Clone)]
 pub struct EnvOptions {
     /// Where episodes are recorded (trajectories, as `btl run` writes
-    /// them, and the observations' screenshots), under `DIR/ENV/episode-N`.
+    /// them, and the observations' screenshots), under `DIR/ENV/episode-NNNN`.
     /// Without it, a temporary directory removed at exit, where each
     /// environment keeps only its current episode.
     pub dir: Option<PathBuf>,
