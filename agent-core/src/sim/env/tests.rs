@@ -431,12 +431,21 @@ fn a_reset_mid_episode_starts_over_and_recorded_episodes_are_trajectories() {
 }
 
 #[test]
-fn the_end_of_input_ends_the_episodes_in_play() {
+fn close_and_the_end_of_input_end_the_episodes_in_play() {
     let mut client = Client::start(EnvOptions::default());
     client.send(reset("a", "wifi_on", 1));
     client.send(reset("b", "alarm_set", 2));
     for _ in 0..2 {
         assert_eq!(client.recv()["ok"], true);
     }
+    // Mid-episode: the close cancels a's episode and is answered once.
+    let closed = client.call(json!({"id": "c", "op": "close", "env": "a"}));
+    assert_eq!(
+        closed,
+        json!({"id": "c", "ok": true, "env": "a", "closed": true, "episodes": 1})
+    );
+    let gone = client.call(step("a", "x"));
+    assert!(gone["error"].as_str().unwrap().contains("no environment a"));
+    // b is still waiting for its answer when the input ends.
     client.finish();
 }
