@@ -20,7 +20,7 @@
 //!   [`AdbBackend`] the ADB server serves.
 //! - [`tasks`]: the task suite: goal templates with seeded parameters,
 //!   set-ups, success checks over the phone's state and UI-only oracles.
-//! - [`env`]: the phone as a reinforcement-learning environment over JSON
+//! - [`env`](mod@env): the phone as a reinforcement-learning environment over JSON
 //!   lines (`btl sim env`): episodes of the agent loop whose answers a
 //!   client gives, with process and outcome rewards.
 //!
