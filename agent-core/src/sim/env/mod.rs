@@ -123,14 +123,12 @@ pub fn serve(
     output: impl Write + Send + 'static,
     options: EnvOptions,
 ) -> std::io::Result<()> {
-    let temp = match options.dir {
-        Some(_) => None,
-        None => Some(tempfile::Builder::new().prefix("btl-env-").tempdir()?),
-    };
-    let root = match (&options.dir, &temp) {
-        (Some(dir), _) => dir.clone(),
-        (None, Some(temp)) => temp.path().to_owned(),
-        (None, None) => unreachable!("a temporary directory is made when no dir is given"),
+    let (root, temp) = match &options.dir {
+        Some(dir) => (dir.clone(), None),
+        None => {
+            let temp = tempfile::Builder::new().prefix("btl-env-").tempdir()?;
+            (temp.path().to_owned(), Some(temp))
+        }
     };
     std::fs::create_dir_all(&root)?;
     // Observations name files by absolute path, whatever the client's
