@@ -14,6 +14,8 @@
 //!   directory and GGUFs);
 //! - [`sft`]: supervised fine-tuning's objective, masked cross-entropy on
 //!   the answer tokens;
+//! - [`induction`]: the copying warm-up of a fresh model (random strings
+//!   written again), so that it can type what a goal names;
 //! - [`data`]: training samples from trajectories (target boxes and ranked
 //!   ROIs from the UI tree) and dataset exports (ms-swift);
 //! - [`cli`]: the `btl-train` command line; `src/main.rs` only calls
@@ -41,6 +43,7 @@ pub mod data;
 pub mod error;
 pub mod export;
 pub mod grpo;
+pub mod induction;
 pub mod init;
 pub mod lora;
 pub mod model;

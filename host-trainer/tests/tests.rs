@@ -16,6 +16,8 @@ mod gradients;
 mod checkpoint;
 // Supervised fine-tuning: masked cross-entropy vs transformers in float64; memorising an answer.
 mod sft;
+// The copying warm-up: its loss is SFT's answer loss; the command trains and resumes.
+mod induction;
 // GRPO objective with LoRA vs transformers + PEFT (float64, and bfloat16 autocast); merging adapters.
 mod grpo;
 // Training runs: the reward rises on a toy task, resume is exact, bad input is named.

@@ -1,7 +1,7 @@
-//! `btl-train grpo` and `btl-train sft`: a training run from a TOML
-//! configuration, every option of which a flag can also set (flags win).
-//! The two share the configuration, the checkpoints and the logs; `sft`
-//! ignores the `[grpo]` and `[reward]` sections.
+//! `btl-train grpo`, `btl-train sft` and `btl-train induction`: a training
+//! run from a TOML configuration, every option of which a flag can also set
+//! (flags win). They share the configuration, the checkpoints and the logs;
+//! `sft` and `induction` ignore the `[grpo]` and `[reward]` sections.
 //!
 //! Flags are written into the configuration's TOML table before it is read,
 //! so a flag and a file line go through the same checks and errors.
@@ -124,6 +124,10 @@ pub struct GrpoArgs {
     #[arg(long, help_heading = "SFT")]
     sft_micro_batch: Option<i64>,
 
+    /// [induction] random strings per optimizer step.
+    #[arg(long, help_heading = "Induction")]
+    sequences_per_step: Option<i64>,
+
     /// [reward] released or paper.
     #[arg(long, help_heading = "Reward")]
     reward_mode: Option<String>,
@@ -156,6 +160,9 @@ pub struct GrpoArgs {
     /// [run] optimizer steps.
     #[arg(long, help_heading = "Run")]
     steps: Option<i64>,
+    /// [run] stop after this step, the schedule still --steps long.
+    #[arg(long, help_heading = "Run")]
+    stop_at: Option<i64>,
     /// [run] seed of every random choice.
     #[arg(long, help_heading = "Run")]
     seed: Option<i64>,
@@ -203,6 +210,7 @@ impl GrpoArgs {
         let method = match objective {
             TrainObjective::Grpo => "grpo",
             TrainObjective::Sft => "sft",
+            TrainObjective::Induction => "induction",
         };
         set(t, "run", "objective", Value::String(method.to_owned()));
         if let Some(p) = &self.checkpoint {
@@ -258,7 +266,9 @@ impl GrpoArgs {
             ("online", "phones", self.phones),
             ("sft", "samples_per_step", self.samples_per_step),
             ("sft", "micro_batch", self.sft_micro_batch),
+            ("induction", "sequences_per_step", self.sequences_per_step),
             ("run", "steps", self.steps),
+            ("run", "stop_at", self.stop_at),
             ("run", "seed", self.seed),
             ("run", "save_every", self.save_every),
         ];
@@ -321,6 +331,10 @@ pub fn run_sft(args: &GrpoArgs) -> Outcome {
     run_training(args, TrainObjective::Sft)
 }
 
+pub fn run_induction(args: &GrpoArgs) -> Outcome {
+    run_training(args, TrainObjective::Induction)
+}
+
 fn run_training(args: &GrpoArgs, objective: TrainObjective) -> Outcome {
     let config = args.config(objective)?;
     let resume = args
@@ -333,7 +347,7 @@ fn run_training(args: &GrpoArgs, objective: TrainObjective) -> Outcome {
     });
     // A background run's log gets one line per step instead of a bar.
     let log_lines = !std::io::stderr().is_terminal();
-    let steps = config.run.steps;
+    let steps = config.last_step();
     let bar = if log_lines {
         ProgressBar::hidden()
     } else {
@@ -354,6 +368,12 @@ fn run_training(args: &GrpoArgs, objective: TrainObjective) -> Outcome {
         }
         let message = match objective {
             TrainObjective::Sft => format!("loss {:.4} grad-norm {:.3}", m.loss, m.grad_norm),
+            TrainObjective::Induction => format!(
+                "loss {:.4} copy accuracy {:.1}% grad-norm {:.3}",
+                m.loss,
+                100.0 * m.copy_accuracy.unwrap_or(0.0),
+                m.grad_norm
+            ),
             TrainObjective::Grpo => format!(
                 "reward {:.3} kl {:.4} grad-norm {:.3}{}",
                 m.reward_mean,

@@ -40,6 +40,10 @@ enum Command {
     /// Supervised fine-tuning on the samples' canonical BTL answers (LoRA
     /// or full), resumable; the same configuration and flags as grpo.
     Sft(Box<grpo::GrpoArgs>),
+    /// The copying warm-up of a fresh model: random token strings written
+    /// again, learned only where copied, so that a model can later type
+    /// what a goal names; the same configuration and flags as sft.
+    Induction(Box<grpo::GrpoArgs>),
     /// A trained checkpoint for the phone: merged weights as a Hugging Face
     /// checkpoint and GGUF files (and a GGUF LoRA adapter).
     Export(export::ExportArgs),
@@ -65,6 +69,7 @@ pub fn main() -> ExitCode {
         Command::Data(command) => data::run(&command),
         Command::Grpo(args) => grpo::run_grpo(&args),
         Command::Sft(args) => grpo::run_sft(&args),
+        Command::Induction(args) => grpo::run_induction(&args),
         Command::Export(args) => export::run_export(&args),
         Command::PlotBench(args) => plot::run_plot_bench(&args),
     };

@@ -161,7 +161,7 @@ fn read_tensors(path: &Path) -> Result<HashMap<String, Tensor>> {
 /// Continues the run saved in `dir` (a checkpoint directory, or an output
 /// directory whose latest checkpoint is taken). `config` must describe the
 /// same run; only `run.steps` may grow (the schedule then differs from an
-/// uninterrupted run of the new length).
+/// uninterrupted run of the new length) and `run.stop_at` change.
 pub fn resume(dir: &Path, config: TrainConfig, trainer: &mut Trainer) -> Result<PathBuf> {
     let dir = if dir.join(STATE_FILE).is_file() {
         dir.to_owned()
@@ -185,12 +185,13 @@ pub fn resume(dir: &Path, config: TrainConfig, trainer: &mut Trainer) -> Result<
     }
     let mut saved = state.config.clone();
     saved.run.steps = config.run.steps;
+    saved.run.stop_at = config.run.stop_at;
     if saved != config {
         return Err(corrupt(
             &state_path,
             format!(
-                "the checkpoint was made with another configuration ({}; only run.steps may \
-                 change on resume)",
+                "the checkpoint was made with another configuration ({}; only run.steps and \
+                 run.stop_at may change on resume)",
                 config_differences(&saved, &config).join(", ")
             ),
         ));

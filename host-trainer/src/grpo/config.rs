@@ -21,6 +21,7 @@ use crate::lora::LoraConfig;
 #[serde(deny_unknown_fields)]
 pub struct TrainConfig {
     pub model: ModelSection,
+    #[serde(default)]
     pub data: DataSection,
     #[serde(default)]
     pub lora: LoraConfig,
@@ -28,6 +29,8 @@ pub struct TrainConfig {
     pub grpo: GrpoSection,
     #[serde(default)]
     pub sft: SftSection,
+    #[serde(default)]
+    pub induction: InductionSection,
     #[serde(default)]
     pub reward: RewardSection,
     #[serde(default)]
@@ -104,6 +107,17 @@ pub struct DataSection {
     pub heldout: Vec<PathBuf>,
 }
 
+impl Default for DataSection {
+    fn default() -> Self {
+        Self {
+            samples: Vec::new(),
+            max_pixels: None,
+            shuffle: true,
+            heldout: Vec::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct GrpoSection {
@@ -165,6 +179,10 @@ pub enum TrainObjective {
     /// Supervised fine-tuning: masked cross-entropy on each sample's
     /// canonical answer ([`crate::sft`]; `btl-train sft`).
     Sft,
+    /// The copying warm-up of a fresh model: random token strings written
+    /// again, learned only where copied ([`crate::induction`];
+    /// `btl-train induction`).
+    Induction,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -200,6 +218,33 @@ pub enum Batching {
     /// launches (on a GPU a step with one pass per sample spends most of
     /// its time launching small kernels).
     Padded,
+}
+
+/// The copying warm-up's strings ([`crate::induction`]); the defaults are
+/// the ones the default model's warm-up used.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InductionSection {
+    /// Sequences per optimizer step, each with a new random string.
+    pub sequences_per_step: usize,
+    /// Longest string, in tokens (the shortest is one token).
+    pub max_len: usize,
+    /// Most copies of the string in a sequence (at least one).
+    pub max_copies: usize,
+    /// Most random tokens before the string and between its copies, so
+    /// that a copy's position says nothing about where its source is.
+    pub max_noise: usize,
+}
+
+impl Default for InductionSection {
+    fn default() -> Self {
+        Self {
+            sequences_per_step: 32,
+            max_len: 30,
+            max_copies: 1,
+            max_noise: 20,
+        }
+    }
 }
 
 impl Default for SftSection {
@@ -248,7 +293,8 @@ impl Default for OptimSection {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunSection {
-    /// `grpo` or `sft`; set by the command (`btl-train grpo` / `sft`).
+    /// `grpo`, `sft` or `induction`; set by the command (`btl-train grpo`,
+    /// `sft`, `induction`).
     #[serde(default)]
     pub objective: TrainObjective,
     /// Optimizer steps in the whole run.
@@ -257,6 +303,11 @@ pub struct RunSection {
     pub seed: u64,
     /// Checkpoints, metrics and plots go here.
     pub output_dir: PathBuf,
+    /// Stop after this step (with a checkpoint) although the schedule is
+    /// `steps` long: where an earlier run was stopped, reproduced without
+    /// running the rest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_at: Option<u64>,
     /// A checkpoint every this many steps (and at the end); 0 = only at the end.
     #[serde(default = "default_save_every")]
     pub save_every: u64,
@@ -379,6 +430,17 @@ impl TrainConfig {
         if self.run.steps == 0 {
             return bad("run.steps", "must be at least 1".into());
         }
+        if let Some(stop) = self.run.stop_at
+            && !(1..=self.run.steps).contains(&stop)
+        {
+            return bad(
+                "run.stop_at",
+                format!(
+                    "must be within 1..={} (run.steps), not {stop}",
+                    self.run.steps
+                ),
+            );
+        }
         if let Some([first, last]) = self.run.profile_steps
             && !(1 <= first && first <= last && last <= self.run.steps)
         {
@@ -390,6 +452,13 @@ impl TrainConfig {
                 ),
             );
         }
+        let i = &self.induction;
+        if i.sequences_per_step == 0 || i.max_len == 0 || i.max_copies == 0 {
+            return bad(
+                "induction",
+                "sequences_per_step, max_len and max_copies must each be at least 1".into(),
+            );
+        }
         match (&self.online, self.run.objective) {
             (Some(_), TrainObjective::Sft) => {
                 return bad(
@@ -397,6 +466,19 @@ impl TrainConfig {
                     "online training is GRPO's (objective = \"grpo\"); supervised fine-tuning learns from data.samples".into(),
                 );
             }
+            (Some(_), TrainObjective::Induction) => {
+                return bad(
+                    "online",
+                    "online training is GRPO's (objective = \"grpo\"); the induction warm-up draws random strings".into(),
+                );
+            }
+            (None, TrainObjective::Induction) if !self.data.samples.is_empty() => {
+                return bad(
+                    "data.samples",
+                    "the induction warm-up draws its own random strings; give no sample files (data.heldout still evaluates)".into(),
+                );
+            }
+            (None, TrainObjective::Induction) => {}
             (Some(online), TrainObjective::Grpo) => {
                 online.validate()?;
                 if !self.data.samples.is_empty() {
@@ -421,6 +503,11 @@ impl TrainConfig {
             self.lora.validate()?;
         }
         Ok(())
+    }
+
+    /// The step the run ends at: `run.stop_at`, else `run.steps`.
+    pub fn last_step(&self) -> u64 {
+        self.run.stop_at.unwrap_or(self.run.steps)
     }
 
     /// Warmup steps: `ceil(warmup_ratio · steps)`, as transformers counts them.
@@ -489,6 +576,10 @@ output_dir = "out"
         c.grpo.num_generations = 1;
         let e = c.validate().unwrap_err().to_string();
         assert!(e.contains("grpo.num_generations"), "{e}");
+        let mut c = TrainConfig::from_toml(MINIMAL).unwrap();
+        c.induction.max_len = 0;
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("induction") && e.contains("max_len"), "{e}");
         let mut c = TrainConfig::from_toml(MINIMAL).unwrap();
         c.lora.target_modules = vec!["qkv".into()];
         let e = c.validate().unwrap_err().to_string();

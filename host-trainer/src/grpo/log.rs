@@ -134,8 +134,9 @@ impl SignalWatch {
 type Series = (&'static str, fn(&StepMetrics) -> Option<f64>, RGBColor);
 
 /// The panels of a run's curves: GRPO shows its reward, KL and flat groups
-/// (online GRPO its episodes' success too), SFT its loss; both the gradient
-/// norm and the held-out numbers.
+/// (online GRPO its episodes' success too), SFT its loss and the induction
+/// warm-up its copy accuracy; all the gradient norm, and GRPO and SFT the
+/// held-out numbers.
 fn panels(objective: TrainObjective, online: bool) -> Vec<(&'static str, Vec<Series>)> {
     let loss: (&str, Vec<Series>) = (
         "loss",
@@ -165,6 +166,14 @@ fn panels(objective: TrainObjective, online: bool) -> Vec<(&'static str, Vec<Ser
     );
     match objective {
         TrainObjective::Sft => vec![loss, grad_norm, accuracy],
+        TrainObjective::Induction => vec![
+            loss,
+            (
+                "copy accuracy (new strings, before the update)",
+                vec![("", |m| m.copy_accuracy, GREEN)],
+            ),
+            grad_norm,
+        ],
         TrainObjective::Grpo if online => {
             let mut all = panels(objective, false);
             all.push(episodes);
@@ -302,6 +311,7 @@ mod tests {
             episodes: None,
             episodes_done: None,
             outcome: None,
+            copy_accuracy: None,
         }
     }
 

@@ -121,6 +121,11 @@ impl PromptTokenizer {
         vec![self.im_end, self.endoftext]
     }
 
+    /// The `tokenizer.json` itself.
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
     /// The id that pads finished completions.
     pub fn pad_id(&self) -> i64 {
         self.endoftext

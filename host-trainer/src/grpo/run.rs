@@ -1,5 +1,6 @@
-//! A whole run: steps until `run.steps`, a metrics line per step, a
-//! checkpoint and a fresh plot every `save_every` steps and at the end.
+//! A whole run: steps until `run.steps` (or `run.stop_at`), a metrics line
+//! per step, a checkpoint and a fresh plot every `save_every` steps and at
+//! the end.
 
 use std::path::{Path, PathBuf};
 
@@ -51,7 +52,8 @@ pub fn run(
     let plot_path = out.join(PLOT_FILE);
     let mut last_checkpoint = None;
     let mut profiled = Profiled::default();
-    while trainer.steps_done() < config.run.steps {
+    let last = config.last_step();
+    while trainer.steps_done() < last {
         let profile_range = config.run.profile_steps;
         if let Some([first, _]) = profile_range
             && trainer.steps_done() + 1 == first
@@ -71,7 +73,7 @@ pub fn run(
             profiled.summary = Some(profiled.write(recording, out)?);
         }
         let every = config.run.save_every;
-        let save = done == config.run.steps || (every > 0 && done % every == 0);
+        let save = done == last || (every > 0 && done % every == 0);
         if save && let Some(heldout) = trainer.evaluate()? {
             metrics.heldout_loss = Some(heldout.loss);
             metrics.heldout_accuracy = Some(heldout.accuracy);

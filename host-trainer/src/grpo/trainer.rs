@@ -29,6 +29,7 @@ use super::prompt::PromptTokenizer;
 use super::rollout::{Prompt, completion_log_probs, pad_completions, sample_group};
 use crate::autocast::autocast;
 use crate::error::{Error, Result};
+use crate::induction::{CopyTokens, copy_batch, copy_loss};
 use crate::lora::{LoraInit, generator};
 use crate::model::{Grid, Qwen25Vl};
 use crate::sft::{answer_loss, in_frame, padded_batch_loss, shared_prefix_loss, target_answer};
@@ -97,6 +98,11 @@ pub struct StepMetrics {
     /// said Finish on a screen where the task was done).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<f64>,
+    /// Induction: the share of the step's copied tokens that the model's
+    /// most likely next token got right, before the update (every step's
+    /// strings are new, so this measures copying, not memory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_accuracy: Option<f64>,
 }
 
 /// How the model does on the held-out samples.
@@ -267,6 +273,10 @@ pub struct Trainer {
     autocast: Option<Kind>,
     prefetched: Option<Prefetch>,
 }
+
+/// [`derive_seed`]'s stream for the induction warm-up's strings, apart
+/// from the others (which count up from 1, and LoRA's `u64::MAX`).
+const INDUCTION_STREAM: u64 = u64::MAX - 1;
 
 /// A well-mixed 64-bit value from a seed and two counters (SplitMix64's finalizer).
 pub(crate) fn derive_seed(seed: u64, a: u64, b: u64) -> u64 {
@@ -679,6 +689,7 @@ impl Trainer {
             TrainObjective::Grpo if self.config.online.is_some() => self.online_step(),
             TrainObjective::Grpo => self.grpo_step(),
             TrainObjective::Sft => self.sft_step(),
+            TrainObjective::Induction => self.induction_step(),
         }
     }
 
@@ -723,7 +734,7 @@ impl Trainer {
         }
         let tokens: usize = answers.iter().map(Vec::len).sum();
         let inputs = self.step_inputs(step)?;
-        if step + 1 < cfg.run.steps {
+        if step + 1 < cfg.last_step() {
             self.prefetch(step + 1);
         }
         let prompts = inputs
@@ -777,6 +788,47 @@ impl Trainer {
             loss_sum += share.f_double_value(&[])?;
         }
         self.finish_sft_step(started, lr, loss_sum, tokens, prompt_tokens)
+    }
+
+    /// One step of the copying warm-up ([`crate::induction`]):
+    /// `induction.sequences_per_step` new random strings and their copies,
+    /// the mean cross-entropy over the copied tokens, one optimizer step.
+    /// `copy_accuracy` is measured before the update, on strings the model
+    /// has never seen.
+    fn induction_step(&mut self) -> Result<StepMetrics> {
+        let started = Instant::now();
+        let cfg = self.config.clone();
+        let step = self.done;
+        let (_generator, lr) = self.begin_step();
+        let tokens = CopyTokens::from_tokenizer(self.tokenizer.tokenizer())?;
+        let batch = copy_batch(
+            &tokens,
+            &cfg.induction,
+            derive_seed(cfg.run.seed, INDUCTION_STREAM, step),
+        );
+        self.model.set_lora_enabled(true);
+        self.model.set_training(true);
+        let out = self.forward(|| copy_loss(&self.model, &batch));
+        self.model.set_training(false);
+        let out = out?;
+        out.loss.f_backward()?;
+        let loss = out.loss.f_double_value(&[])?;
+        let grad_norm = self.optimizer.clip_grad_norm(cfg.optim.max_grad_norm)?;
+        self.optimizer.step(lr)?;
+        self.done += 1;
+        let sequences = batch.ids.len();
+        Ok(StepMetrics {
+            step: self.done,
+            lr,
+            loss,
+            grad_norm,
+            groups: sequences,
+            completion_tokens_mean: out.targets as f64 / sequences as f64,
+            prompt_tokens: Some(batch.ids.iter().map(Vec::len).sum()),
+            seconds: started.elapsed().as_secs_f64(),
+            copy_accuracy: Some(out.right as f64 / out.targets.max(1) as f64),
+            ..StepMetrics::default()
+        })
     }
 
     /// The optimizer step that ends a supervised step, and its metrics.
