@@ -442,13 +442,13 @@ impl TrainConfig {
             );
         }
         if let Some([first, last]) = self.run.profile_steps
-            && !(1 <= first && first <= last && last <= self.run.steps)
+            && !(1 <= first && first <= last && last <= self.last_step())
         {
             return bad(
                 "run.profile_steps",
                 format!(
                     "[{first}, {last}] is not a range of steps within 1..={}",
-                    self.run.steps
+                    self.last_step()
                 ),
             );
         }

@@ -272,6 +272,8 @@ pub struct Trainer {
     /// The dtype forward passes autocast to (`precision = "bf16"`).
     autocast: Option<Kind>,
     prefetched: Option<Prefetch>,
+    /// The induction warm-up's token ids (that objective only).
+    copy_tokens: Option<CopyTokens>,
 }
 
 /// [`derive_seed`]'s stream for the induction warm-up's strings, apart
@@ -379,6 +381,10 @@ impl Trainer {
             load_items(&config.data.heldout)?
         };
         let tokenizer = PromptTokenizer::from_file(&config.tokenizer_path())?;
+        let copy_tokens = match config.run.objective {
+            TrainObjective::Induction => Some(CopyTokens::from_tokenizer(tokenizer.tokenizer())?),
+            _ => None,
+        };
         let (model, reference, params) = match config.model.mode {
             TrainMode::Lora => {
                 let mut model = Qwen25Vl::from_checkpoint_with_lora(
@@ -438,6 +444,7 @@ impl Trainer {
             done: 0,
             autocast,
             prefetched: None,
+            copy_tokens,
         })
     }
 
@@ -800,7 +807,9 @@ impl Trainer {
         let cfg = self.config.clone();
         let step = self.done;
         let (_generator, lr) = self.begin_step();
-        let tokens = CopyTokens::from_tokenizer(self.tokenizer.tokenizer())?;
+        let tokens = self.copy_tokens.ok_or_else(|| {
+            Error::Input("the run's objective is not the induction warm-up".to_owned())
+        })?;
         let batch = copy_batch(
             &tokens,
             &cfg.induction,
