@@ -1,14 +1,17 @@
 //! The copying warm-up: its loss is the masked cross-entropy that SFT's
 //! answer loss (checked against transformers) computes, and
-//! `btl-train induction` trains, logs its copy accuracy and resumes.
+//! `btl-train induction` trains, logs its copy accuracy and resumes, and
+//! SFT can learn the warm-up's strings beside its samples.
 
-use host_trainer::grpo::config::InductionSection;
+use host_trainer::grpo::config::{InductionSection, TrainMode, TrainObjective};
 use host_trainer::grpo::log::read_metrics;
 use host_trainer::grpo::rollout::Prompt;
+use host_trainer::grpo::{StepMetrics, TrainConfig, Trainer};
 use host_trainer::induction::{CopyTokens, IGNORE, copy_batch, copy_loss};
 use host_trainer::sft::answer_loss;
 use tch::Kind;
 
+use crate::training::{Digits, toy_config};
 use crate::util::{btl_train, btl_train_succeeds, checkpoint_dir, load, tokenizer_file};
 
 /// A sequence with one copy ends with it, so its learned tokens are an
@@ -24,6 +27,7 @@ fn the_copy_loss_is_the_answer_loss_of_the_copy() {
         max_len: 12,
         max_copies: 1,
         max_noise: 6,
+        ..InductionSection::default()
     };
     for seed in 0..4 {
         let batch = copy_batch(&tokens, &section, seed);
@@ -154,4 +158,62 @@ fn the_induction_command_trains_and_resumes() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("online"), "{stderr}");
+}
+
+/// SFT with the warm-up's strings mixed in (`induction.sft_weight`): the
+/// first step's answer loss is plain SFT's (both measure the same weights
+/// before any update), the update is not (the copies' gradient is in it),
+/// copy accuracy is logged only then, and a weight that is not a finite
+/// number of at least 0, or one on a run that is not SFT, is refused by
+/// name.
+#[test]
+fn sft_steps_can_learn_the_warm_up_strings_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut plain = toy_config(dir.path(), 2);
+    // SFT learns canonical answers, which have a Plan.
+    let samples = r#"[
+ {"images": [], "image_sizes": [[100, 100]], "bbox": [], "solution": "[{\"Plan\": \"Go back.\", \"Action\": {\"function\": \"Back\"}}]",
+  "messages": [{"role": "user", "content": "Leave this screen."}]},
+ {"images": [], "image_sizes": [[100, 100]], "bbox": [], "solution": "[{\"Plan\": \"Type it.\", \"Action\": {\"function\": \"Type\", \"text\": \"Kyiv 7\"}}]",
+  "messages": [{"role": "user", "content": "Type Kyiv 7."}]}
+]"#;
+    std::fs::write(dir.path().join("samples.json"), samples).unwrap();
+    plain.run.objective = TrainObjective::Sft;
+    plain.model.mode = TrainMode::Full;
+    plain.induction.sequences_per_step = 4;
+    let mut mixed = plain.clone();
+    mixed.induction.sft_weight = 1.0;
+    mixed.validate().unwrap();
+    let run = |config: &TrainConfig| -> Vec<StepMetrics> {
+        let mut trainer = Trainer::new(config.clone(), Box::new(Digits)).unwrap();
+        (0..2).map(|_| trainer.step().unwrap()).collect()
+    };
+    let (a, b) = (run(&plain), run(&mixed));
+    assert_eq!(a[0].loss, b[0].loss);
+    assert_ne!(a[1].loss, b[1].loss);
+    assert!(a.iter().all(|m| m.copy_accuracy.is_none()), "{a:?}");
+    assert!(
+        b.iter()
+            .all(|m| m.copy_accuracy.is_some_and(|x| (0.0..=1.0).contains(&x))),
+        "{b:?}"
+    );
+
+    for (objective, weight, says) in [
+        (TrainObjective::Sft, -0.5, "at least 0"),
+        (TrainObjective::Sft, f64::NAN, "at least 0"),
+        (TrainObjective::Grpo, 0.5, "objective = \"sft\""),
+        (TrainObjective::Induction, 0.5, "objective = \"sft\""),
+    ] {
+        let mut config = mixed.clone();
+        config.run.objective = objective;
+        config.induction.sft_weight = weight;
+        if objective == TrainObjective::Induction {
+            config.data.samples.clear();
+        }
+        let err = config.validate().unwrap_err().to_string();
+        assert!(
+            err.contains("induction.sft_weight") && err.contains(says),
+            "{objective:?} {weight}: {err}"
+        );
+    }
 }

@@ -127,6 +127,10 @@ pub struct GrpoArgs {
     /// [induction] random strings per optimizer step.
     #[arg(long, help_heading = "Induction")]
     sequences_per_step: Option<i64>,
+    /// [induction] weight of the warm-up strings' copy loss added to every
+    /// SFT step (`induction.sft_weight`; 0 adds none).
+    #[arg(long, help_heading = "Induction")]
+    copy_weight: Option<f64>,
 
     /// [reward] released or paper.
     #[arg(long, help_heading = "Reward")]
@@ -291,6 +295,7 @@ impl GrpoArgs {
             ("optim", "weight_decay", self.weight_decay),
             ("optim", "max_grad_norm", self.max_grad_norm),
             ("optim", "warmup_ratio", self.warmup_ratio),
+            ("induction", "sft_weight", self.copy_weight),
         ];
         for (section, key, value) in floats {
             if let Some(v) = value {
@@ -367,11 +372,12 @@ fn run_training(args: &GrpoArgs, objective: TrainObjective) -> Outcome {
             bar.suspend(|| eprintln!("{warning}"));
         }
         let message = match objective {
-            TrainObjective::Sft => format!("loss {:.4} grad-norm {:.3}", m.loss, m.grad_norm),
-            TrainObjective::Induction => format!(
-                "loss {:.4} copy accuracy {:.1}% grad-norm {:.3}",
+            TrainObjective::Sft | TrainObjective::Induction => format!(
+                "loss {:.4}{} grad-norm {:.3}",
                 m.loss,
-                100.0 * m.copy_accuracy.unwrap_or(0.0),
+                m.copy_accuracy
+                    .map(|a| format!(" copy accuracy {:.1}%", 100.0 * a))
+                    .unwrap_or_default(),
                 m.grad_norm
             ),
             TrainObjective::Grpo => format!(

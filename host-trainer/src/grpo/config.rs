@@ -234,6 +234,11 @@ pub struct InductionSection {
     /// Most random tokens before the string and between its copies, so
     /// that a copy's position says nothing about where its source is.
     pub max_noise: usize,
+    /// In a supervised run, each step also learns `sequences_per_step`
+    /// warm-up strings, their copy loss added with this weight, so that a
+    /// copying circuit is kept (or formed) while BTL is learned; 0 (the
+    /// default) adds none.
+    pub sft_weight: f64,
 }
 
 impl Default for InductionSection {
@@ -243,6 +248,7 @@ impl Default for InductionSection {
             max_len: 30,
             max_copies: 1,
             max_noise: 20,
+            sft_weight: 0.0,
         }
     }
 }
@@ -457,6 +463,19 @@ impl TrainConfig {
             return bad(
                 "induction",
                 "sequences_per_step, max_len and max_copies must each be at least 1".into(),
+            );
+        }
+        if !(i.sft_weight.is_finite() && i.sft_weight >= 0.0) {
+            return bad(
+                "induction.sft_weight",
+                format!("{} is not a finite weight of at least 0", i.sft_weight),
+            );
+        }
+        if i.sft_weight > 0.0 && self.run.objective != TrainObjective::Sft {
+            return bad(
+                "induction.sft_weight",
+                "mixes the warm-up's strings into supervised steps only (objective = \"sft\")"
+                    .into(),
             );
         }
         match (&self.online, self.run.objective) {

@@ -134,9 +134,9 @@ impl SignalWatch {
 type Series = (&'static str, fn(&StepMetrics) -> Option<f64>, RGBColor);
 
 /// The panels of a run's curves: GRPO shows its reward, KL and flat groups
-/// (online GRPO its episodes' success too), SFT its loss and the induction
-/// warm-up its copy accuracy; all the gradient norm, and GRPO and SFT the
-/// held-out numbers.
+/// (online GRPO its episodes' success too), SFT its loss, the induction
+/// warm-up (and SFT mixed with it) its copy accuracy; all the gradient
+/// norm, and GRPO and SFT the held-out numbers.
 fn panels(objective: TrainObjective, online: bool) -> Vec<(&'static str, Vec<Series>)> {
     let loss: (&str, Vec<Series>) = (
         "loss",
@@ -164,16 +164,13 @@ fn panels(objective: TrainObjective, online: bool) -> Vec<(&'static str, Vec<Ser
             GREEN,
         )],
     );
+    let copies: (&str, Vec<Series>) = (
+        "copy accuracy (new strings, before the update)",
+        vec![("", |m| m.copy_accuracy, GREEN)],
+    );
     match objective {
-        TrainObjective::Sft => vec![loss, grad_norm, accuracy],
-        TrainObjective::Induction => vec![
-            loss,
-            (
-                "copy accuracy (new strings, before the update)",
-                vec![("", |m| m.copy_accuracy, GREEN)],
-            ),
-            grad_norm,
-        ],
+        TrainObjective::Sft => vec![loss, grad_norm, accuracy, copies],
+        TrainObjective::Induction => vec![loss, copies, grad_norm],
         TrainObjective::Grpo if online => {
             let mut all = panels(objective, false);
             all.push(episodes);
@@ -223,7 +220,17 @@ pub fn plot(metrics: &[StepMetrics], objective: TrainObjective, out: &Path) -> R
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let partial = out.with_file_name(format!(".{name}.partial.png"));
-    let panels = panels(objective, metrics.iter().any(|m| m.episodes.is_some()));
+    // A panel no step has a value for (held-out numbers of a run without
+    // held-out samples, copies of an SFT run without warm-up strings) is
+    // left out.
+    let panels: Vec<_> = panels(objective, metrics.iter().any(|m| m.episodes.is_some()))
+        .into_iter()
+        .filter(|(_, series)| {
+            series
+                .iter()
+                .any(|(_, value, _)| metrics.iter().any(|m| value(m).is_some()))
+        })
+        .collect();
     let rows = panels.len().div_ceil(2);
     let draw = || -> std::result::Result<(), Box<dyn std::error::Error>> {
         let root = BitMapBackend::new(&partial, (1200, 330 * rows as u32)).into_drawing_area();

@@ -29,7 +29,7 @@ use super::prompt::PromptTokenizer;
 use super::rollout::{Prompt, completion_log_probs, pad_completions, sample_group};
 use crate::autocast::autocast;
 use crate::error::{Error, Result};
-use crate::induction::{CopyTokens, copy_batch, copy_loss};
+use crate::induction::{CopyBatch, CopyTokens, copy_batch, copy_loss};
 use crate::lora::{LoraInit, generator};
 use crate::model::{Grid, Qwen25Vl};
 use crate::sft::{answer_loss, in_frame, padded_batch_loss, shared_prefix_loss, target_answer};
@@ -98,9 +98,11 @@ pub struct StepMetrics {
     /// said Finish on a screen where the task was done).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<f64>,
-    /// Induction: the share of the step's copied tokens that the model's
-    /// most likely next token got right, before the update (every step's
-    /// strings are new, so this measures copying, not memory).
+    /// Induction, and SFT with `induction.sft_weight`: the share of the
+    /// step's copied tokens that the model's most likely next token got
+    /// right, before the update (every step's strings are new, so this
+    /// measures copying, not memory). An SFT step's `loss` stays its
+    /// answers' alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub copy_accuracy: Option<f64>,
 }
@@ -382,9 +384,12 @@ impl Trainer {
         };
         let tokenizer = PromptTokenizer::from_file(&config.tokenizer_path())?;
         let copy_tokens = match config.run.objective {
-            TrainObjective::Induction => Some(CopyTokens::from_tokenizer(tokenizer.tokenizer())?),
-            _ => None,
-        };
+            TrainObjective::Induction => true,
+            TrainObjective::Sft => config.induction.sft_weight > 0.0,
+            TrainObjective::Grpo => false,
+        }
+        .then(|| CopyTokens::from_tokenizer(tokenizer.tokenizer()))
+        .transpose()?;
         let (model, reference, params) = match config.model.mode {
             TrainMode::Lora => {
                 let mut model = Qwen25Vl::from_checkpoint_with_lora(
@@ -728,6 +733,12 @@ impl Trainer {
         let per_step = cfg.sft.samples_per_step;
         let step = self.done;
         let (_generator, lr) = self.begin_step();
+        let weight = cfg.induction.sft_weight;
+        let copy_accuracy = if weight > 0.0 {
+            Some(self.copy_term(step, weight)?.0)
+        } else {
+            None
+        };
         let im_end = self.tokenizer.stop_ids()[0];
         // The answers first: the step's mean is over every answer token.
         let mut answers = Vec::with_capacity(per_step);
@@ -777,7 +788,8 @@ impl Trainer {
                 loss.f_backward()?;
                 loss_sum += loss.f_double_value(&[])?;
             }
-            return self.finish_sft_step(started, lr, loss_sum, tokens, prompt_tokens);
+            let counts = (tokens, prompt_tokens);
+            return self.finish_sft_step(started, lr, loss_sum, counts, copy_accuracy);
         }
         for (ids, prompt) in answers.iter().zip(&prompts) {
             self.model.set_training(true);
@@ -794,7 +806,8 @@ impl Trainer {
             share.f_backward()?;
             loss_sum += share.f_double_value(&[])?;
         }
-        self.finish_sft_step(started, lr, loss_sum, tokens, prompt_tokens)
+        let counts = (tokens, prompt_tokens);
+        self.finish_sft_step(started, lr, loss_sum, counts, copy_accuracy)
     }
 
     /// One step of the copying warm-up ([`crate::induction`]):
@@ -807,8 +820,33 @@ impl Trainer {
         let cfg = self.config.clone();
         let step = self.done;
         let (_generator, lr) = self.begin_step();
+        let (copy_accuracy, loss, batch) = self.copy_term(step, 1.0)?;
+        let grad_norm = self.optimizer.clip_grad_norm(cfg.optim.max_grad_norm)?;
+        self.optimizer.step(lr)?;
+        self.done += 1;
+        let sequences = batch.ids.len();
+        Ok(StepMetrics {
+            step: self.done,
+            lr,
+            loss,
+            grad_norm,
+            groups: sequences,
+            completion_tokens_mean: batch.learned() as f64 / sequences as f64,
+            prompt_tokens: Some(batch.ids.iter().map(Vec::len).sum()),
+            seconds: started.elapsed().as_secs_f64(),
+            copy_accuracy: Some(copy_accuracy),
+            ..StepMetrics::default()
+        })
+    }
+
+    /// Backpropagates `weight` times the copy loss of step `step`'s
+    /// warm-up strings. Returns the share of copied tokens the model's most
+    /// likely token got right (before the update, on strings it has never
+    /// seen), the unweighted loss and the batch.
+    fn copy_term(&self, step: u64, weight: f64) -> Result<(f64, f64, CopyBatch)> {
+        let cfg = &self.config;
         let tokens = self.copy_tokens.ok_or_else(|| {
-            Error::Input("the run's objective is not the induction warm-up".to_owned())
+            Error::Input("the run learns no warm-up strings (see induction.sft_weight)".to_owned())
         })?;
         let batch = copy_batch(
             &tokens,
@@ -820,34 +858,20 @@ impl Trainer {
         let out = self.forward(|| copy_loss(&self.model, &batch));
         self.model.set_training(false);
         let out = out?;
-        out.loss.f_backward()?;
+        out.loss.f_mul_scalar(weight)?.f_backward()?;
         let loss = out.loss.f_double_value(&[])?;
-        let grad_norm = self.optimizer.clip_grad_norm(cfg.optim.max_grad_norm)?;
-        self.optimizer.step(lr)?;
-        self.done += 1;
-        let sequences = batch.ids.len();
-        Ok(StepMetrics {
-            step: self.done,
-            lr,
-            loss,
-            grad_norm,
-            groups: sequences,
-            completion_tokens_mean: out.targets as f64 / sequences as f64,
-            prompt_tokens: Some(batch.ids.iter().map(Vec::len).sum()),
-            seconds: started.elapsed().as_secs_f64(),
-            copy_accuracy: Some(out.right as f64 / out.targets.max(1) as f64),
-            ..StepMetrics::default()
-        })
+        Ok((out.right as f64 / out.targets.max(1) as f64, loss, batch))
     }
 
-    /// The optimizer step that ends a supervised step, and its metrics.
+    /// The optimizer step that ends a supervised step, and its metrics
+    /// (`counts`: answer and prompt tokens).
     fn finish_sft_step(
         &mut self,
         started: Instant,
         lr: f64,
         loss_sum: f64,
-        tokens: usize,
-        prompt_tokens: usize,
+        (tokens, prompt_tokens): (usize, usize),
+        copy_accuracy: Option<f64>,
     ) -> Result<StepMetrics> {
         let cfg = &self.config;
         let per_step = cfg.sft.samples_per_step;
@@ -863,6 +887,7 @@ impl Trainer {
             completion_tokens_mean: tokens as f64 / per_step as f64,
             prompt_tokens: Some(prompt_tokens),
             seconds: started.elapsed().as_secs_f64(),
+            copy_accuracy,
             ..StepMetrics::default()
         })
     }

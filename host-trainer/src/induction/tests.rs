@@ -20,6 +20,7 @@ fn section(
         max_len,
         max_copies,
         max_noise,
+        ..InductionSection::default()
     }
 }
 
