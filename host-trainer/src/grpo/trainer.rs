@@ -274,8 +274,19 @@ pub struct Trainer {
     /// The dtype forward passes autocast to (`precision = "bf16"`).
     autocast: Option<Kind>,
     prefetched: Option<Prefetch>,
-    /// The induction warm-up's token ids (that objective only).
+    /// The induction warm-up's token ids: that objective's, and SFT's with
+    /// `induction.sft_weight` above 0.
     copy_tokens: Option<CopyTokens>,
+}
+
+/// What a step's warm-up strings gave ([`Trainer::copy_term`]).
+struct CopyTerm {
+    /// The share of copied tokens the model's most likely token got right,
+    /// before the update, on strings it has never seen.
+    accuracy: f64,
+    /// The unweighted copy loss.
+    loss: f64,
+    batch: CopyBatch,
 }
 
 /// [`derive_seed`]'s stream for the induction warm-up's strings, apart
@@ -735,7 +746,7 @@ impl Trainer {
         let (_generator, lr) = self.begin_step();
         let weight = cfg.induction.sft_weight;
         let copy_accuracy = if weight > 0.0 {
-            Some(self.copy_term(step, weight)?.0)
+            Some(self.copy_term(step, weight)?.accuracy)
         } else {
             None
         };
@@ -788,8 +799,14 @@ impl Trainer {
                 loss.f_backward()?;
                 loss_sum += loss.f_double_value(&[])?;
             }
-            let counts = (tokens, prompt_tokens);
-            return self.finish_sft_step(started, lr, loss_sum, counts, copy_accuracy);
+            return self.finish_sft_step(
+                started,
+                lr,
+                loss_sum,
+                tokens,
+                prompt_tokens,
+                copy_accuracy,
+            );
         }
         for (ids, prompt) in answers.iter().zip(&prompts) {
             self.model.set_training(true);
@@ -806,8 +823,7 @@ impl Trainer {
             share.f_backward()?;
             loss_sum += share.f_double_value(&[])?;
         }
-        let counts = (tokens, prompt_tokens);
-        self.finish_sft_step(started, lr, loss_sum, counts, copy_accuracy)
+        self.finish_sft_step(started, lr, loss_sum, tokens, prompt_tokens, copy_accuracy)
     }
 
     /// One step of the copying warm-up ([`crate::induction`]):
@@ -820,7 +836,11 @@ impl Trainer {
         let cfg = self.config.clone();
         let step = self.done;
         let (_generator, lr) = self.begin_step();
-        let (copy_accuracy, loss, batch) = self.copy_term(step, 1.0)?;
+        let CopyTerm {
+            accuracy,
+            loss,
+            batch,
+        } = self.copy_term(step, 1.0)?;
         let grad_norm = self.optimizer.clip_grad_norm(cfg.optim.max_grad_norm)?;
         self.optimizer.step(lr)?;
         self.done += 1;
@@ -834,16 +854,14 @@ impl Trainer {
             completion_tokens_mean: batch.learned() as f64 / sequences as f64,
             prompt_tokens: Some(batch.ids.iter().map(Vec::len).sum()),
             seconds: started.elapsed().as_secs_f64(),
-            copy_accuracy: Some(copy_accuracy),
+            copy_accuracy: Some(accuracy),
             ..StepMetrics::default()
         })
     }
 
     /// Backpropagates `weight` times the copy loss of step `step`'s
-    /// warm-up strings. Returns the share of copied tokens the model's most
-    /// likely token got right (before the update, on strings it has never
-    /// seen), the unweighted loss and the batch.
-    fn copy_term(&self, step: u64, weight: f64) -> Result<(f64, f64, CopyBatch)> {
+    /// warm-up strings.
+    fn copy_term(&self, step: u64, weight: f64) -> Result<CopyTerm> {
         let cfg = &self.config;
         let tokens = self.copy_tokens.ok_or_else(|| {
             Error::Input("the run learns no warm-up strings (see induction.sft_weight)".to_owned())
@@ -860,17 +878,21 @@ impl Trainer {
         let out = out?;
         out.loss.f_mul_scalar(weight)?.f_backward()?;
         let loss = out.loss.f_double_value(&[])?;
-        Ok((out.right as f64 / out.targets.max(1) as f64, loss, batch))
+        Ok(CopyTerm {
+            accuracy: out.right as f64 / out.targets.max(1) as f64,
+            loss,
+            batch,
+        })
     }
 
-    /// The optimizer step that ends a supervised step, and its metrics
-    /// (`counts`: answer and prompt tokens).
+    /// The optimizer step that ends a supervised step, and its metrics.
     fn finish_sft_step(
         &mut self,
         started: Instant,
         lr: f64,
         loss_sum: f64,
-        (tokens, prompt_tokens): (usize, usize),
+        tokens: usize,
+        prompt_tokens: usize,
         copy_accuracy: Option<f64>,
     ) -> Result<StepMetrics> {
         let cfg = &self.config;
