@@ -15,14 +15,23 @@
 //!
 //! What a sample teaches is [`target_answer`]: the canonical BTL text of its
 //! step, built from the sample's own fields.
+//!
+//! `sft.value_weight` is the one departure from equal weights: the tokens
+//! that write a value the goal names (a typed name, hour or query;
+//! [`goal_value_ranges`]) can count several times. They are a few tokens of
+//! a hundred-token answer, so a small model lowers its loss most by getting
+//! the rest right and typing each template's most frequent value, never
+//! learning to read it from the goal (measured in docs/training.md).
 
 use agent_core::protocol::{
     Action, BBox, BtlOutput, FrameMap, Link, ParseMode, Point, Roi, parse_link_json, render,
     smart_resize,
 };
 use agent_core::sample::Sample;
+use std::ops::Range;
 use tch::{Kind, Tensor};
 
+use crate::data::augment::named_value;
 use crate::error::{Error, Result};
 use crate::grpo::loss::token_log_probs;
 use crate::grpo::rollout::{Prompt, completion_log_probs, pad_completions};
@@ -145,6 +154,92 @@ pub fn target_answer(sample: &Sample, max_pixels: u64, max_regions: usize) -> Re
     render(&output).map_err(|e| bad(format!("cannot be written as BTL: {e}")))
 }
 
+/// Byte ranges of `answer` (the [`target_answer`] of `sample`) that write a
+/// value the sample's goal names: the text its Type action types, wherever
+/// the answer writes it (the think, the Plan, the action; inside the link
+/// as JSON escapes it). None when the sample types nothing or its goal does
+/// not hold the text, which is then not copied from the goal.
+pub fn goal_value_ranges(sample: &Sample, answer: &str) -> Vec<Range<usize>> {
+    let Ok((
+        Link::Action {
+            action: Action::Type { text },
+            ..
+        },
+        _,
+    )) = parse_link_json(&sample.solution, ParseMode::Strict)
+    else {
+        return Vec::new();
+    };
+    let Some(value) = named_value(sample, &text) else {
+        return Vec::new();
+    };
+    let escaped = serde_json::to_string(value).unwrap_or_default();
+    let escaped = escaped
+        .strip_prefix('"')
+        .and_then(|e| e.strip_suffix('"'))
+        .unwrap_or(value);
+    let mut ranges: Vec<Range<usize>> = answer
+        .match_indices(value)
+        .map(|(at, v)| at..at + v.len())
+        .collect();
+    if escaped != value {
+        ranges.extend(
+            answer
+                .match_indices(escaped)
+                .map(|(at, v)| at..at + v.len()),
+        );
+        ranges.sort_by_key(|r| r.start);
+    }
+    ranges
+}
+
+/// Each token's weight in the loss: `weight` for a token whose byte span
+/// (`offsets`, as the tokenizer reports them) overlaps one of `ranges`, 1
+/// for the others.
+pub fn value_weights(offsets: &[(usize, usize)], ranges: &[Range<usize>], weight: f64) -> Vec<f64> {
+    offsets
+        .iter()
+        .map(|&(start, end)| {
+            if ranges.iter().any(|r| start < r.end && r.start < end) {
+                weight
+            } else {
+                1.0
+            }
+        })
+        .collect()
+}
+
+/// An answer to learn: its token ids (ending with the stop id) and, when
+/// some of them count more than once ([`value_weights`]), each id's weight.
+pub struct Answer {
+    /// Token ids.
+    pub ids: Vec<i64>,
+    /// Weight of each id in the loss; `None`: all 1.
+    pub weights: Option<Vec<f64>>,
+}
+
+impl Answer {
+    /// Ids, each with weight 1.
+    pub fn plain(ids: Vec<i64>) -> Self {
+        Self { ids, weights: None }
+    }
+}
+
+/// The weights of `answers` end to end, or `None` when all are 1.
+fn joined_weights<'a>(answers: impl Iterator<Item = &'a Answer> + Clone) -> Option<Vec<f64>> {
+    if answers.clone().all(|a| a.weights.is_none()) {
+        return None;
+    }
+    Some(
+        answers
+            .flat_map(|a| match &a.weights {
+                Some(w) => w.clone(),
+                None => vec![1.0; a.ids.len()],
+            })
+            .collect(),
+    )
+}
+
 /// The loss of a batch of answers to one prompt.
 pub struct AnswerLoss {
     /// Mean of −log p over every answer token of the batch (a scalar with
@@ -220,10 +315,10 @@ pub fn shared_prefix_len(prompts: &[&Prompt], image_token_id: i64) -> usize {
 /// [`answer_loss`] over the samples, each weighted by its share of tokens.
 pub fn shared_prefix_loss(
     model: &Qwen25Vl,
-    batch: &[(&Prompt, &[i64])],
+    batch: &[(&Prompt, &Answer)],
     tokens: usize,
 ) -> Result<Tensor> {
-    if batch.is_empty() || batch.iter().any(|(_, answer)| answer.is_empty()) {
+    if batch.is_empty() || batch.iter().any(|(_, answer)| answer.ids.is_empty()) {
         return Err(Error::Input(
             "supervised fine-tuning needs answers of at least one token".to_owned(),
         ));
@@ -248,7 +343,7 @@ pub fn shared_prefix_loss(
         // hidden states from the prompt's last token on predict the answer.
         let suffix: Vec<i64> = prompt.ids[shared..]
             .iter()
-            .chain(&answer[..answer.len() - 1])
+            .chain(&answer.ids[..answer.ids.len() - 1])
             .copied()
             .collect();
         let images = prompt.images();
@@ -261,12 +356,12 @@ pub fn shared_prefix_loss(
             })?
         };
         let start = (prompt.ids.len() - shared - 1) as i64;
-        let n = answer.len() as i64;
-        let targets = Tensor::f_from_slice(answer)?
+        let n = answer.ids.len() as i64;
+        let targets = Tensor::f_from_slice(&answer.ids)?
             .f_reshape([1, n])?
             .f_to_device(model.device())?;
         let logits = model.logits(&hidden.f_narrow(1, start, n)?)?;
-        let part = mean_nll(&logits, &targets, tokens)?;
+        let part = mean_nll(&logits, &targets, answer.weights.as_deref(), tokens)?;
         total = Some(match total {
             Some(t) => t.f_add(&part)?,
             None => part,
@@ -285,11 +380,11 @@ pub fn shared_prefix_loss(
 /// `lm_head`.
 pub fn padded_batch_loss(
     model: &Qwen25Vl,
-    batch: &[(&Prompt, &[i64])],
+    batch: &[(&Prompt, &Answer)],
     tokens: usize,
     pad: i64,
 ) -> Result<Tensor> {
-    if batch.is_empty() || batch.iter().any(|(_, answer)| answer.is_empty()) {
+    if batch.is_empty() || batch.iter().any(|(_, answer)| answer.ids.is_empty()) {
         return Err(Error::Input(
             "supervised fine-tuning needs answers of at least one token".to_owned(),
         ));
@@ -300,7 +395,7 @@ pub fn padded_batch_loss(
             prompt
                 .ids
                 .iter()
-                .chain(&answer[..answer.len() - 1])
+                .chain(&answer.ids[..answer.ids.len() - 1])
                 .copied()
                 .collect()
         })
@@ -333,9 +428,10 @@ pub fn padded_batch_loss(
     let mut targets = Vec::with_capacity(tokens);
     for (i, (prompt, answer)) in batch.iter().enumerate() {
         let start = i * len + prompt.ids.len() - 1;
-        rows.extend((start..start + answer.len()).map(|r| r as i64));
-        targets.extend_from_slice(answer);
+        rows.extend((start..start + answer.ids.len()).map(|r| r as i64));
+        targets.extend_from_slice(&answer.ids);
     }
+    let weights = joined_weights(batch.iter().map(|(_, answer)| *answer));
     let device = model.device();
     let width = hidden.size()[2];
     let picked = hidden
@@ -345,17 +441,36 @@ pub fn padded_batch_loss(
     let targets = Tensor::f_from_slice(&targets)?
         .f_unsqueeze(0)?
         .f_to_device(device)?;
-    mean_nll(&model.logits(&picked)?, &targets, tokens)
+    mean_nll(
+        &model.logits(&picked)?,
+        &targets,
+        weights.as_deref(),
+        tokens,
+    )
 }
 
-/// The negative log-likelihood of `targets` under `logits`, summed in
-/// float64 and divided by the micro-batch's `tokens`, so parts of one
-/// micro-batch add up to its mean.
-fn mean_nll(logits: &Tensor, targets: &Tensor, tokens: usize) -> Result<Tensor> {
-    Ok(token_log_probs(logits, targets, 1.0)?
-        .f_sum(Kind::Double)?
-        .f_neg()?
-        .f_div_scalar(tokens as f64)?)
+/// The negative log-likelihood of `targets` under `logits`, each token's
+/// times its weight (`None`: 1), summed in float64 and divided by the
+/// micro-batch's `tokens`, so parts of one micro-batch add up to its mean.
+fn mean_nll(
+    logits: &Tensor,
+    targets: &Tensor,
+    weights: Option<&[f64]>,
+    tokens: usize,
+) -> Result<Tensor> {
+    let log_probs = token_log_probs(logits, targets, 1.0)?;
+    let summed = match weights {
+        None => log_probs.f_sum(Kind::Double)?,
+        Some(weights) => log_probs
+            .f_to_kind(Kind::Double)?
+            .f_mul(
+                &Tensor::f_from_slice(weights)?
+                    .f_reshape(log_probs.size())?
+                    .f_to_device(log_probs.device())?,
+            )?
+            .f_sum(Kind::Double)?,
+    };
+    Ok(summed.f_neg()?.f_div_scalar(tokens as f64)?)
 }
 
 #[cfg(test)]
@@ -479,5 +594,72 @@ mod tests {
         let broken = sample("[{", vec![]);
         let e = target_answer(&broken, 200_704, 3).unwrap_err().to_string();
         assert!(e.contains("ep/step-0001") && e.contains("solution"), "{e}");
+    }
+
+    fn typing(goal: &str, plan: &str, text: &str) -> Sample {
+        let link = Link::Action {
+            plan: plan.into(),
+            action: Action::Type { text: text.into() },
+        };
+        let mut s = sample(&link.to_json(), vec![]);
+        s.messages[0].content =
+            format!("<image>## User Instruction\n{goal}\n\n## Action History\n");
+        s
+    }
+
+    #[test]
+    fn the_goals_value_is_found_wherever_the_answer_writes_it() {
+        let s = typing("Set an alarm for 09:26.", "Type 26 as the minutes.", "26");
+        let answer = target_answer(&s, s.max_pixels, 3).unwrap();
+        let ranges = goal_value_ranges(&s, &answer);
+        // The think, the Plan and the typed text: three times.
+        assert_eq!(ranges.len(), 3, "{answer}");
+        assert!(ranges.iter().all(|r| &answer[r.clone()] == "26"));
+        let think = answer.find("<think>").unwrap();
+        let link = answer.find("<link>").unwrap();
+        assert!(think < ranges[0].start && ranges[0].end < link);
+        assert!(ranges[1].start > link && ranges[2].start > ranges[1].end);
+
+        // Inside the link the value is JSON: its quotes escaped.
+        let s = typing(
+            r#"Type say "hi" to Ana."#,
+            r#"Type say "hi" in the box."#,
+            r#"say "hi""#,
+        );
+        let answer = target_answer(&s, s.max_pixels, 3).unwrap();
+        let found: Vec<&str> = goal_value_ranges(&s, &answer)
+            .into_iter()
+            .map(|r| &answer[r])
+            .collect();
+        assert_eq!(found, [r#"say "hi""#, r#"say \"hi\""#, r#"say \"hi\""#]);
+
+        // Text the goal does not hold, a tap, a goal-less prompt: nothing.
+        let s = typing("Set an alarm for 09:26.", "Type 27.", "27");
+        assert!(goal_value_ranges(&s, &target_answer(&s, s.max_pixels, 3).unwrap()).is_empty());
+        let tap = sample(
+            r#"[{"Plan": "Tap 26.", "Action": {"function": "Tap", "point_2d": [1, 2]}}]"#,
+            vec![],
+        );
+        assert!(goal_value_ranges(&tap, "<think>Tap 26.</think>").is_empty());
+        let mut bare = typing("x", "Type 26.", "26");
+        bare.messages[0].content = "<image>Type 26.".into();
+        assert!(goal_value_ranges(&bare, "<think>Type 26.</think>").is_empty());
+    }
+
+    #[test]
+    fn tokens_overlapping_a_value_take_its_weight() {
+        // "Type 26 as" in tokens "Type", " 2", "6", " as": the value 26 is
+        // bytes 5..7.
+        let offsets = [(0, 4), (4, 6), (6, 7), (7, 10)];
+        assert_eq!(
+            value_weights(&offsets, std::slice::from_ref(&(5..7)), 4.0),
+            [1.0, 4.0, 4.0, 1.0]
+        );
+        assert_eq!(value_weights(&offsets, &[], 4.0), [1.0; 4]);
+        // A range ending where a token starts does not touch it.
+        assert_eq!(
+            value_weights(&offsets, std::slice::from_ref(&(0..4)), 0.5),
+            [0.5, 1.0, 1.0, 1.0]
+        );
     }
 }

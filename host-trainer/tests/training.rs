@@ -744,3 +744,118 @@ fn sft_micro_batches_share_the_prefix_and_train_as_one_by_one() {
         assert!(compared > 10_000, "{compared}");
     }
 }
+
+/// Two typing samples whose goals name what they type, and one that types
+/// text its goal does not hold, with a screenshot each.
+fn typing_samples(dir: &std::path::Path) {
+    image_samples(dir);
+    let sample = |goal: &str, plan: &str, text: &str| {
+        serde_json::json!({
+            "images": ["screen.png"], "image_sizes": [[112, 84]], "bbox": [],
+            "solution": serde_json::json!([{"Plan": plan, "Action": {"function": "Type", "text": text}}]).to_string(),
+            "messages": [
+                {"role": "system", "content": "You are a GUI agent. Answer in BTL."},
+                {"role": "user", "content": format!("## User Instruction\n{goal}\n\n## Screenshots\n<image>")}
+            ]
+        })
+    };
+    let samples = serde_json::json!([
+        sample("Set an alarm for 09:26.", "Type 26 as the minutes.", "26"),
+        sample(
+            "Search the web for tide times Kyiv.",
+            "Type \"tide times Kyiv\".",
+            "tide times Kyiv"
+        ),
+        sample("Write anything.", "Type hello.", "hello"),
+    ]);
+    std::fs::write(dir.join("typing.json"), samples.to_string()).unwrap();
+}
+
+/// `sft.value_weight` W: the tokens that write the goal's value (in the
+/// think, the Plan and the typed text, found as the tokenizer splits them)
+/// count W times in the step's loss, every other token once, the mean
+/// still over the answer tokens. So the first step's loss (before any
+/// update) is affine in W with a positive slope, W = 1 is plain SFT and
+/// W = 0 leaves the values out; one sample at a time, the shared prefix
+/// and the padded batch agree. A weight that is not a finite number of at
+/// least 0, or one on a run that is not SFT, is refused by name.
+#[test]
+fn sft_value_weight_counts_the_goals_values_more() {
+    use host_trainer::grpo::config::{Batching, Precision, TrainMode, TrainObjective};
+    use host_trainer::grpo::prompt::PromptTokenizer;
+    use host_trainer::sft::{goal_value_ranges, target_answer, value_weights};
+
+    // Which tokens: those of the values, each written three times.
+    let tokenizer = PromptTokenizer::from_file(&tokenizer_file()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    typing_samples(dir.path());
+    let samples: Vec<Sample> =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("typing.json")).unwrap())
+            .unwrap();
+    for (sample, value) in samples.iter().zip(["26", "tide times Kyiv", ""]) {
+        let answer = target_answer(sample, sample.max_pixels, 3).unwrap();
+        let encoded = tokenizer.encode_text_spans(&answer).unwrap();
+        let weights = value_weights(&encoded.spans, &goal_value_ranges(sample, &answer), 2.0);
+        let marked: Vec<i64> = encoded
+            .ids
+            .iter()
+            .zip(&weights)
+            .filter(|(_, w)| **w == 2.0)
+            .map(|(id, _)| *id)
+            .collect();
+        // A token may hold a space or the quote beside the value too.
+        let bare = |s: &str| s.replace([' ', '"', '\\'], "");
+        let text = tokenizer.decode(&marked).unwrap();
+        assert_eq!(bare(&text), bare(&value.repeat(3)), "{answer}");
+    }
+
+    let first_loss = |value_weight: f64, micro_batch: usize, batching: Batching| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = toy_config(dir.path(), 1);
+        typing_samples(dir.path());
+        config.data.samples = vec![dir.path().join("typing.json")];
+        config.data.shuffle = false;
+        config.run.objective = TrainObjective::Sft;
+        config.model.mode = TrainMode::Full;
+        config.model.precision = Some(Precision::F64);
+        config.sft.samples_per_step = 3;
+        config.sft.micro_batch = micro_batch;
+        config.sft.batching = batching;
+        config.sft.value_weight = value_weight;
+        let mut trainer = Trainer::new(config, Box::new(Digits)).unwrap();
+        trainer.step().unwrap().loss
+    };
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-10 * a.abs().max(1.0);
+    let loss: Vec<f64> = [0.0, 1.0, 2.0, 5.0]
+        .iter()
+        .map(|&w| first_loss(w, 1, Batching::Auto))
+        .collect();
+    let slope = loss[2] - loss[1];
+    assert!(slope > 0.0, "{loss:?}");
+    assert!(close(loss[1] - loss[0], slope), "{loss:?}");
+    assert!(close(loss[3] - loss[1], 4.0 * slope), "{loss:?}");
+    for batching in [Batching::SharedPrefix, Batching::Padded] {
+        let batched = first_loss(5.0, 3, batching);
+        assert!(
+            close(batched, loss[3]),
+            "{batching:?}: {batched} vs {}",
+            loss[3]
+        );
+    }
+
+    let mut config = toy_config(dir.path(), 1);
+    config.run.objective = TrainObjective::Sft;
+    for (objective, weight, says) in [
+        (TrainObjective::Sft, -1.0, "at least 0"),
+        (TrainObjective::Sft, f64::INFINITY, "at least 0"),
+        (TrainObjective::Grpo, 2.0, "objective = \"sft\""),
+    ] {
+        config.run.objective = objective;
+        config.sft.value_weight = weight;
+        let err = config.validate().unwrap_err().to_string();
+        assert!(
+            err.contains("sft.value_weight") && err.contains(says),
+            "{objective:?} {weight}: {err}"
+        );
+    }
+}

@@ -123,6 +123,10 @@ pub struct GrpoArgs {
     /// common prefix (`sft.micro_batch`).
     #[arg(long, help_heading = "SFT")]
     sft_micro_batch: Option<i64>,
+    /// [sft] how many times the tokens that write a value the goal names
+    /// count in the loss (`sft.value_weight`; 1 counts them once).
+    #[arg(long, help_heading = "SFT")]
+    value_weight: Option<f64>,
 
     /// [induction] random strings per optimizer step.
     #[arg(long, help_heading = "Induction")]
@@ -296,6 +300,7 @@ impl GrpoArgs {
             ("optim", "max_grad_norm", self.max_grad_norm),
             ("optim", "warmup_ratio", self.warmup_ratio),
             ("induction", "sft_weight", self.copy_weight),
+            ("sft", "value_weight", self.value_weight),
         ];
         for (section, key, value) in floats {
             if let Some(v) = value {

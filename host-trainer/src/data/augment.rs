@@ -75,15 +75,10 @@ pub fn augment_typed(
         else {
             continue;
         };
-        let value = text.trim();
-        let Some(goal) = user_goal(sample) else {
+        let (Some(goal), Some(value)) = (user_goal(sample), named_value(sample, &text)) else {
             report.unnamed += 1;
             continue;
         };
-        if value.is_empty() || !goal.contains(value) {
-            report.unnamed += 1;
-            continue;
-        }
         report.typed += 1;
         // Keyed by the id, each sample draws its own copies whatever the
         // order of the file.
@@ -115,6 +110,14 @@ pub fn augment_typed(
         }
     }
     Ok((out, report))
+}
+
+/// `text` trimmed, if the sample's goal names it (and it is not empty):
+/// text a model can only write right by copying it from the goal.
+pub(crate) fn named_value<'a>(sample: &Sample, text: &'a str) -> Option<&'a str> {
+    let value = text.trim();
+    let goal = user_goal(sample)?;
+    (!value.is_empty() && goal.contains(value)).then_some(value)
 }
 
 /// The goal line of the sample's user prompt, if it has one.

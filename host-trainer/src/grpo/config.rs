@@ -201,6 +201,11 @@ pub struct SftSection {
     pub micro_batch: usize,
     /// How a micro-batch is evaluated ([`crate::sft`]).
     pub batching: Batching,
+    /// How many times an answer token that writes a value the goal names
+    /// (the text a Type action types, where the goal holds it) counts in
+    /// the loss, the mean still dividing by the answer's tokens; 1 (the
+    /// default) counts every token once ([`crate::sft`]).
+    pub value_weight: f64,
 }
 
 /// How SFT evaluates a micro-batch of several samples; every choice gives
@@ -260,6 +265,7 @@ impl Default for SftSection {
             micro_batch: 1,
             max_regions: agent_core::model::grammar::GrammarLimits::default().max_regions,
             batching: Batching::Auto,
+            value_weight: 1.0,
         }
     }
 }
@@ -456,6 +462,19 @@ impl TrainConfig {
                     "[{first}, {last}] is not a range of steps within 1..={}",
                     self.last_step()
                 ),
+            );
+        }
+        let v = self.sft.value_weight;
+        if !(v.is_finite() && v >= 0.0) {
+            return bad(
+                "sft.value_weight",
+                format!("{v} is not a finite weight of at least 0"),
+            );
+        }
+        if v != 1.0 && self.run.objective != TrainObjective::Sft {
+            return bad(
+                "sft.value_weight",
+                "weighs the answers of supervised steps only (objective = \"sft\")".into(),
             );
         }
         let i = &self.induction;

@@ -43,6 +43,14 @@ pub fn render_chat(messages: &[Message]) -> String {
     out
 }
 
+/// A text's token ids, each with the byte range of the text it stands for.
+pub struct EncodedText {
+    /// Token ids.
+    pub ids: Vec<i64>,
+    /// `(start, end)` byte offsets of each id's piece of the text.
+    pub spans: Vec<(usize, usize)>,
+}
+
 /// A `tokenizer.json` with the Qwen special tokens the trainer needs.
 pub struct PromptTokenizer {
     tokenizer: Tokenizer,
@@ -133,10 +141,18 @@ impl PromptTokenizer {
 
     /// Ids of plain text (no template), for toy tasks and tests.
     pub fn encode_text(&self, text: &str) -> Result<Vec<i64>> {
+        Ok(self.encode_text_spans(text)?.ids)
+    }
+
+    /// Ids of plain text, each with the byte range of `text` it stands for.
+    pub fn encode_text_spans(&self, text: &str) -> Result<EncodedText> {
         let encoding = self
             .tokenizer
             .encode(text, false)
             .map_err(|e| Error::Input(format!("tokenizing: {e}")))?;
-        Ok(encoding.get_ids().iter().map(|&id| i64::from(id)).collect())
+        Ok(EncodedText {
+            ids: encoding.get_ids().iter().map(|&id| i64::from(id)).collect(),
+            spans: encoding.get_offsets().to_vec(),
+        })
     }
 }

@@ -32,7 +32,10 @@ use crate::error::{Error, Result};
 use crate::induction::{CopyBatch, CopyTokens, copy_batch, copy_loss};
 use crate::lora::{LoraInit, generator};
 use crate::model::{Grid, Qwen25Vl};
-use crate::sft::{answer_loss, in_frame, padded_batch_loss, shared_prefix_loss, target_answer};
+use crate::sft::{
+    Answer, answer_loss, goal_value_ranges, in_frame, padded_batch_loss, shared_prefix_loss,
+    target_answer, value_weights,
+};
 
 /// Scores one completion of a sample.
 pub trait Reward {
@@ -757,11 +760,18 @@ impl Trainer {
             let sample = &self.items[position].sample;
             let max_pixels = cfg.data.max_pixels.unwrap_or(sample.max_pixels);
             let text = target_answer(sample, max_pixels, cfg.sft.max_regions)?;
-            let mut ids = self.tokenizer.encode_text(&text)?;
+            let encoded = self.tokenizer.encode_text_spans(&text)?;
+            let mut ids = encoded.ids;
             ids.push(im_end);
-            answers.push(ids);
+            let values = goal_value_ranges(sample, &text);
+            let weights = (cfg.sft.value_weight != 1.0 && !values.is_empty()).then(|| {
+                let mut weights = value_weights(&encoded.spans, &values, cfg.sft.value_weight);
+                weights.push(1.0);
+                weights
+            });
+            answers.push(Answer { ids, weights });
         }
-        let tokens: usize = answers.iter().map(Vec::len).sum();
+        let tokens: usize = answers.iter().map(|a| a.ids.len()).sum();
         let inputs = self.step_inputs(step)?;
         if step + 1 < cfg.last_step() {
             self.prefetch(step + 1);
@@ -778,11 +788,7 @@ impl Trainer {
                 .chunks(cfg.sft.micro_batch)
                 .zip(prompts.chunks(cfg.sft.micro_batch))
             {
-                let batch: Vec<(&Prompt, &[i64])> = prompts
-                    .iter()
-                    .zip(chunk)
-                    .map(|(prompt, ids)| (prompt, ids.as_slice()))
-                    .collect();
+                let batch: Vec<(&Prompt, &Answer)> = prompts.iter().zip(chunk).collect();
                 self.model.set_training(true);
                 let padded = match cfg.sft.batching {
                     Batching::Auto => self.model.device().is_cuda(),
@@ -808,18 +814,34 @@ impl Trainer {
                 copy_accuracy,
             );
         }
-        for (ids, prompt) in answers.iter().zip(&prompts) {
+        for (answer, prompt) in answers.iter().zip(&prompts) {
             self.model.set_training(true);
             let out = self.forward(|| {
                 answer_loss(
                     &self.model,
                     prompt,
-                    std::slice::from_ref(ids),
+                    std::slice::from_ref(&answer.ids),
                     self.tokenizer.pad_id(),
                 )
             });
             self.model.set_training(false);
-            let share = out?.loss.f_mul_scalar(ids.len() as f64 / tokens as f64)?;
+            let out = out?;
+            let share = match &answer.weights {
+                None => out
+                    .loss
+                    .f_mul_scalar(answer.ids.len() as f64 / tokens as f64)?,
+                Some(weights) => out
+                    .token_log_probs
+                    .f_to_kind(Kind::Double)?
+                    .f_mul(
+                        &Tensor::f_from_slice(weights)?
+                            .f_reshape([1, -1])?
+                            .f_to_device(self.model.device())?,
+                    )?
+                    .f_sum(Kind::Double)?
+                    .f_neg()?
+                    .f_div_scalar(tokens as f64)?,
+            };
             share.f_backward()?;
             loss_sum += share.f_double_value(&[])?;
         }
