@@ -97,3 +97,90 @@ fn the_python_client_plays_environments_in_parallel_threads() {
     let refused = results["refused"].as_str().unwrap();
     assert!(refused.contains("no environment x"), "{refused}");
 }
+
+/// The ms-swift plugin's hooks (ms-swift's own classes stood in for: the
+/// hooks are what is tested) against the real server, limited to one open
+/// environment: a batch that fails at its second row closes the episode
+/// its first row opened, and a step that fails drops its rollout and
+/// closes its episode, so in both cases the next reset finds the server's
+/// one environment free.
+const PLUGIN_DRIVER: &str = r#"
+import asyncio, json, os, sys, types
+sys.path.insert(0, sys.argv[1])
+
+class MultiTurnScheduler:
+    def __init__(self, max_turns=None, **kwargs):
+        self.max_turns = max_turns
+
+stubs = {name: types.ModuleType(name) for name in
+         ["swift", "swift.rollout", "swift.rollout.multi_turn", "swift.rewards"]}
+stubs["swift.rollout.multi_turn"].MultiTurnScheduler = MultiTurnScheduler
+stubs["swift.rollout.multi_turn"].multi_turns = {}
+stubs["swift.rewards"].ORM = object
+stubs["swift.rewards"].orms = {}
+sys.modules.update(stubs)
+os.environ["BTL_ENV_ARGS"] = f"--max-envs 1 --dir {sys.argv[2]}"
+os.environ["MAX_PIXELS"] = "50176"
+import btl_env_plugin as plugin
+
+class Request:
+    def __init__(self, row):
+        self.data_dict, self.messages = row, []
+
+results = {}
+scheduler = plugin.BtlPhoneScheduler(max_turns=30)
+try:
+    asyncio.run(scheduler.on_trajectory_start(
+        [Request({"btl_task": "wifi_on"}), Request({"btl_task": "no_such_task"})]))
+except Exception as e:
+    results["batch"] = str(e)
+results["open_after_batch"] = len(scheduler._rollouts)
+
+request = Request({"btl_task": "wifi_on", "btl_seed": 1})
+asyncio.run(scheduler.on_trajectory_start([request]))
+results["started"] = len(request.messages)
+rollout = scheduler._rollouts[request.data_dict[plugin._KEY]]
+def lost(answer):
+    raise ConnectionError("lost the connection")
+rollout.env.step = lost
+choice = types.SimpleNamespace(message=types.SimpleNamespace(content="<link>"))
+try:
+    asyncio.run(scheduler.on_turn_end(request, choice, 1))
+except ConnectionError as e:
+    results["step"] = str(e)
+results["open_after_step"] = len(scheduler._rollouts)
+
+again = Request({"btl_task": "alarm_set", "btl_seed": 2})
+asyncio.run(scheduler.on_trajectory_start([again]))
+results["reopened"] = len(again.messages)
+plugin._env_server().close()
+print(json.dumps(results))
+"#;
+
+#[test]
+fn the_ms_swift_plugin_closes_the_episodes_of_failed_rollouts() {
+    let dir = Dir::new();
+    let driver = dir.write("plugin_driver.py", PLUGIN_DRIVER);
+    let out = Command::new("python3")
+        .arg(driver)
+        .arg(CLIENT_DIR)
+        .arg(dir.path("episodes"))
+        .env("BTL_BIN", env!("CARGO_BIN_EXE_btl"))
+        .output()
+        .expect("python3 runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let results: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    // The second row was refused (no such task, or no free environment
+    // while the first row's episode held the only one).
+    let batch = results["batch"].as_str().unwrap();
+    assert!(
+        batch.contains("no_such_task") || batch.contains("environments are open"),
+        "{batch}"
+    );
+    assert_eq!(results["open_after_batch"], 0);
+    assert_eq!(results["started"], 2, "system and user turns: {results}");
+    assert_eq!(results["step"], "lost the connection");
+    assert_eq!(results["open_after_step"], 0);
+    // Only free if both failures closed their episodes.
+    assert_eq!(results["reopened"], 2, "{results}");
+}

@@ -117,36 +117,58 @@ class BtlPhoneScheduler(MultiTurnScheduler):
 
     async def on_trajectory_start(self, requests):
         max_pixels = int(os.environ.get("MAX_PIXELS", "4014080"))
-        for request in requests:
-            row = request.data_dict or {}
-            if "btl_task" not in row:
-                raise ValueError("btl_phone rollouts need a btl_task column (btl_seed, btl_split, btl_profile optional)")
-            env = _env_server().env()
-            options = {"profile": row["btl_profile"]} if row.get("btl_profile") else {}
-            # Off the event loop: ms-swift gathers the hooks of all rollouts.
-            first = await asyncio.to_thread(
-                env.reset,
-                row["btl_task"],
-                seed=int(row.get("btl_seed") or 0),
-                split=row.get("btl_split") or None,
-                max_pixels=max_pixels,
-                **options,
-            )
-            if first["done"]:
-                raise RuntimeError(f"the episode of {row['btl_task']} ended before its first screen: {first}")
-            key = uuid.uuid4().hex
-            request.data_dict = {**row, _KEY: key}
-            self._rollouts[key] = _Rollout(env, row, first)
-            observation = first["observation"]
-            request.messages = [
-                {"role": "system", "content": observation["prompt"]["system"]},
-                {"role": "user", "content": _user_content(observation)},
-            ]
+        started = []
+        try:
+            for request in requests:
+                row = request.data_dict or {}
+                if "btl_task" not in row:
+                    raise ValueError("btl_phone rollouts need a btl_task column (btl_seed, btl_split, btl_profile optional)")
+                env = _env_server().env()
+                options = {"profile": row["btl_profile"]} if row.get("btl_profile") else {}
+                # Off the event loop: ms-swift gathers the hooks of all rollouts.
+                first = await asyncio.to_thread(
+                    env.reset,
+                    row["btl_task"],
+                    seed=int(row.get("btl_seed") or 0),
+                    split=row.get("btl_split") or None,
+                    max_pixels=max_pixels,
+                    **options,
+                )
+                key = uuid.uuid4().hex
+                self._rollouts[key] = _Rollout(env, row, first)
+                started.append(key)
+                if first["done"]:
+                    raise RuntimeError(f"the episode of {row['btl_task']} ended before its first screen: {first}")
+                observation = first["observation"]
+                request.messages = [
+                    {"role": "system", "content": observation["prompt"]["system"]},
+                    {"role": "user", "content": _user_content(observation)},
+                ]
+                request.data_dict = {**row, _KEY: key}
+        except BaseException:
+            # The batch fails as a whole: none of its episodes stays open
+            # on the server, where each would hold an environment.
+            for key in started:
+                await self._drop(key)
+            raise
+
+    async def _drop(self, key):
+        """Forgets a rollout that failed and closes its environment; a
+        failure to close is not the error to report."""
+        rollout = self._rollouts.pop(key)
+        try:
+            await asyncio.to_thread(rollout.env.close)
+        except Exception:
+            pass
 
     async def on_turn_end(self, infer_request, response_choice, current_turn):
         key = infer_request.data_dict[_KEY]
         rollout = self._rollouts[key]
-        result = await asyncio.to_thread(rollout.env.step, response_choice.message.content or "")
+        try:
+            result = await asyncio.to_thread(rollout.env.step, response_choice.message.content or "")
+        except BaseException:
+            await self._drop(key)
+            raise
         rollout.process.append(result["reward"]["process"]["total"])
         done = bool(result["done"])
         if done:

@@ -23,6 +23,7 @@ use crate::sim::tasks::{self, Task};
 use crate::sim::virtual_phone::VirtualPhone;
 use base64::Engine;
 use serde_json::{Value, json};
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, mpsc};
@@ -99,8 +100,22 @@ pub(super) fn run(env: &EnvId, commands: mpsc::Receiver<Command>, shared: &Arc<S
                 ),
             ),
             Command::Reset { id, episode } => {
-                if let Some(started) = start(env, id, *episode, shared, &commands, &mut episodes) {
-                    next = started.play(&shared.out, env);
+                // The episode's turns once it has started: until then the
+                // reset is the request waiting.
+                let turns = RefCell::new(None::<Arc<Mutex<Turns>>>);
+                let waiting = || match turns.borrow().as_ref() {
+                    Some(turns) => lock(turns).pending.take().map(Pending::into_id),
+                    None => Some(id.clone()),
+                };
+                let played = guarded(&shared.out, env, waiting, || {
+                    let started =
+                        start(env, id.clone(), *episode, shared, &commands, &mut episodes)?;
+                    *turns.borrow_mut() = Some(started.turns.clone());
+                    started.play(&shared.out, env)
+                });
+                match played {
+                    Some(command) => next = command,
+                    None => break,
                 }
             }
         }
@@ -108,6 +123,35 @@ pub(super) fn run(env: &EnvId, commands: mpsc::Receiver<Command>, shared: &Arc<S
     if !shared.record {
         let _ = std::fs::remove_dir_all(shared.root.join(&env.0));
     }
+}
+
+/// Runs `play`, the handling of one command. If it panics, the request
+/// `waiting` names (the one the client is waiting on, if any) is answered
+/// with an error naming the panic, and `None` is returned: the environment
+/// then ends, for its episode cannot be trusted, and its next request is
+/// told so.
+pub(super) fn guarded<T>(
+    out: &Responder,
+    env: &EnvId,
+    waiting: impl FnOnce() -> Option<Value>,
+    play: impl FnOnce() -> T,
+) -> Option<T> {
+    let panic = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(play)) {
+        Ok(value) => return Some(value),
+        Err(panic) => panic,
+    };
+    let why = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_owned());
+    if let Some(id) = waiting() {
+        out.error(
+            &id,
+            format!("environment {env} failed (a bug in btl: {why}) and is closed: reset it to play again"),
+        );
+    }
+    None
 }
 
 /// The request waiting for the next screen.
@@ -121,6 +165,14 @@ enum Pending {
         reward: RewardBreakdown,
         target: String,
     },
+}
+
+impl Pending {
+    fn into_id(self) -> Value {
+        match self {
+            Self::Reset { id, .. } | Self::Step { id, .. } => id,
+        }
+    }
 }
 
 /// What the policy and the episode's thread share.

@@ -109,9 +109,14 @@ impl Responder {
     }
 }
 
+/// Requests that may wait for one environment: a client answers each
+/// observation before it sends the next step, so more are a client that
+/// does not wait, whose backlog must not grow without bound.
+const QUEUE: usize = 8;
+
 /// An open environment: its thread and the way to its commands.
 struct Handle {
-    commands: mpsc::Sender<Command>,
+    commands: mpsc::SyncSender<Command>,
     thread: std::thread::JoinHandle<()>,
 }
 
@@ -248,6 +253,13 @@ fn route(
         Request::Close { env } => (env, Command::Close { id }),
     };
     let closing = matches!(command, Command::Close { .. });
+    // An environment whose thread has ended failed (closing ones are
+    // removed when closed); it is gone, and a reset opens it anew.
+    if envs.get(&env).is_some_and(|h| h.thread.is_finished())
+        && let Some(handle) = envs.remove(&env)
+    {
+        let _ = handle.thread.join();
+    }
     if !envs.contains_key(&env) {
         if !matches!(command, Command::Reset { .. }) {
             shared.out.error(
@@ -256,7 +268,7 @@ fn route(
             );
             return;
         }
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = mpsc::sync_channel(QUEUE);
         let thread = {
             let (env, shared) = (env.clone(), shared.clone());
             std::thread::Builder::new()
@@ -282,13 +294,28 @@ fn route(
         }
     }
     let handle = &envs[&env];
-    if let Err(mpsc::SendError(command)) = handle.commands.send(command) {
-        // Only a thread that panicked stops receiving.
-        shared
-            .out
-            .error(command.id(), format!("environment {env} has stopped"));
-        envs.remove(&env);
-        return;
+    match handle.commands.try_send(command) {
+        Ok(()) => {}
+        Err(mpsc::TrySendError::Full(command)) => {
+            shared.out.error(
+                command.id(),
+                format!(
+                    "environment {env} has {QUEUE} requests waiting: wait for their answers first"
+                ),
+            );
+            return;
+        }
+        Err(mpsc::TrySendError::Disconnected(command)) => {
+            // Only a thread that failed stops receiving.
+            shared.out.error(
+                command.id(),
+                format!("environment {env} has stopped after a failure: reset it to play again"),
+            );
+            if let Some(handle) = envs.remove(&env) {
+                let _ = handle.thread.join();
+            }
+            return;
+        }
     }
     if closing && let Some(handle) = envs.remove(&env) {
         drop(handle.commands);

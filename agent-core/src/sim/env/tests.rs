@@ -449,3 +449,85 @@ fn close_and_the_end_of_input_end_the_episodes_in_play() {
     // b is still waiting for its answer when the input ends.
     client.finish();
 }
+
+/// A client that sends steps without waiting for their answers: each
+/// request still gets exactly one answer, those beyond what one
+/// environment may hold waiting are refused by name, and the environment
+/// plays on.
+#[test]
+fn a_client_that_does_not_wait_is_told_to_and_every_request_is_answered() {
+    let mut client = Client::start(EnvOptions::default());
+    let opened = client.call(reset("a", "alarm_set", 3));
+    assert_eq!(opened["ok"], true, "{opened}");
+    let back = r#"<blink>```json
+[]
+```</blink>
+<think>Go back.</think>
+<link>```json
+[{"Plan": "Go back.", "Action": {"function": "Back"}}]
+```</link>"#;
+    let sent = 4 * QUEUE;
+    let burst: String = (0..sent)
+        .map(|i| {
+            format!(
+                "{}\n",
+                json!({"id": i, "op": "step", "env": "a", "answer": back})
+            )
+        })
+        .collect();
+    client.send_raw(burst.as_bytes());
+    let mut answered = vec![0; sent];
+    let mut refused = 0;
+    for _ in 0..sent {
+        let response = client.recv();
+        answered[response["id"].as_u64().unwrap() as usize] += 1;
+        let error = response["error"].as_str().unwrap_or_default();
+        refused += usize::from(error.contains("requests waiting"));
+    }
+    assert!(answered.iter().all(|&n| n == 1), "{answered:?}");
+    assert!(refused > 0 && refused < sent, "{refused} of {sent} refused");
+    let closed = client.call(json!({"id": "c", "op": "close", "env": "a"}));
+    assert_eq!(closed["ok"], true, "{closed}");
+    client.finish();
+}
+
+/// A bug that panics in an environment's thread: the request the client
+/// waits on is answered with an error naming it, and the environment ends.
+#[test]
+fn a_panic_answers_the_waiting_request() {
+    #[derive(Clone, Default)]
+    struct Lines(Arc<Mutex<Vec<u8>>>);
+    impl Write for Lines {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let lines = Lines::default();
+    let out = Responder::new(lines.clone());
+    let env = EnvId("a".into());
+    assert_eq!(
+        episode::guarded(&out, &env, || Some(json!(1)), || 5),
+        Some(5)
+    );
+    assert!(lines.0.lock().unwrap().is_empty());
+    let failed: Option<()> = episode::guarded(
+        &out,
+        &env,
+        || Some(json!("step-a")),
+        || panic!("index 9 out of range"),
+    );
+    assert_eq!(failed, None);
+    let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    let line: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(line["id"], "step-a");
+    assert_eq!(line["ok"], false);
+    let error = line["error"].as_str().unwrap();
+    assert!(
+        error.contains("environment a failed") && error.contains("index 9 out of range"),
+        "{error}"
+    );
+}
