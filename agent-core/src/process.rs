@@ -51,8 +51,25 @@ pub fn exit_code(program: &str, outcome: Outcome) -> ExitCode {
         Err(Failure::Failed(e)) if is_broken_pipe(&e) => return ExitCode::SUCCESS,
         Err(Failure::Failed(e)) => (e, 1),
     };
-    eprintln!("{program}: error: {e:#}");
+    eprintln!("{program}: error: {}", message(&e));
     ExitCode::from(code)
+}
+
+/// The error and its causes, joined by `: ` as anyhow's `{:#}` joins them,
+/// but a cause an error already ends with (one that writes its source into
+/// its own message, as `"{path}: {source}"` does) is not said again.
+fn message(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let said = cause.to_string();
+        if text.is_empty() {
+            text = said;
+        } else if !text.ends_with(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+    }
+    text
 }
 
 /// A closed stdout (`btl score … | head`) is the reader's choice, not a failure.
@@ -61,4 +78,45 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error that says its source in its own message and returns it
+    /// as its cause too, as `#[error("{path}: {source}")]` does.
+    #[derive(Debug)]
+    struct Unreadable(std::io::Error);
+
+    impl std::fmt::Display for Unreadable {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "cache/x.json: {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Unreadable {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn each_cause_is_said_once() {
+        let gone = || std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let e = anyhow::Error::new(Unreadable(gone())).context("loading the samples");
+        assert_eq!(
+            format!("{e:#}"),
+            "loading the samples: cache/x.json: no such file: no such file"
+        );
+        assert_eq!(
+            message(&e),
+            "loading the samples: cache/x.json: no such file"
+        );
+        // Causes their errors do not repeat are all said, in order.
+        let e = anyhow::Error::new(gone())
+            .context("reading x")
+            .context("loading");
+        assert_eq!(message(&e), "loading: reading x: no such file");
+    }
 }
