@@ -1,7 +1,7 @@
 //! `btl-train data`: trajectories → official-format samples, and samples →
 //! datasets for other trainers.
 
-use crate::data::augment::augment_typed;
+use crate::data::augment::{augment_typed, without_screenshot};
 use crate::data::ms_swift::{ExportOptions, Purpose, export_ms_swift};
 use crate::data::{
     ConvertOptions, DEFAULT_LAMBDA, Error, from_trajectories, load_samples, rebase_images,
@@ -38,6 +38,10 @@ pub struct AugmentTypedArgs {
     /// Seed of the random text (each sample draws from it and its id).
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Copies without their screenshot (text-only prompts, a fraction of a
+    /// screenshot sample's cost), to mix many into SFT beside the others.
+    #[arg(long)]
+    text_only: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -97,6 +101,9 @@ fn augment_typed_cmd(args: &AugmentTypedArgs) -> Outcome {
     let samples = load_samples(&args.samples).map_err(failure)?;
     let (mut copies, report) =
         augment_typed(&samples, args.copies, args.seed, &args.samples).map_err(failure)?;
+    if args.text_only {
+        copies.iter_mut().for_each(without_screenshot);
+    }
     rebase_images(&mut copies, &args.samples, &args.out);
     write_samples(&args.out, &copies).map_err(failure)?;
     println!(

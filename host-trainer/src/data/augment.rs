@@ -24,6 +24,9 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::path::Path;
 
+/// Where a prompt's screenshot goes.
+const IMAGE_MARK: &str = "<image>";
+
 /// Where the user prompt's task-specific part starts: the goal, then the
 /// action history (spec §1's navigation prompt).
 const INSTRUCTION: &str = "## User Instruction\n";
@@ -110,6 +113,18 @@ pub fn augment_typed(
         }
     }
     Ok((out, report))
+}
+
+/// `sample` without its screenshot: no image and no `<image>` mark in its
+/// prompt, its `image_sizes` kept (they set the frame the answer's
+/// coordinates are in). Such a sample costs a fraction of one with a
+/// screenshot, so many random-value copies fit in a step beside the
+/// screenshot samples.
+pub fn without_screenshot(sample: &mut Sample) {
+    sample.images.clear();
+    for message in &mut sample.messages {
+        message.content = message.content.replace(IMAGE_MARK, "");
+    }
 }
 
 /// `text` trimmed, if the sample's goal names it (and it is not empty):
@@ -246,6 +261,21 @@ mod tests {
             assert_eq!(copy.messages[0], sample.messages[0]);
             assert_eq!(copy.images, sample.images);
         }
+    }
+
+    #[test]
+    fn a_copy_without_its_screenshot_keeps_the_rest() {
+        let mut sample = typing("Set an alarm for 09:15.", "", "Type 09 as the hour.", "09");
+        let before = sample.clone();
+        without_screenshot(&mut sample);
+        assert!(sample.images.is_empty());
+        assert_eq!(sample.image_sizes, before.image_sizes);
+        assert_eq!(
+            sample.messages[1].content,
+            before.messages[1].content.replace("<image>", "")
+        );
+        assert!(sample.messages[1].content.ends_with("## Screenshots\n"));
+        assert_eq!(sample.solution, before.solution);
     }
 
     #[test]
