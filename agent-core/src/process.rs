@@ -56,15 +56,16 @@ pub fn exit_code(program: &str, outcome: Outcome) -> ExitCode {
 }
 
 /// The error and its causes, joined by `: ` as anyhow's `{:#}` joins them,
-/// but a cause an error already ends with (one that writes its source into
-/// its own message, as `"{path}: {source}"` does) is not said again.
+/// but a cause the message already ends with after a `: ` (an error that
+/// writes its source into its own message, as `"{path}: {source}"` does)
+/// is not said again.
 fn message(e: &anyhow::Error) -> String {
     let mut text = String::new();
     for cause in e.chain() {
         let said = cause.to_string();
         if text.is_empty() {
             text = said;
-        } else if !text.ends_with(&said) {
+        } else if text != said && !text.ends_with(&format!(": {said}")) {
             text.push_str(": ");
             text.push_str(&said);
         }
@@ -118,5 +119,8 @@ mod tests {
             .context("reading x")
             .context("loading");
         assert_eq!(message(&e), "loading: reading x: no such file");
+        // A cause that only ends the message's last word is its own.
+        let e = anyhow::anyhow!("denied").context("access denied");
+        assert_eq!(message(&e), "access denied: denied");
     }
 }

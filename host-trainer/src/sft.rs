@@ -156,9 +156,11 @@ pub fn target_answer(sample: &Sample, max_pixels: u64, max_regions: usize) -> Re
 
 /// Byte ranges of `answer` (the [`target_answer`] of `sample`) that write a
 /// value the sample's goal names: the text its Type action types, wherever
-/// the answer writes it (the think, the Plan, the action; inside the link
-/// as JSON escapes it). None when the sample types nothing or its goal does
-/// not hold the text, which is then not copied from the goal.
+/// the answer writes it from `<think>` on (the thought, the Plan, the
+/// action; inside the link as JSON escapes it), as a whole word: "26" in
+/// "Type 26." but not in the blink's "[126, 260]". None when the sample
+/// types nothing or its goal does not hold the text, which is then not
+/// copied from the goal.
 pub fn goal_value_ranges(sample: &Sample, answer: &str) -> Vec<Range<usize>> {
     let Ok((
         Link::Action {
@@ -178,18 +180,29 @@ pub fn goal_value_ranges(sample: &Sample, answer: &str) -> Vec<Range<usize>> {
         .strip_prefix('"')
         .and_then(|e| e.strip_suffix('"'))
         .unwrap_or(value);
-    let mut ranges: Vec<Range<usize>> = answer
-        .match_indices(value)
-        .map(|(at, v)| at..at + v.len())
+    let from = answer.find("<think>").unwrap_or(answer.len());
+    // A match that continues a word or number of the answer is not the value.
+    let whole = |at: usize, end: usize| {
+        let joins = |a: Option<char>, b: Option<char>| {
+            a.zip(b)
+                .is_some_and(|(a, b)| a.is_alphanumeric() && b.is_alphanumeric())
+        };
+        !joins(
+            answer[..at].chars().next_back(),
+            answer[at..end].chars().next(),
+        ) && !joins(
+            answer[at..end].chars().next_back(),
+            answer[end..].chars().next(),
+        )
+    };
+    let mut ranges: Vec<Range<usize>> = [value, escaped]
+        .iter()
+        .take(if escaped == value { 1 } else { 2 })
+        .flat_map(|needle| answer[from..].match_indices(needle))
+        .map(|(at, v)| from + at..from + at + v.len())
+        .filter(|r| whole(r.start, r.end))
         .collect();
-    if escaped != value {
-        ranges.extend(
-            answer
-                .match_indices(escaped)
-                .map(|(at, v)| at..at + v.len()),
-        );
-        ranges.sort_by_key(|r| r.start);
-    }
+    ranges.sort_by_key(|r| r.start);
     ranges
 }
 
@@ -311,8 +324,9 @@ pub fn shared_prefix_len(prompts: &[&Prompt], image_token_id: i64) -> usize {
 /// The summed answer loss of a micro-batch, each token's −log p divided by
 /// `tokens` (the step's answer tokens), with the prompts' common text
 /// prefix ([`shared_prefix_len`]) evaluated once: its KV cache serves every
-/// answer and gathers their gradients. The value equals the sum of
-/// [`answer_loss`] over the samples, each weighted by its share of tokens.
+/// answer and gathers their gradients. With every weight 1 the value equals
+/// the sum of [`answer_loss`] over the samples, each weighted by its share
+/// of tokens.
 pub fn shared_prefix_loss(
     model: &Qwen25Vl,
     batch: &[(&Prompt, &Answer)],
@@ -458,7 +472,17 @@ fn mean_nll(
     weights: Option<&[f64]>,
     tokens: usize,
 ) -> Result<Tensor> {
-    let log_probs = token_log_probs(logits, targets, 1.0)?;
+    weighted_nll(&token_log_probs(logits, targets, 1.0)?, weights, tokens)
+}
+
+/// −Σ weight · `log_probs` (each weight 1 when `None`; padding positions
+/// must hold 0) in float64, divided by `tokens`: the one sum every SFT path
+/// takes.
+pub(crate) fn weighted_nll(
+    log_probs: &Tensor,
+    weights: Option<&[f64]>,
+    tokens: usize,
+) -> Result<Tensor> {
     let summed = match weights {
         None => log_probs.f_sum(Kind::Double)?,
         Some(weights) => log_probs
@@ -632,6 +656,19 @@ mod tests {
             .map(|r| &answer[r])
             .collect();
         assert_eq!(found, [r#"say "hi""#, r#"say \"hi\""#, r#"say \"hi\""#]);
+
+        // Not in the blink (a label here), nor inside another number or word.
+        let mut s = typing("Set an alarm for 09:26.", "Type 26, not 126 or x26.", "26");
+        s.rois = vec![roi([126.0, 260.0, 526.0, 626.0], "26", 1)];
+        let answer = target_answer(&s, s.max_pixels, 3).unwrap();
+        let think = answer.find("<think>").unwrap();
+        let ranges = goal_value_ranges(&s, &answer);
+        assert_eq!(ranges.len(), 3, "{answer}");
+        assert!(
+            ranges
+                .iter()
+                .all(|r| r.start > think && &answer[r.clone()] == "26")
+        );
 
         // Text the goal does not hold, a tap, a goal-less prompt: nothing.
         let s = typing("Set an alarm for 09:26.", "Type 27.", "27");

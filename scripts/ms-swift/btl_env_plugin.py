@@ -91,6 +91,15 @@ def _user_content(observation):
     return parts
 
 
+async def _close_quietly(env):
+    """Closes `env` after a failure; not closing it is not the error to
+    report."""
+    try:
+        await asyncio.to_thread(env.close)
+    except Exception:
+        pass
+
+
 class _Rollout:
     """One rollout's episode and the rewards it has earned."""
 
@@ -117,13 +126,16 @@ class BtlPhoneScheduler(MultiTurnScheduler):
 
     async def on_trajectory_start(self, requests):
         max_pixels = int(os.environ.get("MAX_PIXELS", "4014080"))
-        started = []
+        opened, started = [], []
         try:
             for request in requests:
                 row = request.data_dict or {}
                 if "btl_task" not in row:
                     raise ValueError("btl_phone rollouts need a btl_task column (btl_seed, btl_split, btl_profile optional)")
                 env = _env_server().env()
+                # Before the reset: one cut short after the server opened
+                # the episode still names it.
+                opened.append(env)
                 options = {"profile": row["btl_profile"]} if row.get("btl_profile") else {}
                 # Off the event loop: ms-swift gathers the hooks of all rollouts.
                 first = await asyncio.to_thread(
@@ -149,39 +161,36 @@ class BtlPhoneScheduler(MultiTurnScheduler):
             # The batch fails as a whole: none of its episodes stays open
             # on the server, where each would hold an environment.
             for key in started:
-                await self._drop(key)
+                self._rollouts.pop(key, None)
+            for env in opened:
+                await _close_quietly(env)
             raise
 
     async def _drop(self, key):
-        """Forgets a rollout that failed and closes its environment; a
-        failure to close is not the error to report."""
-        rollout = self._rollouts.pop(key)
-        try:
-            await asyncio.to_thread(rollout.env.close)
-        except Exception:
-            pass
+        """Forgets a rollout that failed and closes its environment."""
+        await _close_quietly(self._rollouts.pop(key).env)
 
     async def on_turn_end(self, infer_request, response_choice, current_turn):
         key = infer_request.data_dict[_KEY]
         rollout = self._rollouts[key]
         try:
             result = await asyncio.to_thread(rollout.env.step, response_choice.message.content or "")
+            rollout.process.append(result["reward"]["process"]["total"])
+            done = bool(result["done"])
+            if done:
+                rollout.outcome = result["reward"]["outcome"]
+                rollout.why = result["why"]["reason"]
+            else:
+                rollout.observation = result["observation"]
         except BaseException:
             await self._drop(key)
             raise
-        rollout.process.append(result["reward"]["process"]["total"])
-        done = bool(result["done"])
-        if done:
-            rollout.outcome = result["reward"]["outcome"]
-            rollout.why = result["why"]["reason"]
-        else:
-            rollout.observation = result["observation"]
         last = done or (self.max_turns is not None and current_turn >= self.max_turns)
         if last:
             if not done:
                 rollout.why = "max_turns"
-            await asyncio.to_thread(rollout.env.close)
             del self._rollouts[key]
+            await asyncio.to_thread(rollout.env.close)
             self._log(rollout, current_turn)
         return {"done": done, "rollout_infos": rollout.infos()}
 

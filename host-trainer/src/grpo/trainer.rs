@@ -34,7 +34,7 @@ use crate::lora::{LoraInit, generator};
 use crate::model::{Grid, Qwen25Vl};
 use crate::sft::{
     Answer, answer_loss, goal_value_ranges, in_frame, padded_batch_loss, shared_prefix_loss,
-    target_answer, value_weights,
+    target_answer, value_weights, weighted_nll,
 };
 
 /// Scores one completion of a sample.
@@ -825,23 +825,7 @@ impl Trainer {
                 )
             });
             self.model.set_training(false);
-            let out = out?;
-            let share = match &answer.weights {
-                None => out
-                    .loss
-                    .f_mul_scalar(answer.ids.len() as f64 / tokens as f64)?,
-                Some(weights) => out
-                    .token_log_probs
-                    .f_to_kind(Kind::Double)?
-                    .f_mul(
-                        &Tensor::f_from_slice(weights)?
-                            .f_reshape([1, -1])?
-                            .f_to_device(self.model.device())?,
-                    )?
-                    .f_sum(Kind::Double)?
-                    .f_neg()?
-                    .f_div_scalar(tokens as f64)?,
-            };
+            let share = weighted_nll(&out?.token_log_probs, answer.weights.as_deref(), tokens)?;
             share.f_backward()?;
             loss_sum += share.f_double_value(&[])?;
         }

@@ -113,10 +113,15 @@ pub(super) fn run(env: &EnvId, commands: mpsc::Receiver<Command>, shared: &Arc<S
                     *turns.borrow_mut() = Some(started.turns.clone());
                     started.play(&shared.out, env)
                 });
-                match played {
-                    Some(command) => next = command,
-                    None => break,
-                }
+                next = match played {
+                    Some(command) => command,
+                    // The failed episode is gone; a reset or close that was
+                    // cancelling it is still owed its answer.
+                    None => turns
+                        .borrow()
+                        .as_ref()
+                        .and_then(|turns| lock(turns).interrupt.take()),
+                };
             }
         }
     }
@@ -127,9 +132,9 @@ pub(super) fn run(env: &EnvId, commands: mpsc::Receiver<Command>, shared: &Arc<S
 
 /// Runs `play`, the handling of one command. If it panics, the request
 /// `waiting` names (the one the client is waiting on, if any) is answered
-/// with an error naming the panic, and `None` is returned: the environment
-/// then ends, for its episode cannot be trusted, and its next request is
-/// told so.
+/// with an error naming the panic, and `None` is returned: the episode is
+/// dropped, for its state cannot be trusted, and the environment goes on
+/// as after any episode's end.
 pub(super) fn guarded<T>(
     out: &Responder,
     env: &EnvId,
@@ -148,7 +153,7 @@ pub(super) fn guarded<T>(
     if let Some(id) = waiting() {
         out.error(
             &id,
-            format!("environment {env} failed (a bug in btl: {why}) and is closed: reset it to play again"),
+            format!("environment {env} failed (a bug in btl: {why}); its episode is dropped: reset it to play again"),
         );
     }
     None

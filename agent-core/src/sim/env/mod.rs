@@ -253,13 +253,6 @@ fn route(
         Request::Close { env } => (env, Command::Close { id }),
     };
     let closing = matches!(command, Command::Close { .. });
-    // An environment whose thread has ended failed (closing ones are
-    // removed when closed); it is gone, and a reset opens it anew.
-    if envs.get(&env).is_some_and(|h| h.thread.is_finished())
-        && let Some(handle) = envs.remove(&env)
-    {
-        let _ = handle.thread.join();
-    }
     if !envs.contains_key(&env) {
         if !matches!(command, Command::Reset { .. }) {
             shared.out.error(
@@ -306,11 +299,11 @@ fn route(
             return;
         }
         Err(mpsc::TrySendError::Disconnected(command)) => {
-            // Only a thread that failed stops receiving.
-            shared.out.error(
-                command.id(),
-                format!("environment {env} has stopped after a failure: reset it to play again"),
-            );
+            // An environment's thread ends only when closed, or when a
+            // failure escapes its guard.
+            shared
+                .out
+                .error(command.id(), format!("environment {env} has stopped"));
             if let Some(handle) = envs.remove(&env) {
                 let _ = handle.thread.join();
             }

@@ -450,12 +450,33 @@ fn close_and_the_end_of_input_end_the_episodes_in_play() {
     client.finish();
 }
 
-/// A client that sends steps without waiting for their answers: each
-/// request still gets exactly one answer, those beyond what one
-/// environment may hold waiting are refused by name, and the environment
-/// plays on.
+/// Lines a server writes, kept for a test to read.
+#[derive(Clone, Default)]
+struct Lines(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Lines {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Lines {
+    fn parsed(&self) -> Vec<Value> {
+        let text = String::from_utf8(self.0.lock().unwrap().clone()).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+/// A client that sends steps without waiting for their answers gets
+/// exactly one answer for each, and the environment plays on.
 #[test]
-fn a_client_that_does_not_wait_is_told_to_and_every_request_is_answered() {
+fn a_client_that_does_not_wait_gets_one_answer_per_request() {
     let mut client = Client::start(EnvOptions::default());
     let opened = client.call(reset("a", "alarm_set", 3));
     assert_eq!(opened["ok"], true, "{opened}");
@@ -477,35 +498,70 @@ fn a_client_that_does_not_wait_is_told_to_and_every_request_is_answered() {
         .collect();
     client.send_raw(burst.as_bytes());
     let mut answered = vec![0; sent];
-    let mut refused = 0;
     for _ in 0..sent {
-        let response = client.recv();
-        answered[response["id"].as_u64().unwrap() as usize] += 1;
-        let error = response["error"].as_str().unwrap_or_default();
-        refused += usize::from(error.contains("requests waiting"));
+        answered[client.recv()["id"].as_u64().unwrap() as usize] += 1;
     }
     assert!(answered.iter().all(|&n| n == 1), "{answered:?}");
-    assert!(refused > 0 && refused < sent, "{refused} of {sent} refused");
     let closed = client.call(json!({"id": "c", "op": "close", "env": "a"}));
     assert_eq!(closed["ok"], true, "{closed}");
     client.finish();
 }
 
-/// A bug that panics in an environment's thread: the request the client
-/// waits on is answered with an error naming it, and the environment ends.
+/// An environment that reads nothing holds `QUEUE` requests; the next is
+/// refused at once, by name, and reaches it never.
+#[test]
+fn requests_beyond_the_queue_are_refused() {
+    let lines = Lines::default();
+    let root = tempfile::tempdir().unwrap();
+    let shared = Arc::new(episode::Shared {
+        out: Responder::new(lines.clone()),
+        root: root.path().to_owned(),
+        record: false,
+        reward_mode: RewardMode::default(),
+        weights: Weights::default(),
+        phone: PhoneConfig::default(),
+    });
+    let (commands, queued) = mpsc::sync_channel(QUEUE);
+    let env = EnvId("a".into());
+    let mut envs = BTreeMap::from([(
+        env.clone(),
+        Handle {
+            commands,
+            thread: std::thread::spawn(|| {}),
+        },
+    )]);
+    for i in 0..=QUEUE {
+        let request = Request::Step {
+            env: env.clone(),
+            answer: "x".into(),
+        };
+        route(
+            Envelope {
+                id: json!(i),
+                request,
+            },
+            &mut envs,
+            &shared,
+            4,
+        );
+    }
+    let lines = lines.parsed();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["id"], QUEUE);
+    let error = lines[0]["error"].as_str().unwrap();
+    assert!(
+        error.contains("environment a has 8 requests waiting"),
+        "{error}"
+    );
+    let waiting: Vec<Value> = queued.try_iter().map(|c| c.id().clone()).collect();
+    assert_eq!(waiting, (0..QUEUE).map(|i| json!(i)).collect::<Vec<_>>());
+}
+
+/// A bug that panics while an environment plays: the request the client
+/// waits on is answered with an error naming it; without a panic the
+/// guard only passes the result on.
 #[test]
 fn a_panic_answers_the_waiting_request() {
-    #[derive(Clone, Default)]
-    struct Lines(Arc<Mutex<Vec<u8>>>);
-    impl Write for Lines {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
     let lines = Lines::default();
     let out = Responder::new(lines.clone());
     let env = EnvId("a".into());
@@ -513,7 +569,7 @@ fn a_panic_answers_the_waiting_request() {
         episode::guarded(&out, &env, || Some(json!(1)), || 5),
         Some(5)
     );
-    assert!(lines.0.lock().unwrap().is_empty());
+    assert!(lines.parsed().is_empty());
     let failed: Option<()> = episode::guarded(
         &out,
         &env,
@@ -521,11 +577,11 @@ fn a_panic_answers_the_waiting_request() {
         || panic!("index 9 out of range"),
     );
     assert_eq!(failed, None);
-    let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
-    let line: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(line["id"], "step-a");
-    assert_eq!(line["ok"], false);
-    let error = line["error"].as_str().unwrap();
+    let lines = lines.parsed();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["id"], "step-a");
+    assert_eq!(lines[0]["ok"], false);
+    let error = lines[0]["error"].as_str().unwrap();
     assert!(
         error.contains("environment a failed") && error.contains("index 9 out of range"),
         "{error}"

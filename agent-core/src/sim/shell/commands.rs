@@ -1052,10 +1052,14 @@ fn monkey(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
     };
     match env.phone.start_app(package, None) {
         Ok(()) => ShellOutput::ok("Events injected: 1\n"),
-        Err(_) => ShellOutput::fail(
-            252,
-            format!("** No activities found to run, monkey aborted.\n{package}: not installed\n"),
-        ),
+        // AOSP's Monkey finds no launcher activity of an allowed package
+        // (whether it is missing or has none) and says only this, on
+        // stdout, exiting with -4.
+        Err(_) => {
+            let mut out = ShellOutput::status(252);
+            out.out("** No activities found to run, monkey aborted.\n");
+            out
+        }
     }
 }
 

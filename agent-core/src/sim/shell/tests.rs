@@ -120,8 +120,15 @@ fn apps_start_and_focus_is_reported() {
             .starts_with("Starting: Intent { cmp=com.btl.settings/.MainActivity }")
     );
     assert!(stdout(&p, "dumpsys window").contains("u0 com.btl.settings/"));
+    // Monkey.java: no launcher activity of an allowed package prints one
+    // line on stdout and exits with -4.
     let missing = p.shell("monkey -p com.nope 1");
-    assert_ne!(missing.exit_code, 0);
+    assert_eq!(missing.exit_code, 252);
+    assert_eq!(
+        String::from_utf8(missing.stdout).unwrap(),
+        "** No activities found to run, monkey aborted.\n"
+    );
+    assert!(missing.stderr.is_empty());
 }
 
 #[test]
