@@ -49,10 +49,10 @@ with BtlEnvServer(args=["--dir", sys.argv[2]]) as server:
 print(json.dumps(results))
 "#;
 
-#[test]
-fn the_python_client_plays_environments_in_parallel_threads() {
-    let dir = Dir::new();
-    let driver = dir.write("driver.py", DRIVER);
+/// Runs the Python `driver` with the client's directory and DIR/episodes
+/// as its arguments and the real `btl`; the JSON it prints.
+fn run_driver(dir: &Dir, driver: &str) -> Value {
+    let driver = dir.write("driver.py", driver);
     let out = Command::new("python3")
         .arg(driver)
         .arg(CLIENT_DIR)
@@ -61,7 +61,13 @@ fn the_python_client_plays_environments_in_parallel_threads() {
         .output()
         .expect("python3 runs (scripts/test needs it for libtorch already)");
     assert!(out.status.success(), "{}", stderr(&out));
-    let results: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+#[test]
+fn the_python_client_plays_environments_in_parallel_threads() {
+    let dir = Dir::new();
+    let results = run_driver(&dir, DRIVER);
     let mut names = Vec::new();
     for task in ["wifi_on", "alarm_set", "note_create"] {
         let result = &results[task];
@@ -159,17 +165,7 @@ print(json.dumps(results))
 
 #[test]
 fn the_ms_swift_plugin_closes_the_episodes_of_failed_rollouts() {
-    let dir = Dir::new();
-    let driver = dir.write("plugin_driver.py", PLUGIN_DRIVER);
-    let out = Command::new("python3")
-        .arg(driver)
-        .arg(CLIENT_DIR)
-        .arg(dir.path("episodes"))
-        .env("BTL_BIN", env!("CARGO_BIN_EXE_btl"))
-        .output()
-        .expect("python3 runs");
-    assert!(out.status.success(), "{}", stderr(&out));
-    let results: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let results = run_driver(&Dir::new(), PLUGIN_DRIVER);
     // The second row was refused (no such task, or no free environment
     // while the first row's episode held the only one).
     let batch = results["batch"].as_str().unwrap();

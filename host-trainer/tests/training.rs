@@ -745,8 +745,9 @@ fn sft_micro_batches_share_the_prefix_and_train_as_one_by_one() {
     }
 }
 
-/// Two typing samples whose goals name what they type, and one that types
-/// text its goal does not hold, with a screenshot each.
+/// Two typing samples whose goals name what they type (the first with a
+/// region that shows the value), and one that types text its goal does not
+/// hold, with a screenshot each.
 fn typing_samples(dir: &std::path::Path) {
     image_samples(dir);
     let sample = |goal: &str, plan: &str, text: &str| {
@@ -759,8 +760,13 @@ fn typing_samples(dir: &std::path::Path) {
             ]
         })
     };
+    // A region whose box and label hold the value too: they are not the
+    // goal's value written by the answer, and stay weighted once.
+    let mut minutes = sample("Set an alarm for 09:26.", "Type 26 as the minutes.", "26");
+    minutes["rois"] =
+        serde_json::json!([{"bbox_2d": [26, 26, 52, 60], "label": "26", "priority": 1}]);
     let samples = serde_json::json!([
-        sample("Set an alarm for 09:26.", "Type 26 as the minutes.", "26"),
+        minutes,
         sample(
             "Search the web for tide times Kyiv.",
             "Type \"tide times Kyiv\".",
