@@ -133,8 +133,9 @@ class BtlPhoneScheduler(MultiTurnScheduler):
                 if "btl_task" not in row:
                     raise ValueError("btl_phone rollouts need a btl_task column (btl_seed, btl_split, btl_profile optional)")
                 env = _env_server().env()
-                # Before the reset: one cut short after the server opened
-                # the episode still names it.
+                # Closing an environment whose reset failed or never
+                # returned does nothing: the server opened no episode for
+                # it, or has not told its name yet.
                 opened.append(env)
                 options = {"profile": row["btl_profile"]} if row.get("btl_profile") else {}
                 # Off the event loop: ms-swift gathers the hooks of all rollouts.
