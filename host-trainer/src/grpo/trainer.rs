@@ -763,8 +763,12 @@ impl Trainer {
             let encoded = self.tokenizer.encode_text_spans(&text)?;
             let mut ids = encoded.ids;
             ids.push(im_end);
-            let values = goal_value_ranges(sample, &text);
-            let weights = (cfg.sft.value_weight != 1.0 && !values.is_empty()).then(|| {
+            // Plain SFT skips the search for values: it runs on every step.
+            let values = match cfg.sft.value_weight {
+                1.0 => Vec::new(),
+                _ => goal_value_ranges(sample, &text),
+            };
+            let weights = (!values.is_empty()).then(|| {
                 let mut weights = value_weights(&encoded.spans, &values, cfg.sft.value_weight);
                 weights.push(1.0);
                 weights
