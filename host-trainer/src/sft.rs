@@ -34,6 +34,7 @@ use tch::{Kind, Tensor};
 use crate::data::augment::named_value;
 use crate::error::{Error, Result};
 use crate::grpo::loss::token_log_probs;
+use crate::grpo::prompt::EncodedText;
 use crate::grpo::rollout::{Prompt, completion_log_probs, pad_completions};
 use crate::model::{Batch, Grid, Images, KvCache, Qwen25Vl};
 
@@ -235,6 +236,31 @@ impl Answer {
     /// Ids, each with weight 1.
     pub fn plain(ids: Vec<i64>) -> Self {
         Self { ids, weights: None }
+    }
+
+    /// What SFT learns of `sample`: its [`target_answer`] `text`, as
+    /// `encoded` by the tokenizer, then `stop`; the tokens that write a value
+    /// the goal names ([`goal_value_ranges`]) count `value_weight` times.
+    pub fn for_sample(
+        sample: &Sample,
+        text: &str,
+        encoded: EncodedText,
+        stop: i64,
+        value_weight: f64,
+    ) -> Self {
+        let EncodedText { mut ids, spans } = encoded;
+        ids.push(stop);
+        // Plain SFT skips the search for values: it runs on every step.
+        if value_weight == 1.0 {
+            return Self::plain(ids);
+        }
+        let values = goal_value_ranges(sample, text);
+        let weights = (!values.is_empty()).then(|| {
+            let mut weights = value_weights(&spans, &values, value_weight);
+            weights.push(1.0);
+            weights
+        });
+        Self { ids, weights }
     }
 }
 

@@ -789,7 +789,7 @@ fn typing_samples(dir: &std::path::Path) {
 fn sft_value_weight_counts_the_goals_values_more() {
     use host_trainer::grpo::config::{Batching, Precision, TrainMode, TrainObjective};
     use host_trainer::grpo::prompt::PromptTokenizer;
-    use host_trainer::sft::{goal_value_ranges, target_answer, value_weights};
+    use host_trainer::sft::{Answer, target_answer};
 
     // Which tokens: those of the values, each written three times.
     let tokenizer = PromptTokenizer::from_file(&tokenizer_file()).unwrap();
@@ -801,8 +801,14 @@ fn sft_value_weight_counts_the_goals_values_more() {
     for (sample, value) in samples.iter().zip(["26", "tide times Kyiv", ""]) {
         let answer = target_answer(sample, sample.max_pixels, 3).unwrap();
         let encoded = tokenizer.encode_text_spans(&answer).unwrap();
-        let weights = value_weights(&encoded.spans, &goal_value_ranges(sample, &answer), 2.0);
-        let marked: Vec<i64> = encoded
+        let stop = tokenizer.stop_ids()[0];
+        let learnt = Answer::for_sample(sample, &answer, encoded, stop, 2.0);
+        assert_eq!(learnt.ids.last(), Some(&stop));
+        let weights = learnt
+            .weights
+            .unwrap_or_else(|| vec![1.0; learnt.ids.len()]);
+        assert_eq!(weights.len(), learnt.ids.len());
+        let marked: Vec<i64> = learnt
             .ids
             .iter()
             .zip(&weights)

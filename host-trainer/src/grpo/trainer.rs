@@ -33,8 +33,8 @@ use crate::induction::{CopyBatch, CopyTokens, copy_batch, copy_loss};
 use crate::lora::{LoraInit, generator};
 use crate::model::{Grid, Qwen25Vl};
 use crate::sft::{
-    Answer, answer_loss, goal_value_ranges, in_frame, padded_batch_loss, shared_prefix_loss,
-    target_answer, value_weights, weighted_nll,
+    Answer, answer_loss, in_frame, padded_batch_loss, shared_prefix_loss, target_answer,
+    weighted_nll,
 };
 
 /// Scores one completion of a sample.
@@ -761,19 +761,13 @@ impl Trainer {
             let max_pixels = cfg.data.max_pixels.unwrap_or(sample.max_pixels);
             let text = target_answer(sample, max_pixels, cfg.sft.max_regions)?;
             let encoded = self.tokenizer.encode_text_spans(&text)?;
-            let mut ids = encoded.ids;
-            ids.push(im_end);
-            // Plain SFT skips the search for values: it runs on every step.
-            let values = match cfg.sft.value_weight {
-                1.0 => Vec::new(),
-                _ => goal_value_ranges(sample, &text),
-            };
-            let weights = (!values.is_empty()).then(|| {
-                let mut weights = value_weights(&encoded.spans, &values, cfg.sft.value_weight);
-                weights.push(1.0);
-                weights
-            });
-            answers.push(Answer { ids, weights });
+            answers.push(Answer::for_sample(
+                sample,
+                &text,
+                encoded,
+                im_end,
+                cfg.sft.value_weight,
+            ));
         }
         let tokens: usize = answers.iter().map(|a| a.ids.len()).sum();
         let inputs = self.step_inputs(step)?;
