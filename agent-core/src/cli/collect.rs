@@ -301,8 +301,7 @@ fn recorded(dir: &Path) -> Recorded {
 /// of a split.
 fn seed_label(seed: u64) -> String {
     match Split::of(seed) {
-        Some((Split::Train, k)) => format!("train seed {k}"),
-        Some((Split::Heldout, k)) => format!("heldout seed {k}"),
+        Some((split, k)) => format!("{} seed {k}", split.label()),
         None => format!("seed {seed}"),
     }
 }
@@ -310,8 +309,7 @@ fn seed_label(seed: u64) -> String {
 fn episode_dir(out: &Path, job: &Job) -> PathBuf {
     let name = job.task.name();
     out.join(match Split::of(job.seed) {
-        Some((Split::Train, k)) => format!("{name}-train-s{k}"),
-        Some((Split::Heldout, k)) => format!("{name}-heldout-s{k}"),
+        Some((split, k)) => format!("{name}-{}-s{k}", split.label()),
         None => format!("{name}-s{}", job.seed),
     })
 }

@@ -56,7 +56,8 @@ pub struct TasksArgs {
     /// One JSON object per template, with the instance's parameters.
     #[arg(long)]
     json: bool,
-    /// Show the instance `--seed` of the training or held-out split.
+    /// Show the instance `--seed` of a split (training, held-out, or
+    /// training with made-up values).
     #[arg(long, value_enum)]
     split: Option<Split>,
     #[arg(long, default_value_t = 0)]

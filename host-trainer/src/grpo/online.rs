@@ -101,6 +101,9 @@ impl Default for OnlineSection {
 #[serde(rename_all = "lowercase")]
 pub enum OnlineSplit {
     Train,
+    /// Training instances with made-up names, titles and queries.
+    #[serde(rename = "train-open")]
+    TrainOpen,
     /// The plain suite's seeds (0, 1, …), as `btl bench --suite sim`.
     Suite,
 }
@@ -206,6 +209,7 @@ pub fn episodes(
             let instance = online.first_instance + k / n;
             let seed = match online.split {
                 OnlineSplit::Train => Split::Train.seed(instance),
+                OnlineSplit::TrainOpen => Split::TrainOpen.seed(instance),
                 OnlineSplit::Suite => instance,
             };
             let task = tasks::sample(name, seed).ok_or_else(|| {

@@ -168,7 +168,8 @@ pub(crate) fn next_id(ids: impl Iterator<Item = u32>) -> u32 {
     ids.max().map_or(1, |m| m.saturating_add(1))
 }
 
-const FIRST_NAMES: &[&str] = &[
+/// The first names of the contacts a phone starts with.
+pub(crate) const SEEDED_FIRST_NAMES: &[&str] = &[
     "Alice", "Bruno", "Chloé", "Daniel", "Elena", "Farid", "Grace", "Hiro", "Ines", "Jonas",
     "Kavya", "Liam", "Maya", "Noah", "Olga", "Pedro", "Quinn", "Rosa", "Sami", "Tara", "Umar",
     "Vera", "Wen", "Yusuf", "Zoe",
@@ -182,7 +183,7 @@ const LAST_NAMES: &[&str] = &[
 
 /// Enough contacts that the list runs past the first screen.
 fn seed_contacts(rng: &mut ChaCha8Rng) -> Vec<Contact> {
-    let mut firsts: Vec<&str> = FIRST_NAMES.to_vec();
+    let mut firsts: Vec<&str> = SEEDED_FIRST_NAMES.to_vec();
     firsts.shuffle(rng);
     firsts
         .into_iter()

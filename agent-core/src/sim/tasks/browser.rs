@@ -6,11 +6,11 @@
 //! look for, as a person reading "the third result" would count them.
 
 use super::oracle::{self, List};
+use super::values::Draw;
 use super::{OracleStep, Task, loose_eq, pick};
 use crate::device::ui::UiNode;
 use crate::sim::phone::{Key, Phone, PhoneState, SearchResult, search_results};
 use rand::RngExt;
-use rand_chacha::ChaCha8Rng;
 
 const PKG: &str = "com.btl.browser";
 const LABEL: &str = "Browser";
@@ -32,6 +32,15 @@ const QUERIES: [&str; 14] = [
     "electric bike reviews",
     "tide times Brighton",
 ];
+
+/// A query of the pool, or made up (lowercase, as queries are typed).
+fn sample_query(rng: &mut Draw) -> String {
+    if rng.is_open() {
+        rng.phrase(2..=4).to_lowercase()
+    } else {
+        pick(rng, &QUERIES).to_string()
+    }
+}
 
 const ORDINALS: [&str; 8] = [
     "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
@@ -107,9 +116,9 @@ pub(super) struct Search {
 }
 
 impl Search {
-    pub fn sample(rng: &mut ChaCha8Rng) -> Search {
+    pub fn sample(rng: &mut Draw) -> Search {
         Search {
-            query: pick(rng, &QUERIES).to_string(),
+            query: sample_query(rng),
         }
     }
 }
@@ -157,19 +166,19 @@ pub(super) struct OpenResult {
 }
 
 impl OpenResult {
-    pub fn first(rng: &mut ChaCha8Rng) -> OpenResult {
+    pub fn first(rng: &mut Draw) -> OpenResult {
         OpenResult {
             name: "web_open_first_result",
-            query: pick(rng, &QUERIES).to_string(),
+            query: sample_query(rng),
             rank: 1,
         }
     }
 
     /// Any rank but the first, often below the fold.
-    pub fn nth(rng: &mut ChaCha8Rng) -> OpenResult {
+    pub fn nth(rng: &mut Draw) -> OpenResult {
         OpenResult {
             name: "web_open_nth_result",
-            query: pick(rng, &QUERIES).to_string(),
+            query: sample_query(rng),
             rank: rng.random_range(2..=ORDINALS.len()),
         }
     }

@@ -6,12 +6,12 @@
 //! untouched.
 
 use super::oracle::{self, List, Seek};
+use super::values::Draw;
 use super::{OracleStep, Task, loose_eq, pick};
 use crate::device::ui::UiNode;
 use crate::sim::phone::state::next_id;
 use crate::sim::phone::{Alarm, Key, Phone, PhoneState};
 use rand::RngExt;
-use rand_chacha::ChaCha8Rng;
 
 const PKG: &str = "com.btl.clock";
 const LABEL: &str = "Clock";
@@ -27,6 +27,15 @@ const LABELS: [&str; 8] = [
     "Water the plants",
 ];
 
+/// An alarm's label: one of the pool, or made up.
+fn sample_label(rng: &mut Draw) -> String {
+    if rng.is_open() {
+        rng.phrase(1..=3)
+    } else {
+        pick(rng, &LABELS).to_string()
+    }
+}
+
 /// A time of day.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Time {
@@ -36,7 +45,7 @@ pub(super) struct Time {
 
 impl Time {
     /// A time on a five-minute mark.
-    fn sample(rng: &mut ChaCha8Rng) -> Time {
+    fn sample(rng: &mut Draw) -> Time {
         Time {
             hour: rng.random_range(0..24),
             minute: rng.random_range(0..12) * 5,
@@ -218,7 +227,7 @@ pub(super) struct SetAlarm {
 }
 
 impl SetAlarm {
-    pub fn sample(rng: &mut ChaCha8Rng) -> SetAlarm {
+    pub fn sample(rng: &mut Draw) -> SetAlarm {
         SetAlarm {
             time: Time::sample(rng),
         }
@@ -263,10 +272,10 @@ pub(super) struct SetLabeledAlarm {
 }
 
 impl SetLabeledAlarm {
-    pub fn sample(rng: &mut ChaCha8Rng) -> SetLabeledAlarm {
+    pub fn sample(rng: &mut Draw) -> SetLabeledAlarm {
         SetLabeledAlarm {
             time: Time::sample(rng),
-            label: pick(rng, &LABELS).to_string(),
+            label: sample_label(rng),
         }
     }
 }
@@ -316,11 +325,11 @@ pub(super) struct SwitchAlarm {
 }
 
 impl SwitchAlarm {
-    pub fn sample(rng: &mut ChaCha8Rng, on: bool) -> SwitchAlarm {
+    pub fn sample(rng: &mut Draw, on: bool) -> SwitchAlarm {
         SwitchAlarm {
             time: Time::sample(rng),
             on,
-            label: pick(rng, &LABELS).to_string(),
+            label: sample_label(rng),
         }
     }
 
@@ -373,7 +382,7 @@ pub(super) struct DeleteAlarm {
 }
 
 impl DeleteAlarm {
-    pub fn sample(rng: &mut ChaCha8Rng) -> DeleteAlarm {
+    pub fn sample(rng: &mut Draw) -> DeleteAlarm {
         DeleteAlarm {
             time: Time::sample(rng),
             enabled: rng.random_bool(0.5),

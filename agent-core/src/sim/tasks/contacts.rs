@@ -7,12 +7,12 @@
 //! knows when it has scrolled far enough up.
 
 use super::oracle::{self, List, Seek};
+use super::values::{Draw, capitalised};
 use super::{OracleStep, Task, loose_eq, pick};
 use crate::device::ui::UiNode;
-use crate::sim::phone::state::next_id;
+use crate::sim::phone::state::{SEEDED_FIRST_NAMES, next_id};
 use crate::sim::phone::{Contact, Key, Phone, PhoneState};
 use rand::RngExt;
-use rand_chacha::ChaCha8Rng;
 
 const PKG: &str = "com.btl.contacts";
 const LABEL: &str = "Contacts";
@@ -40,14 +40,42 @@ const LAST: [(&str, &str); 12] = [
 ];
 
 /// The target's name and the decoy's.
-fn sample_names(rng: &mut ChaCha8Rng) -> (String, String) {
+fn sample_names(rng: &mut Draw) -> (String, String) {
+    if rng.is_open() {
+        return open_names(rng);
+    }
     let first = pick(rng, &FIRST);
     let (decoy, target) = pick(rng, &LAST);
     (format!("{first} {target}"), format!("{first} {decoy}"))
 }
 
+/// Made-up names as the pools pair them: a first name no seeded contact
+/// has, and last names sharing their first syllable, the decoy's sorting
+/// just before the target's as the list sorts them (lowercased).
+fn open_names(rng: &mut Draw) -> (String, String) {
+    let first = loop {
+        let first = rng.name();
+        if !SEEDED_FIRST_NAMES.iter().any(|s| loose_eq(s, &first)) {
+            break first;
+        }
+    };
+    let stem = capitalised(&rng.word(1..=1));
+    let (a, b) = loop {
+        let (a, b) = (rng.word(1..=2), rng.word(1..=2));
+        if a != b {
+            break (format!("{stem}{a}"), format!("{stem}{b}"));
+        }
+    };
+    let (decoy, target) = if a.to_lowercase() < b.to_lowercase() {
+        (a, b)
+    } else {
+        (b, a)
+    };
+    (format!("{first} {target}"), format!("{first} {decoy}"))
+}
+
 /// A phone number in one of a few national formats.
-fn sample_phone(rng: &mut ChaCha8Rng) -> String {
+fn sample_phone(rng: &mut Draw) -> String {
     let (a, b) = (rng.random_range(0..100u32), rng.random_range(0..100u32));
     match rng.random_range(0..4) {
         0 => format!("+1 555-01{a:02}-{b:02}{:02}", rng.random_range(0..100u32)),
@@ -58,7 +86,7 @@ fn sample_phone(rng: &mut ChaCha8Rng) -> String {
 }
 
 /// A short local number, as old entries often are.
-fn sample_old_phone(rng: &mut ChaCha8Rng) -> String {
+fn sample_old_phone(rng: &mut Draw) -> String {
     format!("555-{:04}", rng.random_range(0..10_000u32))
 }
 
@@ -210,7 +238,7 @@ pub(super) struct AddContact {
 }
 
 impl AddContact {
-    pub fn sample(rng: &mut ChaCha8Rng) -> AddContact {
+    pub fn sample(rng: &mut Draw) -> AddContact {
         let (name, decoy) = sample_names(rng);
         AddContact {
             name,
@@ -273,7 +301,7 @@ pub(super) struct EditPhone {
 }
 
 impl EditPhone {
-    pub fn sample(rng: &mut ChaCha8Rng) -> EditPhone {
+    pub fn sample(rng: &mut Draw) -> EditPhone {
         let (name, decoy) = sample_names(rng);
         EditPhone {
             name,
@@ -337,7 +365,7 @@ pub(super) struct DeleteContact {
 }
 
 impl DeleteContact {
-    pub fn sample(rng: &mut ChaCha8Rng) -> DeleteContact {
+    pub fn sample(rng: &mut Draw) -> DeleteContact {
         let (name, decoy) = sample_names(rng);
         DeleteContact {
             name,

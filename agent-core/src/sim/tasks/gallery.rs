@@ -8,11 +8,11 @@
 //! oracle scans it from the top, where the app opens after set-up.
 
 use super::oracle::{self, List, Seek};
+use super::values::Draw;
 use super::{OracleStep, Task, pick};
 use crate::device::ui::UiNode;
 use crate::sim::phone::{Key, MediaFile, Phone, PhoneState};
 use rand::RngExt;
-use rand_chacha::ChaCha8Rng;
 
 const PKG: &str = "com.btl.gallery";
 const LABEL: &str = "Gallery";
@@ -34,6 +34,15 @@ const SUBJECTS: [&str; 12] = [
     "whiteboard",
 ];
 
+/// What a photo's name says it shows: one of the pool, or a made-up word.
+fn sample_subject(rng: &mut Draw) -> String {
+    if rng.is_open() {
+        rng.word(1..=3)
+    } else {
+        pick(rng, &SUBJECTS).to_string()
+    }
+}
+
 /// A photo a task puts in the gallery: its name and how old it is, which
 /// decides its place in the grid.
 #[derive(Debug, Clone)]
@@ -43,7 +52,7 @@ struct Photo {
 }
 
 impl Photo {
-    fn sample(rng: &mut ChaCha8Rng, subject: &str, number: u32) -> Photo {
+    fn sample(rng: &mut Draw, subject: &str, number: u32) -> Photo {
         Photo {
             name: format!("{subject}_{number:02}.jpg"),
             age_ms: rng.random_range(0..25) * DAY_MS + rng.random_range(1..24) * HOUR_MS,
@@ -72,20 +81,20 @@ pub(super) struct DeletePhotos {
 
 impl DeletePhotos {
     /// `count` photos of different subjects, 1 or 2.
-    pub fn sample(rng: &mut ChaCha8Rng, count: usize) -> DeletePhotos {
+    pub fn sample(rng: &mut Draw, count: usize) -> DeletePhotos {
         let number = rng.random_range(10..98);
-        let first = pick(rng, &SUBJECTS);
-        let mut photos = vec![Photo::sample(rng, first, number)];
+        let first = sample_subject(rng);
+        let mut photos = vec![Photo::sample(rng, &first, number)];
         while photos.len() < count {
-            let subject = pick(rng, &SUBJECTS);
+            let subject = sample_subject(rng);
             if subject != first {
                 let number = rng.random_range(10..99);
-                photos.push(Photo::sample(rng, subject, number));
+                photos.push(Photo::sample(rng, &subject, number));
             }
         }
         DeletePhotos {
             photos,
-            decoy: Photo::sample(rng, first, number + 1),
+            decoy: Photo::sample(rng, &first, number + 1),
         }
     }
 

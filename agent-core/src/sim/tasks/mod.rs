@@ -35,6 +35,7 @@ mod notes;
 mod oracle;
 mod settings;
 mod split;
+mod values;
 
 #[cfg(test)]
 mod tests;
@@ -54,6 +55,7 @@ use rand::seq::IndexedRandom;
 use rand_chacha::ChaCha8Rng;
 use settings::{Brightness, Switch, Toggle};
 pub use split::{HELDOUT_VALUES, Split, names_heldout_value};
+use values::Draw;
 
 /// One step an oracle takes.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -139,7 +141,7 @@ impl SettingCheck {
 /// A task template: its name and how to draw an instance.
 pub struct Template {
     pub name: &'static str,
-    pub sample: fn(&mut ChaCha8Rng) -> Box<dyn Task>,
+    pub(crate) sample: fn(&mut Draw) -> Box<dyn Task>,
 }
 
 /// Every template, sorted by name.
@@ -263,8 +265,8 @@ pub fn sample(name: &str, seed: u64) -> Option<Box<dyn Task>> {
     if let Some((split, k)) = Split::of(seed) {
         return Some(split::sample(template, split, k));
     }
-    Some((template.sample)(&mut ChaCha8Rng::seed_from_u64(
-        seed ^ fnv(name),
+    Some((template.sample)(&mut Draw::pooled(
+        ChaCha8Rng::seed_from_u64(seed ^ fnv(name)),
     )))
 }
 
@@ -277,8 +279,8 @@ fn fnv(name: &str) -> u64 {
 }
 
 /// One of `items`, drawn from `rng`.
-fn pick<T: Copy + Default>(rng: &mut ChaCha8Rng, items: &[T]) -> T {
-    items.choose(rng).copied().unwrap_or_default()
+fn pick<T: Copy + Default>(rng: &mut Draw, items: &[T]) -> T {
+    items.choose(&mut **rng).copied().unwrap_or_default()
 }
 
 /// Text compared as the phone's lookups compare it: trimmed, ignoring case.

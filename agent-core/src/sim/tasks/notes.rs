@@ -4,12 +4,12 @@
 //! checkers require untouched.
 
 use super::oracle::{self, List, Seek};
+use super::values::Draw;
 use super::{OracleStep, Task, loose_eq, pick};
 use crate::device::ui::UiNode;
 use crate::sim::phone::state::next_id;
 use crate::sim::phone::{Key, Note, Phone, PhoneState};
 use rand::RngExt;
-use rand_chacha::ChaCha8Rng;
 
 const PKG: &str = "com.btl.notes";
 const LABEL: &str = "Notes";
@@ -51,12 +51,38 @@ const ADDITIONS: [&str; 6] = [
 ];
 
 /// A title and its decoy, in random order of which is the target.
-fn sample_titles(rng: &mut ChaCha8Rng) -> (String, String) {
-    let (a, b) = pick(rng, &TITLES);
-    if rng.random_bool(0.5) {
-        (a.to_string(), b.to_string())
+fn sample_titles(rng: &mut Draw) -> (String, String) {
+    let (a, b) = if rng.is_open() {
+        let first = rng.name();
+        let (a, b) = loop {
+            let (a, b) = (rng.word(1..=3), rng.word(1..=3));
+            if a != b {
+                break (a, b);
+            }
+        };
+        (format!("{first} {a}"), format!("{first} {b}"))
     } else {
-        (b.to_string(), a.to_string())
+        let (a, b) = pick(rng, &TITLES);
+        (a.to_string(), b.to_string())
+    };
+    if rng.random_bool(0.5) { (a, b) } else { (b, a) }
+}
+
+/// A note's body: a sentence of the pool, or made up.
+fn sample_body(rng: &mut Draw) -> String {
+    if rng.is_open() {
+        rng.phrase(2..=5)
+    } else {
+        pick(rng, &BODIES).to_string()
+    }
+}
+
+/// What a task adds at the end of a note.
+fn sample_addition(rng: &mut Draw) -> String {
+    if rng.is_open() {
+        rng.phrase(2..=4)
+    } else {
+        pick(rng, &ADDITIONS).to_string()
     }
 }
 
@@ -196,14 +222,14 @@ pub(super) struct CreateNote {
 }
 
 impl CreateNote {
-    pub fn sample(rng: &mut ChaCha8Rng) -> CreateNote {
+    pub fn sample(rng: &mut Draw) -> CreateNote {
         let (title, decoy) = sample_titles(rng);
         CreateNote {
             title,
-            body: pick(rng, &BODIES).to_string(),
+            body: sample_body(rng),
             decoy: Decoy {
                 title: decoy,
-                body: pick(rng, &BODIES).to_string(),
+                body: sample_body(rng),
             },
         }
     }
@@ -287,15 +313,15 @@ pub(super) struct DeleteNote {
 }
 
 impl DeleteNote {
-    pub fn sample(rng: &mut ChaCha8Rng) -> DeleteNote {
+    pub fn sample(rng: &mut Draw) -> DeleteNote {
         let (title, decoy) = sample_titles(rng);
         DeleteNote {
             note: StoredNote {
                 title,
-                body: pick(rng, &BODIES).to_string(),
+                body: sample_body(rng),
                 decoy: Decoy {
                     title: decoy,
-                    body: pick(rng, &BODIES).to_string(),
+                    body: sample_body(rng),
                 },
                 hours_ago: rng.random_range(0..8),
             },
@@ -340,19 +366,19 @@ pub(super) struct AppendNote {
 }
 
 impl AppendNote {
-    pub fn sample(rng: &mut ChaCha8Rng) -> AppendNote {
+    pub fn sample(rng: &mut Draw) -> AppendNote {
         // The draws keep their order (title, body, text, decoy, age): each
         // seed names the same instance as before.
         let (title, decoy) = sample_titles(rng);
-        let body = pick(rng, &BODIES).to_string();
-        let text = pick(rng, &ADDITIONS).to_string();
+        let body = sample_body(rng);
+        let text = sample_addition(rng);
         AppendNote {
             note: StoredNote {
                 title,
                 body,
                 decoy: Decoy {
                     title: decoy,
-                    body: pick(rng, &BODIES).to_string(),
+                    body: sample_body(rng),
                 },
                 hours_ago: rng.random_range(0..8),
             },

@@ -2,11 +2,11 @@
 //! switches, and the display brightness.
 
 use super::oracle::{self, List};
+use super::values::Draw;
 use super::{OracleStep, SettingCheck, Task};
 use crate::device::ui::UiNode;
 use crate::sim::phone::{Key, Phone, PhoneState, SettingsState, seek_value};
 use rand::RngExt;
-use rand_chacha::ChaCha8Rng;
 
 const PKG: &str = "com.btl.settings";
 const LABEL: &str = "Settings";
@@ -297,7 +297,7 @@ pub(super) struct Brightness {
 }
 
 impl Brightness {
-    pub fn sample(rng: &mut ChaCha8Rng) -> Brightness {
+    pub fn sample(rng: &mut Draw) -> Brightness {
         Brightness {
             percent: rng.random_range(1..=19) * 5,
         }

@@ -22,7 +22,12 @@
 //! - **Phrasings**: training goals are written in one of three frames (as
 //!   is, "Please …", "I need you to …"); held-out goals in a fourth, "Could
 //!   you …?", which training never shows.
+//! - **Made-up values**: [`Split::TrainOpen`] is training data whose names,
+//!   titles, bodies, queries, labels and photo subjects are made up for
+//!   each instance (see `values`), still never a held-out one, so that a
+//!   model learns to read and copy text rather than to recognise a pool's.
 
+use super::values::Draw;
 use super::{OracleStep, SettingCheck, Task, Template, fnv};
 use crate::device::ui::UiNode;
 use crate::sim::phone::{Phone, PhoneState};
@@ -33,12 +38,14 @@ use rand_chacha::ChaCha8Rng;
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
 )]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Split {
     /// What training data is collected from.
     Train,
     /// What success rates are measured on.
     Heldout,
+    /// Training data with made-up values in place of the pools'.
+    TrainOpen,
 }
 
 /// Instances per split; seeds below the first range are the plain suite.
@@ -94,8 +101,18 @@ impl Split {
         let base = match self {
             Split::Train => RANGE,
             Split::Heldout => 2 * RANGE,
+            Split::TrainOpen => 3 * RANGE,
         };
         base + k % RANGE
+    }
+
+    /// The split's name, as `--split` takes it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Split::Train => "train",
+            Split::Heldout => "heldout",
+            Split::TrainOpen => "train-open",
+        }
     }
 
     /// The split of `seed` and its instance number; `None` for the plain
@@ -104,13 +121,14 @@ impl Split {
         match seed / RANGE {
             1 => Some((Split::Train, seed % RANGE)),
             2 => Some((Split::Heldout, seed % RANGE)),
+            3 => Some((Split::TrainOpen, seed % RANGE)),
             _ => None,
         }
     }
 
     fn frames(self) -> &'static [Frame] {
         match self {
-            Split::Train => &[Frame::AsIs, Frame::Please, Frame::INeedYouTo],
+            Split::Train | Split::TrainOpen => &[Frame::AsIs, Frame::Please, Frame::INeedYouTo],
             Split::Heldout => &[Frame::CouldYou],
         }
     }
@@ -155,7 +173,11 @@ impl Frame {
 pub(super) fn sample(template: &Template, split: Split, k: u64) -> Box<dyn Task> {
     let draw = |i: u64| {
         let seed = split.seed(k) ^ fnv(template.name) ^ i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        (template.sample)(&mut ChaCha8Rng::seed_from_u64(seed))
+        let rng = ChaCha8Rng::seed_from_u64(seed);
+        (template.sample)(&mut match split {
+            Split::TrainOpen => Draw::open(rng),
+            Split::Train | Split::Heldout => Draw::pooled(rng),
+        })
     };
     let wanted = split == Split::Heldout;
     let task = (0..DRAWS)
@@ -232,7 +254,16 @@ mod tests {
             assert_eq!(Split::of(Split::Heldout.seed(k)), Some((Split::Heldout, k)));
         }
         assert_ne!(Split::Train.seed(3), Split::Heldout.seed(3));
-        assert_eq!(Split::of(3 << 40), None);
+        assert_eq!(
+            Split::of(Split::TrainOpen.seed(5)),
+            Some((Split::TrainOpen, 5))
+        );
+        assert_eq!(Split::of(4 << 40), None);
+        for split in [Split::Train, Split::Heldout, Split::TrainOpen] {
+            let named = clap::ValueEnum::to_possible_value(&split).unwrap();
+            assert_eq!(named.get_name(), split.label());
+            assert_eq!(serde_json::json!(split), split.label());
+        }
     }
 
     #[test]
@@ -262,12 +293,14 @@ mod tests {
                     != sample_seed(template.name, 0).map(|t| t.goal())
             });
             let mut train = std::collections::HashSet::new();
-            for k in 0..200 {
-                let t = sample_seed(template.name, Split::Train.seed(k)).unwrap();
-                let goal = t.goal();
-                assert!(!names_heldout_value(&goal), "{}: {goal}", template.name);
-                assert!(!goal.starts_with("Could you"), "{}: {goal}", template.name);
-                train.insert(goal);
+            for split in [Split::Train, Split::TrainOpen] {
+                for k in 0..200 {
+                    let t = sample_seed(template.name, split.seed(k)).unwrap();
+                    let goal = t.goal();
+                    assert!(!names_heldout_value(&goal), "{}: {goal}", template.name);
+                    assert!(!goal.starts_with("Could you"), "{}: {goal}", template.name);
+                    train.insert(goal);
+                }
             }
             for k in 0..50 {
                 let t = sample_seed(template.name, Split::Heldout.seed(k)).unwrap();

@@ -34,10 +34,49 @@ pub(super) fn blank_state() -> PhoneState {
     }
 }
 
+/// Instances with made-up values ([`Split::TrainOpen`]) per template in the
+/// oracle runs, beside the plain suite's.
+const OPEN_SEEDS: u64 = 3;
+
 fn all_instances() -> impl Iterator<Item = (u64, Box<dyn Task>)> {
-    templates()
-        .iter()
-        .flat_map(|t| (0..SEEDS).map(move |seed| (seed, sample(t.name, seed).unwrap())))
+    templates().iter().flat_map(|t| {
+        let open = (0..OPEN_SEEDS).map(|k| Split::TrainOpen.seed(k));
+        (0..SEEDS)
+            .chain(open)
+            .map(move |seed| (seed, sample(t.name, seed).unwrap()))
+    })
+}
+
+/// Made-up values are new: an open instance's goal is one no pooled
+/// training instance has, and open instances rarely repeat one another.
+#[test]
+fn open_instances_make_up_their_values() {
+    let named = [
+        "alarm_set_labeled",
+        "contact_add",
+        "contact_delete",
+        "contact_edit_phone",
+        "note_append",
+        "note_create",
+        "note_delete",
+        "photo_delete",
+        "photos_delete_two",
+        "web_open_first_result",
+        "web_open_nth_result",
+        "web_search",
+    ];
+    for name in named {
+        let goals = |split: Split, n: u64| -> BTreeSet<String> {
+            (0..n)
+                .map(|k| sample(name, split.seed(k)).unwrap().goal())
+                .collect()
+        };
+        let pooled = goals(Split::Train, 200);
+        let open = goals(Split::TrainOpen, 50);
+        assert!(open.len() >= 48, "{name}: {} distinct of 50", open.len());
+        let shared: Vec<&String> = open.intersection(&pooled).collect();
+        assert!(shared.is_empty(), "{name}: {shared:?}");
+    }
 }
 
 #[test]
