@@ -197,9 +197,9 @@ fn oracle_steps_become_samples_with_the_oracles_targets_and_full_rewards() {
             assert_eq!(sample.image_sizes, [[1080, 2400]]);
             assert_eq!(sample.max_pixels, TRAINING_MAX_PIXELS);
 
-            // The screenshot is the step's, pixel for pixel.
-            let copied = image::open(out.parent().unwrap().join(&sample.images[0])).unwrap();
-            let original = image::open(dir.join(&step.screenshot)).unwrap();
+            // The screenshot is the step's PNG, byte for byte.
+            let copied = std::fs::read(out.parent().unwrap().join(&sample.images[0])).unwrap();
+            let original = std::fs::read(dir.join(&step.screenshot)).unwrap();
             assert!(copied == original, "{name} {stem}: the screenshot changed");
 
             // What the oracle answered scores full marks against its sample.
@@ -402,6 +402,20 @@ fn bad_trajectories_name_the_file_and_line() {
             "{} line 2 (step 2): screenshot {}",
             dir.join("steps.jsonl").display(),
             dir.join("step-0002.png").display()
+        )),
+        "{err}"
+    );
+
+    // A PNG is kept byte for byte, but only once it decodes.
+    let dir = broken_copy(&good, tmp.path(), "cut-png");
+    let png = std::fs::read(dir.join("step-0001.png")).unwrap();
+    std::fs::write(dir.join("step-0001.png"), &png[..png.len() / 2]).unwrap();
+    let err = error_of(&dir, &out);
+    assert!(
+        err.starts_with(&format!(
+            "{} line 1 (step 1): screenshot {}",
+            dir.join("steps.jsonl").display(),
+            dir.join("step-0001.png").display()
         )),
         "{err}"
     );

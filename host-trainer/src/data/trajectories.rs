@@ -229,7 +229,9 @@ pub fn from_trajectories(
                 },
             };
             let screenshot = dir.join(&step.screenshot);
-            let image = read_image(&screenshot)
+            let (image_size, png) = std::fs::read(&screenshot)
+                .map_err(|e| e.to_string())
+                .and_then(screenshot_png)
                 .map_err(|e| at_step(format!("screenshot {}: {e}", screenshot.display())))?;
             let ui = match &step.ui_tree {
                 Some(file) => {
@@ -254,7 +256,7 @@ pub fn from_trajectories(
                 goal: &trajectory.episode.goal,
                 max_pixels: trajectory.episode.settings.max_pixels,
                 image: format!("{images}/{name}/{file_name}"),
-                image_size: Size::new(image.width(), image.height()),
+                image_size,
                 id: format!("{name}/{}", file_name.trim_end_matches(".png")),
                 lambda: options.lambda,
             };
@@ -263,7 +265,7 @@ pub fn from_trajectories(
             if let Some(parent) = dest.parent() {
                 create_dir(parent)?;
             }
-            write_file(&dest, &encode_png(&image).map_err(at_step)?)?;
+            write_file(&dest, &png)?;
             samples.push(sample);
             report.relabelled += usize::from(target.is_some());
         }
@@ -314,21 +316,14 @@ fn step_lines(path: &Path) -> Result<Vec<usize>> {
         .collect())
 }
 
-fn read_image(path: &Path) -> Result<image::DynamicImage, String> {
-    image::ImageReader::open(path)
-        .map_err(|e| e.to_string())?
-        .with_guessed_format()
-        .map_err(|e| e.to_string())?
-        .decode()
-        .map_err(|e| e.to_string())
-}
-
-fn encode_png(image: &image::DynamicImage) -> Result<Vec<u8>, String> {
-    let mut out = std::io::Cursor::new(Vec::new());
-    image
-        .write_to(&mut out, image::ImageFormat::Png)
-        .map_err(|e| format!("cannot encode the screenshot: {e}"))?;
-    Ok(out.into_inner())
+/// The screenshot's size, and its bytes to write beside the samples. It is
+/// decoded, so a broken or non-PNG file is refused here rather than in
+/// training, and then kept byte for byte: encoding a phone-sized image again
+/// was most of a conversion's time.
+fn screenshot_png(bytes: Vec<u8>) -> Result<(Size, Vec<u8>), String> {
+    let image = image::load_from_memory_with_format(&bytes, image::ImageFormat::Png)
+        .map_err(|e| e.to_string())?;
+    Ok((Size::new(image.width(), image.height()), bytes))
 }
 
 #[cfg(test)]
