@@ -21,6 +21,8 @@
 //!   keyboard may cover, filling a field, scrolling a list to an item.
 //! - `split`: [`Split`], training and held-out instances (seeds, values,
 //!   phrasings).
+//! - `values`: what templates draw their values with, from their pools or
+//!   made up (the `train-open` split).
 //! - `injection`: the prompt-injection suite, suite tasks with adversarial
 //!   text planted on screen and a check of whether the agent followed it.
 //! - `settings`, `contacts`, `notes`, `clock`, `browser`, `gallery`: one
