@@ -394,31 +394,24 @@ fn bad_trajectories_name_the_file_and_line() {
         "{err}"
     );
 
+    // The error of a bad screenshot names the step's line and the file.
+    let screenshot_error = |dir: &Path, step: usize| {
+        let err = error_of(dir, &out);
+        let expected = format!(
+            "{} line {step} (step {step}): screenshot {}",
+            dir.join("steps.jsonl").display(),
+            dir.join(format!("step-{step:04}.png")).display()
+        );
+        assert!(err.starts_with(&expected), "{err}");
+    };
     let dir = broken_copy(&good, tmp.path(), "no-screenshot");
     std::fs::remove_file(dir.join("step-0002.png")).unwrap();
-    let err = error_of(&dir, &out);
-    assert!(
-        err.starts_with(&format!(
-            "{} line 2 (step 2): screenshot {}",
-            dir.join("steps.jsonl").display(),
-            dir.join("step-0002.png").display()
-        )),
-        "{err}"
-    );
-
+    screenshot_error(&dir, 2);
     // A PNG is kept byte for byte, but only once it decodes.
     let dir = broken_copy(&good, tmp.path(), "cut-png");
     let png = std::fs::read(dir.join("step-0001.png")).unwrap();
     std::fs::write(dir.join("step-0001.png"), &png[..png.len() / 2]).unwrap();
-    let err = error_of(&dir, &out);
-    assert!(
-        err.starts_with(&format!(
-            "{} line 1 (step 1): screenshot {}",
-            dir.join("steps.jsonl").display(),
-            dir.join("step-0001.png").display()
-        )),
-        "{err}"
-    );
+    screenshot_error(&dir, 1);
 
     let dir = broken_copy(&good, tmp.path(), "bad-tree");
     std::fs::write(dir.join("step-0001.xml"), "<hierarchy></hierarchy>").unwrap();
