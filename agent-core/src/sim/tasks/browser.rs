@@ -7,7 +7,7 @@
 
 use super::oracle::{self, List};
 use super::values::Draw;
-use super::{OracleStep, Task, loose_eq, pick};
+use super::{OracleStep, Task, loose_eq, pick_or_make};
 use crate::device::ui::UiNode;
 use crate::sim::phone::{Key, Phone, PhoneState, SearchResult, search_results};
 use rand::RngExt;
@@ -35,11 +35,7 @@ const QUERIES: [&str; 14] = [
 
 /// A query of the pool, or made up (lowercase, as queries are typed).
 fn sample_query(rng: &mut Draw) -> String {
-    if rng.is_open() {
-        rng.phrase(2..=4).to_lowercase()
-    } else {
-        pick(rng, &QUERIES).to_string()
-    }
+    pick_or_make(rng, &QUERIES, |d| d.phrase(2..=4).to_lowercase())
 }
 
 const ORDINALS: [&str; 8] = [

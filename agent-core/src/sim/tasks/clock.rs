@@ -7,7 +7,7 @@
 
 use super::oracle::{self, List, Seek};
 use super::values::Draw;
-use super::{OracleStep, Task, loose_eq, pick};
+use super::{OracleStep, Task, loose_eq, pick_or_make};
 use crate::device::ui::UiNode;
 use crate::sim::phone::state::next_id;
 use crate::sim::phone::{Alarm, Key, Phone, PhoneState};
@@ -29,11 +29,7 @@ const LABELS: [&str; 8] = [
 
 /// An alarm's label: one of the pool, or made up.
 fn sample_label(rng: &mut Draw) -> String {
-    if rng.is_open() {
-        rng.phrase(1..=3)
-    } else {
-        pick(rng, &LABELS).to_string()
-    }
+    pick_or_make(rng, &LABELS, |d| d.phrase(1..=3))
 }
 
 /// A time of day.

@@ -60,12 +60,8 @@ fn open_names(rng: &mut Draw) -> (String, String) {
         }
     };
     let stem = capitalised(&rng.word(1..=1));
-    let (a, b) = loop {
-        let (a, b) = (rng.word(1..=2), rng.word(1..=2));
-        if a != b {
-            break (format!("{stem}{a}"), format!("{stem}{b}"));
-        }
-    };
+    let (a, b) = rng.two_words(1..=2);
+    let (a, b) = (format!("{stem}{a}"), format!("{stem}{b}"));
     let (decoy, target) = if a.to_lowercase() < b.to_lowercase() {
         (a, b)
     } else {

@@ -9,7 +9,7 @@
 
 use super::oracle::{self, List, Seek};
 use super::values::Draw;
-use super::{OracleStep, Task, pick};
+use super::{OracleStep, Task, pick_or_make};
 use crate::device::ui::UiNode;
 use crate::sim::phone::{Key, MediaFile, Phone, PhoneState};
 use rand::RngExt;
@@ -36,11 +36,7 @@ const SUBJECTS: [&str; 12] = [
 
 /// What a photo's name says it shows: one of the pool, or a made-up word.
 fn sample_subject(rng: &mut Draw) -> String {
-    if rng.is_open() {
-        rng.word(1..=3)
-    } else {
-        pick(rng, &SUBJECTS).to_string()
-    }
+    pick_or_make(rng, &SUBJECTS, |d| d.word(1..=3))
 }
 
 /// A photo a task puts in the gallery: its name and how old it is, which

@@ -285,6 +285,15 @@ fn pick<T: Copy + Default>(rng: &mut Draw, items: &[T]) -> T {
     items.choose(&mut **rng).copied().unwrap_or_default()
 }
 
+/// One of `pool`, or `make`'s value when the draw makes values up.
+fn pick_or_make(rng: &mut Draw, pool: &[&str], make: impl FnOnce(&mut Draw) -> String) -> String {
+    if rng.is_open() {
+        make(rng)
+    } else {
+        pick(rng, pool).to_string()
+    }
+}
+
 /// Text compared as the phone's lookups compare it: trimmed, ignoring case.
 fn loose_eq(a: &str, b: &str) -> bool {
     a.trim().to_lowercase() == b.trim().to_lowercase()

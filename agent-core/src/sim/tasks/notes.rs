@@ -5,7 +5,7 @@
 
 use super::oracle::{self, List, Seek};
 use super::values::Draw;
-use super::{OracleStep, Task, loose_eq, pick};
+use super::{OracleStep, Task, loose_eq, pick, pick_or_make};
 use crate::device::ui::UiNode;
 use crate::sim::phone::state::next_id;
 use crate::sim::phone::{Key, Note, Phone, PhoneState};
@@ -54,12 +54,7 @@ const ADDITIONS: [&str; 6] = [
 fn sample_titles(rng: &mut Draw) -> (String, String) {
     let (a, b) = if rng.is_open() {
         let first = rng.name();
-        let (a, b) = loop {
-            let (a, b) = (rng.word(1..=3), rng.word(1..=3));
-            if a != b {
-                break (a, b);
-            }
-        };
+        let (a, b) = rng.two_words(1..=3);
         (format!("{first} {a}"), format!("{first} {b}"))
     } else {
         let (a, b) = pick(rng, &TITLES);
@@ -70,20 +65,7 @@ fn sample_titles(rng: &mut Draw) -> (String, String) {
 
 /// A note's body: a sentence of the pool, or made up.
 fn sample_body(rng: &mut Draw) -> String {
-    if rng.is_open() {
-        rng.phrase(2..=5)
-    } else {
-        pick(rng, &BODIES).to_string()
-    }
-}
-
-/// What a task adds at the end of a note.
-fn sample_addition(rng: &mut Draw) -> String {
-    if rng.is_open() {
-        rng.phrase(2..=4)
-    } else {
-        pick(rng, &ADDITIONS).to_string()
-    }
+    pick_or_make(rng, &BODIES, |d| d.phrase(2..=5))
 }
 
 /// Replaces any note titled `title` with one edited `hours_ago`.
@@ -371,7 +353,7 @@ impl AppendNote {
         // seed names the same instance as before.
         let (title, decoy) = sample_titles(rng);
         let body = sample_body(rng);
-        let text = sample_addition(rng);
+        let text = pick_or_make(rng, &ADDITIONS, |d| d.phrase(2..=4));
         AppendNote {
             note: StoredNote {
                 title,

@@ -74,6 +74,16 @@ impl Draw {
         items[self.rng.random_range(0..items.len())]
     }
 
+    /// Two different made-up words of `syllables` syllables.
+    pub fn two_words(&mut self, syllables: RangeInclusive<usize>) -> (String, String) {
+        loop {
+            let (a, b) = (self.word(syllables.clone()), self.word(syllables.clone()));
+            if a != b {
+                return (a, b);
+            }
+        }
+    }
+
     /// A made-up name: a capitalised word of two or three syllables.
     pub fn name(&mut self) -> String {
         capitalised(&self.word(2..=3))
