@@ -704,3 +704,119 @@ fn typing_steps_are_copied_with_random_values_the_goal_names() {
         );
     }
 }
+
+#[test]
+fn tap_text_samples_name_one_text_of_the_screen_and_their_tap_reaches_it_on_the_phone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let episode = tmp.path().join("contact");
+    let (name, seed) = ("contact_delete", tasks::Split::Train.seed(2));
+    assert_eq!(record(&episode, name, seed, None).success, Some(true));
+    let out = tmp.path().join("tap.json");
+    let stdout = btl_train_succeeds(&[
+        "data",
+        "tap-text",
+        episode.to_str().unwrap(),
+        "--per-screen",
+        "100",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let samples = load_samples(&out).unwrap();
+    let trajectory = read_trajectory(&episode).unwrap();
+    assert!(
+        stdout.starts_with(&format!(
+            "{} samples from {} screens of 1 episodes",
+            samples.len(),
+            trajectory.steps.len()
+        )),
+        "{stdout}"
+    );
+    let goal_of = |sample: &Sample| {
+        let user = &sample.messages.last().unwrap().content;
+        let goal = user
+            .split("## User Instruction\n")
+            .nth(1)
+            .and_then(|rest| rest.lines().next())
+            .unwrap()
+            .to_owned();
+        assert!(user.contains("## Action History\n\n"), "no history: {user}");
+        goal.strip_prefix("Tap \"")
+            .and_then(|g| g.strip_suffix("\"."))
+            .unwrap_or_else(|| panic!("{goal}: not a tap-text goal"))
+            .to_owned()
+    };
+    // The contact the task deletes is one of the texts some screen names.
+    let params = tasks::sample(name, seed).unwrap().params();
+    let target = params["task"]["name"].as_str().unwrap();
+    assert!(
+        samples.iter().any(|s| goal_of(s) == target),
+        "no sample names {target}"
+    );
+    for (k, step) in trajectory.steps.iter().enumerate() {
+        let mine: Vec<&Sample> = samples
+            .iter()
+            .filter(|s| {
+                s.id.as_deref()
+                    .is_some_and(|id| id.starts_with(&format!("contact/step-{:04}/", step.index)))
+            })
+            .collect();
+        let xml = std::fs::read_to_string(episode.join(step.ui_tree.as_ref().unwrap())).unwrap();
+        let tree = parse_uiautomator_xml(&xml).unwrap();
+        let recorded = std::fs::read(episode.join(&step.screenshot)).unwrap();
+        for sample in &mine {
+            let text = goal_of(sample);
+            let holders = tree.find_all(|n| n.text.trim() == text);
+            assert_eq!(holders.len(), 1, "{text} is on the screen once");
+            let (link, _) = parse_link_json(&sample.solution, ParseMode::Strict).unwrap();
+            let Link::Action {
+                action: Action::Tap { point_2d },
+                plan,
+            } = link
+            else {
+                panic!("{}: not a tap", sample.solution);
+            };
+            assert_eq!(plan, format!("Tap \"{text}\"."));
+            let at = step.frame.to_device(point_2d);
+            let [x1, y1, x2, y2] = holders[0].bounds;
+            assert!(
+                (x1..x2).contains(&(at.x as i32)) && (y1..y2).contains(&(at.y as i32)),
+                "{text}: {at:?} outside {:?}",
+                holders[0].bounds
+            );
+            assert_eq!(
+                std::fs::read(tmp.path().join(&sample.images[0])).unwrap(),
+                recorded
+            );
+            // On a new phone brought to this screen by the episode's own
+            // actions, the tap does something.
+            let task = tasks::sample(name, seed).unwrap();
+            let phone = Arc::new(VirtualPhone::new(PhoneConfig {
+                seed,
+                ..PhoneConfig::default()
+            }));
+            phone.with_phone(|p| task.setup(p));
+            let mut device = SimDevice::new(phone.clone());
+            for before in &trajectory.steps[..k] {
+                if let Some(action) = before.executed.as_ref().and_then(|e| e.device.as_ref()) {
+                    agent_core::device::Device::perform(&mut device, action).unwrap();
+                }
+            }
+            let screen = phone.with_phone(|p| p.ui_tree());
+            assert_eq!(
+                screen.find_all(|n| n.text.trim() == text).len(),
+                1,
+                "the replayed screen shows {text}"
+            );
+            agent_core::device::Device::perform(&mut device, &DeviceAction::Tap { at }).unwrap();
+            assert_ne!(
+                phone.with_phone(|p| p.ui_tree()),
+                screen,
+                "tapping {text} changes nothing"
+            );
+        }
+    }
+    assert!(samples.iter().all(|s| {
+        let text = goal_of(s);
+        !tasks::names_heldout_value(&text)
+    }));
+}

@@ -3,6 +3,7 @@
 
 use crate::data::augment::{augment_typed, without_screenshot};
 use crate::data::ms_swift::{ExportOptions, Purpose, export_ms_swift};
+use crate::data::tap_text::{TapTextOptions, tap_text};
 use crate::data::{
     ConvertOptions, DEFAULT_LAMBDA, Error, from_trajectories, load_samples, rebase_images,
     write_samples,
@@ -23,6 +24,30 @@ pub enum Command {
     /// text of the same shape in the goal, the history and the answer, so a
     /// model must copy typed values from the goal rather than recall them.
     AugmentTyped(AugmentTypedArgs),
+    /// Samples whose goal names a text on a recorded screen (`Tap "…".`)
+    /// and whose answer taps it: every screen of the episodes, whatever
+    /// their outcome, so a model learns to find on the screen what a goal
+    /// names.
+    TapText(TapTextArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TapTextArgs {
+    /// Episode directories, or directories of them (as `btl collect` writes).
+    #[arg(required = true)]
+    dirs: Vec<PathBuf>,
+    /// The samples file to write; screenshots go to STEM-images/ beside it.
+    #[arg(long)]
+    out: PathBuf,
+    /// Most samples per screen.
+    #[arg(long, default_value_t = 2)]
+    per_screen: usize,
+    /// Seed of the choice among a screen's texts.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Most ROIs per sample (λ), the target element included.
+    #[arg(long, default_value_t = DEFAULT_LAMBDA, value_parser = clap::value_parser!(u16).range(1..=100).map(usize::from))]
+    lambda: usize,
 }
 
 #[derive(Debug, clap::Args)]
@@ -94,7 +119,32 @@ pub fn run(command: &Command) -> Outcome {
         Command::FromTrajectories(args) => from_trajectories_cmd(args),
         Command::Export(args) => export(args),
         Command::AugmentTyped(args) => augment_typed_cmd(args),
+        Command::TapText(args) => tap_text_cmd(args),
     }
+}
+
+fn tap_text_cmd(args: &TapTextArgs) -> Outcome {
+    let options = TapTextOptions {
+        per_screen: args.per_screen,
+        seed: args.seed,
+        lambda: args.lambda,
+    };
+    let report = tap_text(&args.dirs, &args.out, &options).map_err(failure)?;
+    if report.without_tree > 0 {
+        eprintln!(
+            "btl-train: warning: {} steps have no UI tree and gave no samples",
+            report.without_tree
+        );
+    }
+    println!(
+        "{} samples from {} screens of {} episodes in {} (images in {})",
+        report.samples,
+        report.screens,
+        report.episodes,
+        args.out.display(),
+        report.images_dir.display()
+    );
+    Ok(())
 }
 
 fn augment_typed_cmd(args: &AugmentTypedArgs) -> Outcome {

@@ -10,6 +10,8 @@
 //! - [`ms_swift`]: a dataset for ms-swift's `swift rlhf --rlhf_type grpo`.
 //! - [`augment`]: copies of the typing samples with the typed value
 //!   replaced by random text, so a model learns to copy it from the goal.
+//! - [`tap_text`]: recorded screens with goals that name a text on them and
+//!   answers that tap it, so a model learns to find what a goal names.
 //!
 //! The conversions themselves are pure (records and trees in, samples out);
 //! the functions that read directories and write files around them are
@@ -18,6 +20,7 @@
 pub mod augment;
 pub mod ms_swift;
 pub mod samples;
+pub mod tap_text;
 pub mod trajectories;
 
 use agent_core::agent::trajectory::{TrajectoryError, write_atomic};

@@ -282,7 +282,7 @@ pub fn from_trajectories(
 }
 
 /// The episode's directory name, made unique among those already taken.
-fn unique_name(dir: &Path, taken: &mut HashSet<String>) -> String {
+pub(crate) fn unique_name(dir: &Path, taken: &mut HashSet<String>) -> String {
     let base = dir
         .file_name()
         .map_or_else(|| "episode".into(), |n| n.to_string_lossy().into_owned());
@@ -302,7 +302,7 @@ fn unique_name(dir: &Path, taken: &mut HashSet<String>) -> String {
 
 /// 1-based line numbers of the complete, non-empty lines of `steps.jsonl`:
 /// the k-th step record was read from the k-th of them.
-fn step_lines(path: &Path) -> Result<Vec<usize>> {
+pub(crate) fn step_lines(path: &Path) -> Result<Vec<usize>> {
     let bytes = std::fs::read(path).map_err(|source| Error::Read {
         path: path.to_path_buf(),
         source,
@@ -320,7 +320,7 @@ fn step_lines(path: &Path) -> Result<Vec<usize>> {
 /// decoded, so a broken or non-PNG file is refused here rather than in
 /// training, and then kept byte for byte: encoding a phone-sized image again
 /// was most of a conversion's time.
-fn screenshot_png(bytes: Vec<u8>) -> Result<(Size, Vec<u8>), String> {
+pub(crate) fn screenshot_png(bytes: Vec<u8>) -> Result<(Size, Vec<u8>), String> {
     let image = image::load_from_memory_with_format(&bytes, image::ImageFormat::Png)
         .map_err(|e| e.to_string())?;
     Ok((Size::new(image.width(), image.height()), bytes))

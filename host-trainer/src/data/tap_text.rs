@@ -1,0 +1,393 @@
+//! Tap-text samples: recorded screens with a goal that names a text on the
+//! screen and an answer that taps it.
+//!
+//! Why: the templates a small model fails are those that must find a name,
+//! title or photo on the screen (delete the contact "Oskar Sato" with
+//! "Oskar Santos" one row above). An oracle episode shows that skill once or
+//! twice among several steps that need none, and the training split has
+//! only a few dozen names. Every recorded screen holds many texts the
+//! finger can reach, each a free lesson in reading: `Tap "Oskar Sato".`,
+//! answered by a tap on that row. These are referring-expression grounding
+//! samples (as GUI agents are commonly pre-trained on) in the navigation
+//! prompt, so what they teach is in the form the agent is asked in.
+//!
+//! # Which texts
+//! A node's text is a target when it is one line of at most
+//! [`MAX_TEXT_CHARS`] characters, appears on no other node of the screen
+//! (an ambiguous goal has no single answer), lies wholly on the screen with
+//! room for a finger, and its centre reaches a clickable element: the node
+//! itself or an ancestor no bigger than a quarter of the screen (a dialog's
+//! scrim holds its title but does nothing with a tap), and no clickable
+//! node later in document order (drawn above it) also holds the centre. Texts a held-out goal names are
+//! left out, so these samples never teach a held-out value.
+
+use super::trajectories::{episode_dirs, screenshot_png, step_lines, unique_name};
+use super::{Error, Result, create_dir, samples::write_samples, write_file};
+use agent_core::agent::trajectory::{Executed, STEPS_FILE, StepRecord, read_trajectory};
+use agent_core::device::DeviceAction;
+use agent_core::device::ui::{UiNode, parse_uiautomator_xml};
+use agent_core::hash::fnv1a;
+use agent_core::protocol::{Action, DevicePoint, Point, Profile, Prompt, Size, Task};
+use agent_core::sample::Sample;
+use agent_core::sample::state::{StepContext, state_sample};
+use agent_core::sim::tasks::names_heldout_value;
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// Longest text taken as a target, in characters: longer ones are
+/// paragraphs, not things a goal names.
+pub const MAX_TEXT_CHARS: usize = 48;
+
+/// Smallest width and height of a target's bounds, in screen pixels.
+const MIN_SIDE: i32 = 8;
+
+/// A clickable node covering more than 1/`BACKDROP_SHARE` of the screen is
+/// a backdrop (a dialog's scrim that swallows taps), not something a text
+/// inside it makes tappable.
+const BACKDROP_SHARE: i64 = 4;
+
+/// How tap-text samples are made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TapTextOptions {
+    /// Most samples per screen (fewer when the screen has fewer targets).
+    pub per_screen: usize,
+    /// Seed of the choice among a screen's targets (each screen draws from
+    /// it and its id).
+    pub seed: u64,
+    /// Most ROIs per sample (λ), target included.
+    pub lambda: usize,
+}
+
+/// What a run made.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TapTextReport {
+    pub episodes: usize,
+    /// Screens read (steps with a UI tree).
+    pub screens: usize,
+    /// Steps without a UI tree, which cannot say where a text is.
+    pub without_tree: usize,
+    pub samples: usize,
+    /// Where the screenshots went.
+    pub images_dir: PathBuf,
+}
+
+/// The texts of `ui` a goal can name and a tap can reach (see the module
+/// documentation), in document order.
+pub fn tap_targets(ui: &UiNode, screen: Size) -> Vec<&UiNode> {
+    // Every node with the clickable node that holds it (itself or its
+    // nearest clickable ancestor), in document order.
+    let mut nodes: Vec<(&UiNode, Option<usize>)> = Vec::new();
+    let mut stack: Vec<(&UiNode, Option<usize>)> = vec![(ui, None)];
+    while let Some((node, clickable_above)) = stack.pop() {
+        let here = nodes.len();
+        let holder = if node.clickable {
+            Some(here)
+        } else {
+            clickable_above
+        };
+        nodes.push((node, holder));
+        stack.extend(node.children.iter().rev().map(|c| (c, holder)));
+    }
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for (node, _) in &nodes {
+        *seen.entry(node.text.trim()).or_default() += 1;
+    }
+    let (width, height) = (
+        i32::try_from(screen.width).unwrap_or(i32::MAX),
+        i32::try_from(screen.height).unwrap_or(i32::MAX),
+    );
+    nodes
+        .iter()
+        .filter(|(node, holder)| {
+            let text = node.text.trim();
+            let [x1, y1, x2, y2] = node.bounds;
+            let Some(holder) = *holder else {
+                return false;
+            };
+            let [hx1, hy1, hx2, hy2] = nodes[holder].0.bounds;
+            let holder_area = i64::from(hx2 - hx1) * i64::from(hy2 - hy1);
+            let (cx, cy) = node.center();
+            let on_top = nodes
+                .iter()
+                .enumerate()
+                .rev()
+                .find(|(_, (n, _))| n.clickable && n.contains(cx, cy))
+                .map(|(k, _)| k);
+            !text.is_empty()
+                && !text.contains('\n')
+                && text.chars().count() <= MAX_TEXT_CHARS
+                && seen.get(text) == Some(&1)
+                && x1 >= 0
+                && y1 >= 0
+                && x2 <= width
+                && y2 <= height
+                && x2 - x1 >= MIN_SIDE
+                && y2 - y1 >= MIN_SIDE
+                && on_top == Some(holder)
+                && holder_area * BACKDROP_SHARE <= i64::from(width) * i64::from(height)
+        })
+        .map(|(node, _)| *node)
+        .collect()
+}
+
+/// The goal (and the answer's Plan) of a tap-text sample.
+pub fn tap_goal(text: &str) -> String {
+    format!("Tap \"{text}\".")
+}
+
+/// Up to `options.per_screen` tap-text samples of one recorded screen
+/// (pure): `step`'s screenshot with `ui`, its system prompt and action
+/// space, a goal naming one of [`tap_targets`] and no history; the answer
+/// taps the target's centre, rounded to whole model-frame pixels. `cx` is the step's context; each sample's id
+/// is its id with `/tap-N`.
+pub fn screen_samples(
+    step: &StepRecord,
+    ui: &UiNode,
+    cx: &StepContext,
+    options: &TapTextOptions,
+) -> Result<Vec<Sample>, String> {
+    let profile = Profile::of_user_prompt(&step.prompt.user)
+        .ok_or("its prompt is no navigation prompt (no action space btl knows)")?;
+    let mut targets: Vec<&UiNode> = tap_targets(ui, cx.image_size)
+        .into_iter()
+        .filter(|node| !names_heldout_value(&tap_goal(node.text.trim())))
+        .collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(options.seed ^ fnv1a(&[cx.id.as_bytes()]));
+    targets.shuffle(&mut rng);
+    // The answer's point in whole model-frame pixels, as the model writes
+    // it, and where the device would put it: still on the text, or the
+    // target is left out.
+    let taps = targets.into_iter().filter_map(|node| {
+        let (x, y) = node.center();
+        // tap_targets keeps only nodes wholly on the screen.
+        let centre = DevicePoint {
+            x: u32::try_from(x).ok()?,
+            y: u32::try_from(y).ok()?,
+        };
+        let exact = step.frame.to_model(centre);
+        let point = Point::new(exact.x.round(), exact.y.round());
+        let at = step.frame.to_device(point);
+        node.contains(i32::try_from(at.x).ok()?, i32::try_from(at.y).ok()?)
+            .then_some((node, point, at))
+    });
+    taps.take(options.per_screen)
+        .enumerate()
+        .map(|(k, (node, point, at))| {
+            let goal = tap_goal(node.text.trim());
+            let executed = Executed {
+                plan: goal.clone(),
+                model: Action::Tap { point_2d: point },
+                device: Some(DeviceAction::Tap { at }),
+            };
+            let user = Prompt::new(
+                &Task::Navigation {
+                    goal: &goal,
+                    step_instruction: None,
+                    history: &[],
+                },
+                profile,
+                None,
+            )
+            .user;
+            let prompt = Prompt {
+                system: step.prompt.system.clone(),
+                user,
+            };
+            let cx = StepContext {
+                goal: &goal,
+                image: cx.image.clone(),
+                id: format!("{}/tap-{k}", cx.id),
+                ..*cx
+            };
+            state_sample(&step.frame, &prompt, &executed, Some(ui), &cx)
+        })
+        .collect()
+}
+
+/// Tap-text samples of every screen of the episodes in `dirs` (see
+/// [`episode_dirs`]), whatever the episodes' outcomes, into the sample
+/// file `out`; screenshots go beside it as `from_trajectories` writes
+/// them, the sample file last, each atomically.
+pub fn tap_text(dirs: &[PathBuf], out: &Path, options: &TapTextOptions) -> Result<TapTextReport> {
+    if options.lambda == 0 {
+        return Err(Error::Usage("lambda must be at least 1".into()));
+    }
+    let episodes = episode_dirs(dirs)?;
+    let base = out.parent().unwrap_or(Path::new(""));
+    let stem = out
+        .file_stem()
+        .map_or_else(|| "samples".into(), |s| s.to_string_lossy().into_owned());
+    let images = format!("{stem}-images");
+    let mut report = TapTextReport {
+        episodes: episodes.len(),
+        images_dir: base.join(&images),
+        ..TapTextReport::default()
+    };
+    let mut names = HashSet::new();
+    let mut samples = Vec::new();
+    for dir in &episodes {
+        let trajectory = read_trajectory(dir)?;
+        let name = unique_name(dir, &mut names);
+        let steps_path = dir.join(STEPS_FILE);
+        let lines = step_lines(&steps_path)?;
+        for (k, step) in trajectory.steps.iter().enumerate() {
+            let at_step = |reason: String| Error::Step {
+                path: steps_path.clone(),
+                line: lines.get(k).copied().unwrap_or(k + 1),
+                step: step.index,
+                reason,
+            };
+            let Some(tree) = &step.ui_tree else {
+                report.without_tree += 1;
+                continue;
+            };
+            let path = dir.join(tree);
+            let ui = std::fs::read_to_string(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|xml| parse_uiautomator_xml(&xml).map_err(|e| e.to_string()))
+                .map_err(|e| at_step(format!("UI tree {}: {e}", path.display())))?;
+            let screenshot = dir.join(&step.screenshot);
+            let (image_size, png) = std::fs::read(&screenshot)
+                .map_err(|e| e.to_string())
+                .and_then(screenshot_png)
+                .map_err(|e| at_step(format!("screenshot {}: {e}", screenshot.display())))?;
+            let file_name = Path::new(&step.screenshot).file_name().map_or_else(
+                || format!("step-{:04}.png", step.index),
+                |f| f.to_string_lossy().into_owned(),
+            );
+            let cx = StepContext {
+                goal: &trajectory.episode.goal,
+                max_pixels: trajectory.episode.settings.max_pixels,
+                image: format!("{images}/{name}/{file_name}"),
+                image_size,
+                id: format!("{name}/{}", file_name.trim_end_matches(".png")),
+                lambda: options.lambda,
+            };
+            report.screens += 1;
+            let made = screen_samples(step, &ui, &cx, options).map_err(at_step)?;
+            if made.is_empty() {
+                continue;
+            }
+            let dest = base.join(&cx.image);
+            if let Some(parent) = dest.parent() {
+                create_dir(parent)?;
+            }
+            write_file(&dest, &png)?;
+            samples.extend(made);
+        }
+    }
+    report.samples = samples.len();
+    write_samples(out, &samples)?;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SCREEN: Size = Size {
+        width: 720,
+        height: 1280,
+    };
+
+    fn node(text: &str, bounds: [i32; 4], clickable: bool, children: Vec<UiNode>) -> UiNode {
+        UiNode {
+            text: text.into(),
+            bounds,
+            clickable,
+            children,
+            ..UiNode::default()
+        }
+    }
+
+    fn texts<'a>(targets: &[&'a UiNode]) -> Vec<&'a str> {
+        targets.iter().map(|n| n.text.as_str()).collect()
+    }
+
+    #[test]
+    fn texts_inside_clickable_rows_are_targets_and_bare_labels_are_not() {
+        let row = |text: &str, y: i32| {
+            node(
+                "",
+                [0, y, 720, y + 100],
+                true,
+                vec![node(text, [100, y + 20, 400, y + 80], false, vec![])],
+            )
+        };
+        let ui = node(
+            "",
+            [0, 0, 720, 1280],
+            false,
+            vec![
+                node("Contacts", [20, 20, 300, 80], false, vec![]),
+                row("Oskar Santos", 200),
+                row("Oskar Sato", 300),
+            ],
+        );
+        assert_eq!(
+            texts(&tap_targets(&ui, SCREEN)),
+            ["Oskar Santos", "Oskar Sato"]
+        );
+    }
+
+    #[test]
+    fn repeated_long_multiline_tiny_and_offscreen_texts_are_left_out() {
+        let button = |text: &str, bounds| node(text, bounds, true, vec![]);
+        let ui = node(
+            "",
+            [0, 0, 720, 1280],
+            false,
+            vec![
+                button("Delete", [0, 100, 200, 200]),
+                button("Delete", [0, 200, 200, 300]),
+                button(&"a".repeat(MAX_TEXT_CHARS + 1), [0, 300, 700, 400]),
+                button(&"b".repeat(MAX_TEXT_CHARS), [0, 400, 700, 500]),
+                button("two\nlines", [0, 500, 200, 600]),
+                button("dot", [0, 600, 7, 700]),
+                button("below", [0, 1200, 200, 1300]),
+                button("Save", [500, 100, 700, 200]),
+            ],
+        );
+        assert_eq!(
+            texts(&tap_targets(&ui, SCREEN)),
+            [&"b".repeat(MAX_TEXT_CHARS), "Save"]
+        );
+    }
+
+    #[test]
+    fn a_dialog_title_inside_its_scrim_is_not_a_target() {
+        let ui = node(
+            "",
+            [0, 0, 720, 1280],
+            true,
+            vec![
+                node("Delete contact?", [100, 500, 600, 560], false, vec![]),
+                node("Delete", [400, 700, 600, 780], true, vec![]),
+            ],
+        );
+        assert_eq!(texts(&tap_targets(&ui, SCREEN)), ["Delete"]);
+    }
+
+    #[test]
+    fn a_text_covered_by_a_later_clickable_node_is_not_a_target() {
+        // A dialog's scrim, later in document order, is drawn over the list.
+        let ui = node(
+            "",
+            [0, 0, 720, 1280],
+            false,
+            vec![
+                node("Notes", [0, 100, 720, 200], true, vec![]),
+                node(
+                    "",
+                    [0, 0, 720, 1280],
+                    true,
+                    vec![node("Cancel", [100, 600, 300, 700], true, vec![])],
+                ),
+            ],
+        );
+        assert_eq!(texts(&tap_targets(&ui, SCREEN)), ["Cancel"]);
+    }
+}
