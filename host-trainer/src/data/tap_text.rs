@@ -21,11 +21,13 @@
 //! node later in document order (drawn above it) also holds the centre. Texts a held-out goal names are
 //! left out, so these samples never teach a held-out value.
 
-use super::trajectories::{episode_dirs, screenshot_png, step_lines, unique_name};
+use super::trajectories::{
+    episode_dirs, images_beside, read_screenshot, read_ui_tree, step_lines, unique_name,
+};
 use super::{Error, Result, create_dir, samples::write_samples, write_file};
 use agent_core::agent::trajectory::{Executed, STEPS_FILE, StepRecord, read_trajectory};
 use agent_core::device::DeviceAction;
-use agent_core::device::ui::{UiNode, parse_uiautomator_xml};
+use agent_core::device::ui::UiNode;
 use agent_core::hash::fnv1a;
 use agent_core::protocol::{Action, DevicePoint, Point, Profile, Prompt, Size, Task};
 use agent_core::sample::Sample;
@@ -216,11 +218,7 @@ pub fn tap_text(dirs: &[PathBuf], out: &Path, options: &TapTextOptions) -> Resul
         return Err(Error::Usage("lambda must be at least 1".into()));
     }
     let episodes = episode_dirs(dirs)?;
-    let base = out.parent().unwrap_or(Path::new(""));
-    let stem = out
-        .file_stem()
-        .map_or_else(|| "samples".into(), |s| s.to_string_lossy().into_owned());
-    let images = format!("{stem}-images");
+    let (base, images) = images_beside(out);
     let mut report = TapTextReport {
         episodes: episodes.len(),
         images_dir: base.join(&images),
@@ -244,20 +242,8 @@ pub fn tap_text(dirs: &[PathBuf], out: &Path, options: &TapTextOptions) -> Resul
                 report.without_tree += 1;
                 continue;
             };
-            let path = dir.join(tree);
-            let ui = std::fs::read_to_string(&path)
-                .map_err(|e| e.to_string())
-                .and_then(|xml| parse_uiautomator_xml(&xml).map_err(|e| e.to_string()))
-                .map_err(|e| at_step(format!("UI tree {}: {e}", path.display())))?;
-            let screenshot = dir.join(&step.screenshot);
-            let (image_size, png) = std::fs::read(&screenshot)
-                .map_err(|e| e.to_string())
-                .and_then(screenshot_png)
-                .map_err(|e| at_step(format!("screenshot {}: {e}", screenshot.display())))?;
-            let file_name = Path::new(&step.screenshot).file_name().map_or_else(
-                || format!("step-{:04}.png", step.index),
-                |f| f.to_string_lossy().into_owned(),
-            );
+            let ui = read_ui_tree(&dir.join(tree)).map_err(at_step)?;
+            let (image_size, png, file_name) = read_screenshot(dir, step).map_err(at_step)?;
             let cx = StepContext {
                 goal: &trajectory.episode.goal,
                 max_pixels: trajectory.episode.settings.max_pixels,

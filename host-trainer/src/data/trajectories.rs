@@ -173,11 +173,7 @@ pub fn from_trajectories(
         return Err(Error::Usage("lambda must be at least 1".into()));
     }
     let episodes = episode_dirs(dirs)?;
-    let base = out.parent().unwrap_or(Path::new(""));
-    let stem = out
-        .file_stem()
-        .map_or_else(|| "samples".into(), |s| s.to_string_lossy().into_owned());
-    let images = format!("{stem}-images");
+    let (base, images) = images_beside(out);
     let mut report = ConvertReport {
         episodes: episodes.len(),
         images_dir: base.join(&images),
@@ -228,30 +224,14 @@ pub fn from_trajectories(
                     }
                 },
             };
-            let screenshot = dir.join(&step.screenshot);
-            let (image_size, png) = std::fs::read(&screenshot)
-                .map_err(|e| e.to_string())
-                .and_then(screenshot_png)
-                .map_err(|e| at_step(format!("screenshot {}: {e}", screenshot.display())))?;
+            let (image_size, png, file_name) = read_screenshot(dir, step).map_err(at_step)?;
             let ui = match &step.ui_tree {
-                Some(file) => {
-                    let path = dir.join(file);
-                    let xml = std::fs::read_to_string(&path)
-                        .map_err(|e| at_step(format!("UI tree {}: {e}", path.display())))?;
-                    Some(
-                        parse_uiautomator_xml(&xml)
-                            .map_err(|e| at_step(format!("UI tree {}: {e}", path.display())))?,
-                    )
-                }
+                Some(file) => Some(read_ui_tree(&dir.join(file)).map_err(at_step)?),
                 None => {
                     without_tree += 1;
                     None
                 }
             };
-            let file_name = Path::new(&step.screenshot).file_name().map_or_else(
-                || format!("step-{:04}.png", step.index),
-                |f| f.to_string_lossy().into_owned(),
-            );
             let cx = StepContext {
                 goal: &trajectory.episode.goal,
                 max_pixels: trajectory.episode.settings.max_pixels,
@@ -316,11 +296,48 @@ pub(crate) fn step_lines(path: &Path) -> Result<Vec<usize>> {
         .collect())
 }
 
+/// The directory the sample file `out` goes to, and the name of the
+/// directory beside it that its screenshots go to (`STEM-images`).
+pub(crate) fn images_beside(out: &Path) -> (&Path, String) {
+    let base = out.parent().unwrap_or(Path::new(""));
+    let stem = out
+        .file_stem()
+        .map_or_else(|| "samples".into(), |s| s.to_string_lossy().into_owned());
+    (base, format!("{stem}-images"))
+}
+
+/// A step's screenshot in episode `dir`: its size, its bytes (see
+/// [`screenshot_png`]) and the file name its samples give it. `Err` names
+/// the file.
+pub(crate) fn read_screenshot(
+    dir: &Path,
+    step: &StepRecord,
+) -> Result<(Size, Vec<u8>, String), String> {
+    let path = dir.join(&step.screenshot);
+    let (size, png) = std::fs::read(&path)
+        .map_err(|e| e.to_string())
+        .and_then(screenshot_png)
+        .map_err(|e| format!("screenshot {}: {e}", path.display()))?;
+    let name = Path::new(&step.screenshot).file_name().map_or_else(
+        || format!("step-{:04}.png", step.index),
+        |f| f.to_string_lossy().into_owned(),
+    );
+    Ok((size, png, name))
+}
+
+/// A recorded UI tree. `Err` names the file.
+pub(crate) fn read_ui_tree(path: &Path) -> Result<UiNode, String> {
+    std::fs::read_to_string(path)
+        .map_err(|e| e.to_string())
+        .and_then(|xml| parse_uiautomator_xml(&xml).map_err(|e| e.to_string()))
+        .map_err(|e| format!("UI tree {}: {e}", path.display()))
+}
+
 /// The screenshot's size, and its bytes to write beside the samples. It is
 /// decoded, so a broken or non-PNG file is refused here rather than in
 /// training, and then kept byte for byte: encoding a phone-sized image again
 /// was most of a conversion's time.
-pub(crate) fn screenshot_png(bytes: Vec<u8>) -> Result<(Size, Vec<u8>), String> {
+fn screenshot_png(bytes: Vec<u8>) -> Result<(Size, Vec<u8>), String> {
     let image = image::load_from_memory_with_format(&bytes, image::ImageFormat::Png)
         .map_err(|e| e.to_string())?;
     Ok((Size::new(image.width(), image.height()), bytes))
