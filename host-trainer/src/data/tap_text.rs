@@ -17,8 +17,9 @@
 //! (an ambiguous goal has no single answer), lies wholly on the screen with
 //! room for a finger, and its centre reaches a clickable element: the node
 //! itself or an ancestor no bigger than a quarter of the screen (a dialog's
-//! scrim holds its title but does nothing with a tap), and no clickable
-//! node later in document order (drawn above it) also holds the centre. Texts a held-out goal names are
+//! scrim holds its title but does nothing with a tap), which is also what
+//! a tap there reaches (`sample::rois::target_element`, the rule the
+//! samples' target box follows), not something drawn over it. Texts a held-out goal names are
 //! left out, so these samples never teach a held-out value.
 
 use super::trajectories::{
@@ -31,6 +32,7 @@ use agent_core::device::ui::UiNode;
 use agent_core::hash::fnv1a;
 use agent_core::protocol::{Action, DevicePoint, Point, Profile, Prompt, Size, Task};
 use agent_core::sample::Sample;
+use agent_core::sample::rois::target_element;
 use agent_core::sample::state::{StepContext, state_sample};
 use agent_core::sim::tasks::names_heldout_value;
 use rand::SeedableRng;
@@ -106,18 +108,12 @@ pub fn tap_targets(ui: &UiNode, screen: Size) -> Vec<&UiNode> {
         .filter(|(node, holder)| {
             let text = node.text.trim();
             let [x1, y1, x2, y2] = node.bounds;
-            let Some(holder) = *holder else {
+            let Some(holder) = holder.map(|k| nodes[k].0) else {
                 return false;
             };
-            let [hx1, hy1, hx2, hy2] = nodes[holder].0.bounds;
+            let [hx1, hy1, hx2, hy2] = holder.bounds;
             let holder_area = i64::from(hx2 - hx1) * i64::from(hy2 - hy1);
             let (cx, cy) = node.center();
-            let on_top = nodes
-                .iter()
-                .enumerate()
-                .rev()
-                .find(|(_, (n, _))| n.clickable && n.contains(cx, cy))
-                .map(|(k, _)| k);
             !text.is_empty()
                 && !text.contains('\n')
                 && text.chars().count() <= MAX_TEXT_CHARS
@@ -128,8 +124,13 @@ pub fn tap_targets(ui: &UiNode, screen: Size) -> Vec<&UiNode> {
                 && y2 <= height
                 && x2 - x1 >= MIN_SIDE
                 && y2 - y1 >= MIN_SIDE
-                && on_top == Some(holder)
                 && holder_area * BACKDROP_SHARE <= i64::from(width) * i64::from(height)
+                // The element a tap there reaches, as the samples' target
+                // box is found: the holder, not something drawn over it.
+                && u32::try_from(cx).ok().zip(u32::try_from(cy).ok()).is_some_and(|(x, y)| {
+                    target_element(ui, DevicePoint { x, y }, screen)
+                        .is_some_and(|t| std::ptr::eq(t, holder))
+                })
         })
         .map(|(node, _)| *node)
         .collect()
