@@ -1,4 +1,5 @@
-//! A new Qwen2.5-VL of a chosen size with random weights (`btl-train init`):
+//! A new Qwen2.5-VL of a chosen size with random weights (`btl-train init`),
+//! or with the weights of GGUF files of that size (`--from-gguf`):
 //! the Hugging Face directory the trainer (and transformers) loads, and the
 //! text and projector GGUFs llama.cpp runs and `btl-train export` later uses
 //! as templates, all written without Python.
@@ -20,8 +21,9 @@ use tch::{Device, Kind, Tensor};
 
 use crate::config::{Config, TextConfig, VisionConfig};
 use crate::error::{Error, Result};
-use crate::export::gguf::{Array, Header, Value, ValueType};
+use crate::export::gguf::{Array, GgufFile, Header, Value, ValueType};
 use crate::export::{Precision, write_new_gguf};
+use crate::import::{Imported, gguf_tokens, load_gguf_weights};
 use crate::lora::generator;
 use crate::model::Qwen25Vl;
 
@@ -629,6 +631,8 @@ pub struct Initialised {
     pub mmproj: PathBuf,
     pub text_parameters: i64,
     pub vision_parameters: i64,
+    /// What was read, when the weights came from GGUF files.
+    pub imported: Option<Imported>,
 }
 
 /// The safetensors bytes of `tensors` (float32 on the CPU), marked as
@@ -658,13 +662,24 @@ fn safetensors_bytes(tensors: &[(String, Tensor)], path: &Path) -> Result<Vec<u8
     safetensors::tensor::serialize(views, &metadata).map_err(|e| bad(format!("{e:?}")))
 }
 
+/// Where a new model's weights come from.
+#[derive(Debug, Clone, Copy)]
+pub enum Weights<'a> {
+    /// Random, as transformers initialises the family (the spec's seed).
+    Random,
+    /// A text model and projector GGUF of a model of the spec's size and
+    /// tokenizer (e.g. the shipped default model), dequantized.
+    Gguf { text: &'a Path, projector: &'a Path },
+}
+
 /// Writes a new model into `out`: `hf/` (config.json, model.safetensors in
 /// float32, the tokenizer files), `model-<precision>.gguf` and
-/// `mmproj-<precision>.gguf`. `spec_path` names the spec in errors. The
-/// directory is replaced atomically.
+/// `mmproj-<precision>.gguf`, its weights as `weights` says. `spec_path`
+/// names the spec in errors. The directory is replaced atomically.
 pub fn init(
     spec: &ModelSpec,
     spec_path: &Path,
+    weights: Weights<'_>,
     precision: Precision,
     out: &Path,
 ) -> Result<Initialised> {
@@ -681,7 +696,21 @@ pub fn init(
     config.vision_end_token_id = ids.vision_end;
 
     let model = Qwen25Vl::new(config.clone(), Device::Cpu, Kind::Float)?;
-    randomize(&model, spec.seed, spec.init_std)?;
+    let imported = match weights {
+        Weights::Random => {
+            randomize(&model, spec.seed, spec.init_std)?;
+            None
+        }
+        Weights::Gguf { text, projector } => {
+            let text = GgufFile::open(text)?;
+            check_vocabulary(&text, &vocab, &spec.tokenizer)?;
+            Some(load_gguf_weights(
+                &model,
+                &text,
+                &GgufFile::open(projector)?,
+            )?)
+        }
+    };
     let mut weights: Vec<(String, Tensor)> = model.vars().variables().into_iter().collect();
     weights.sort_by(|a, b| a.0.cmp(&b.0));
     let count = |vision: bool| -> i64 {
@@ -742,7 +771,36 @@ pub fn init(
         mmproj: out.join(mmproj_name),
         text_parameters,
         vision_parameters,
+        imported,
     })
+}
+
+/// Refuses a text GGUF whose vocabulary is not the spec's tokenizer's: its
+/// embedding rows would belong to other tokens.
+fn check_vocabulary(text: &GgufFile, vocab: &Vocabulary, tokenizer: &Path) -> Result<()> {
+    let bad = |message: String| Error::Gguf {
+        path: text.path().to_owned(),
+        message,
+    };
+    let tokens = gguf_tokens(text)
+        .ok_or_else(|| bad("it has no tokenizer.ggml.tokens string array".to_owned()))?;
+    if tokens.len() != vocab.tokens.len() {
+        return Err(bad(format!(
+            "its vocabulary has {} tokens, {} gives {}",
+            tokens.len(),
+            tokenizer.display(),
+            vocab.tokens.len()
+        )));
+    }
+    if let Some(id) = (0..tokens.len()).find(|&i| tokens[i] != vocab.tokens[i]) {
+        return Err(bad(format!(
+            "token {id} is {:?} there and {:?} in {}",
+            tokens[id],
+            vocab.tokens[id],
+            tokenizer.display()
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

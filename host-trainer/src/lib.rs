@@ -10,8 +10,10 @@
 //! - [`lora`]: LoRA adapters on the text model's projections;
 //! - [`grpo`]: GRPO training with the BTL reward (sampling, objective,
 //!   optimizer, checkpoints);
-//! - [`init`]: a new model of a chosen size with random weights (HF
-//!   directory and GGUFs);
+//! - [`init`]: a new model of a chosen size with random weights, or with
+//!   the weights of its GGUF files (HF directory and GGUFs);
+//! - [`import`]: weights read back from GGUF files (the inverse of
+//!   [`export`]);
 //! - [`sft`]: supervised fine-tuning's objective, masked cross-entropy on
 //!   the answer tokens;
 //! - [`induction`]: the copying warm-up of a fresh model (random strings
@@ -43,6 +45,7 @@ pub mod data;
 pub mod error;
 pub mod export;
 pub mod grpo;
+pub mod import;
 pub mod induction;
 pub mod init;
 pub mod lora;

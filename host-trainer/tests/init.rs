@@ -9,14 +9,15 @@ use std::process::Command;
 
 use agent_core::model::llama::{LlamaConfig, LlamaPolicy};
 use agent_core::model::preprocess::Qwen2VlImageProcessor;
+use agent_core::model::quantize::{QuantType, quantize};
 use host_trainer::export::Precision;
 use host_trainer::export::gguf::{GgufFile, Value};
-use host_trainer::init::{Initialised, ModelSpec, init};
+use host_trainer::init::{Initialised, ModelSpec, Weights, init};
 use host_trainer::{Batch, Grid, Images, Qwen25Vl};
 use serde_json::Value as Json;
 use tch::{Device, Kind, Tensor};
 
-use crate::util::{btl_train, gguf_dir, golden, max_rel_diff, tokenizer_file};
+use crate::util::{btl_train, gguf_dir, golden, max_abs_diff, max_rel_diff, tokenizer_file};
 
 /// The fixture's shape (tests/data/tiny-qwen25vl-hf/config.json) with the
 /// fixture's tokenizer; `init_std` large enough that the logits spread
@@ -56,7 +57,7 @@ full_attention_every = 2
 fn init_fixture(dir: &Path, precision: Precision) -> Initialised {
     let path = fixture_spec(dir);
     let spec = ModelSpec::from_file(&path).unwrap();
-    init(&spec, &path, precision, &dir.join("model")).unwrap()
+    init(&spec, &path, Weights::Random, precision, &dir.join("model")).unwrap()
 }
 
 /// Keys whose values are the model's own name and size, or the chat template
@@ -368,4 +369,232 @@ fn the_cli_writes_the_model_and_refuses_bad_specs_by_key() {
         assert!(stderr.contains(named), "{named}: {stderr}");
         assert!(!other.exists(), "{named}: nothing is written");
     }
+}
+
+/// The float32 tensors of a checkpoint `init` wrote.
+fn checkpoint_tensors(hf: &Path) -> BTreeMap<String, Tensor> {
+    let bytes = std::fs::read(hf.join("model.safetensors")).unwrap();
+    let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    file.tensors()
+        .into_iter()
+        .map(|(name, view)| {
+            assert_eq!(view.dtype(), safetensors::Dtype::F32, "{name}");
+            let shape: Vec<i64> = view.shape().iter().map(|&d| d as i64).collect();
+            let t = Tensor::f_from_data_size(view.data(), &shape, Kind::Float).unwrap();
+            (name, t)
+        })
+        .collect()
+}
+
+#[test]
+fn a_model_made_from_its_ggufs_has_the_weights_they_were_made_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = init_fixture(dir.path(), Precision::F32);
+    let spec_path = fixture_spec(dir.path());
+    let spec = ModelSpec::from_file(&spec_path).unwrap();
+    let from = |text: &Path, out: &str| {
+        let weights = Weights::Gguf {
+            text,
+            projector: &original.mmproj,
+        };
+        init(
+            &spec,
+            &spec_path,
+            weights,
+            Precision::F32,
+            &dir.path().join(out),
+        )
+        .unwrap()
+    };
+    let expected = checkpoint_tensors(&original.hf);
+
+    // From float32 files: every weight back bit for bit, the fused qkv and
+    // the two temporal slices of the patch embedding put together again.
+    let same = from(&original.text, "same");
+    let imported = same.imported.as_ref().unwrap();
+    assert_eq!(imported.types, [("F32".to_owned(), imported.tensors)]);
+    let got = checkpoint_tensors(&same.hf);
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        expected.keys().collect::<Vec<_>>()
+    );
+    for (name, t) in &expected {
+        assert!(t.equal(&got[name]), "{name} differs");
+    }
+
+    // From llama.cpp's q8_0 quantization of the text model: ggml's q8_0
+    // stores each block of 32 as round(x / d) with d = max|x| / 127 (a
+    // float16), so no value moves by more than about half of d.
+    let q8 = dir.path().join("model-q8_0.gguf");
+    quantize(&original.text, &q8, QuantType::Q8_0, 1).unwrap();
+    let quantized = from(&q8, "q8");
+    let types = &quantized.imported.as_ref().unwrap().types;
+    assert!(types.iter().any(|(ty, _)| ty == "Q8_0"), "{types:?}");
+    let got = checkpoint_tensors(&quantized.hf);
+    let mut moved = 0;
+    for (name, t) in &expected {
+        let diff = max_abs_diff(t, &got[name]);
+        if name.starts_with("visual.") {
+            assert_eq!(diff, 0.0, "{name} comes from the float32 projector");
+            continue;
+        }
+        let step = t.abs().max().double_value(&[]) / 127.0;
+        assert!(diff <= 0.55 * step, "{name}: moved {diff}, step {step}");
+        moved += usize::from(diff > 0.0);
+    }
+    assert!(moved > 0, "no text weight was quantized");
+}
+
+#[test]
+fn the_cli_takes_the_shipped_model_back_and_refuses_ggufs_of_another_size() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let (text, mmproj) = (
+        root.join("agent-core/models/btl-mini-q8_0.gguf"),
+        root.join("agent-core/models/mmproj-btl-mini-f16.gguf"),
+    );
+    let mini = root.join("host-trainer/models/btl-mini.toml");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("shipped");
+    let arg = |p: &Path| p.to_str().unwrap().to_owned();
+    let run = btl_train(&[
+        "init",
+        "--config",
+        &arg(&mini),
+        "--out",
+        &arg(&out),
+        "--from-gguf",
+        &arg(&text),
+        "--from-mmproj",
+        &arg(&mmproj),
+    ]);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(
+        stdout.contains("Q8_0") && stdout.contains("F16"),
+        "{stdout}"
+    );
+
+    // Exported again (float32) and quantized by llama.cpp as the shipped
+    // file was, the checkpoint gives back the shipped tensors byte for
+    // byte: ggml's q8_0 of a dequantized q8_0 block is that block (its
+    // largest value is 127 times the stored scale), and float16 values
+    // survive float32.
+    let export = dir.path().join("export");
+    let run = btl_train(&[
+        "export",
+        &arg(&out.join("hf")),
+        "--gguf-template",
+        &arg(&text),
+        "--mmproj-template",
+        &arg(&mmproj),
+        "--precision",
+        "f32",
+        "--profile",
+        "btl-extended",
+        "--max-pixels",
+        "200704",
+        "--out",
+        &arg(&export),
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let requantized = dir.path().join("again-q8_0.gguf");
+    quantize(
+        &export.join("model-f32.gguf"),
+        &requantized,
+        QuantType::Q8_0,
+        1,
+    )
+    .unwrap();
+    // The projector ships as the export's f16 (matrices f16, vectors f32).
+    let export16 = dir.path().join("export16");
+    let run = btl_train(&[
+        "export",
+        &arg(&out.join("hf")),
+        "--gguf-template",
+        &arg(&text),
+        "--mmproj-template",
+        &arg(&mmproj),
+        "--profile",
+        "btl-extended",
+        "--max-pixels",
+        "200704",
+        "--out",
+        &arg(&export16),
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let reprojected = export16.join("mmproj-f16.gguf");
+    for (shipped, again) in [(&text, &requantized), (&mmproj, &reprojected)] {
+        let (shipped, again) = (
+            GgufFile::open(shipped).unwrap(),
+            GgufFile::open(again).unwrap(),
+        );
+        let layout = |f: &GgufFile| tensors(f);
+        assert_eq!(
+            layout(&again),
+            layout(&shipped),
+            "{}",
+            again.path().display()
+        );
+        for (i, info) in shipped.header().tensors.iter().enumerate() {
+            let j = again
+                .header()
+                .tensors
+                .iter()
+                .position(|t| t.name == info.name)
+                .unwrap();
+            assert!(
+                shipped.tensor_data(i) == again.tensor_data(j),
+                "{} differs from the shipped file's",
+                info.name
+            );
+        }
+    }
+
+    // The fixture's size with btl-mini's files: refused, naming a tensor,
+    // and nothing written.
+    let other = dir.path().join("other");
+    let run = btl_train(&[
+        "init",
+        "--config",
+        &arg(&fixture_spec(dir.path())),
+        "--out",
+        &arg(&other),
+        "--from-gguf",
+        &arg(&text),
+        "--from-mmproj",
+        &arg(&mmproj),
+    ]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("btl-mini-q8_0.gguf"), "{stderr}");
+    assert!(
+        stderr.contains("shape") || stderr.contains("does not have"),
+        "{stderr}"
+    );
+    assert!(!other.exists());
+
+    // The two files go together.
+    let run = btl_train(&[
+        "init",
+        "--config",
+        &arg(&mini),
+        "--out",
+        &arg(&other),
+        "--from-gguf",
+        &arg(&text),
+    ]);
+    assert_eq!(run.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&run.stderr).contains("--from-mmproj"));
 }

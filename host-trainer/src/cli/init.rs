@@ -1,5 +1,6 @@
 //! `btl-train init`: a new model of the size `MODEL.toml` gives, with random
-//! weights, ready for `btl-train sft`/`grpo` and for llama.cpp.
+//! weights or the weights of GGUF files of that size, ready for
+//! `btl-train sft`/`grpo` and for llama.cpp.
 
 use std::path::PathBuf;
 
@@ -8,7 +9,7 @@ use anyhow::anyhow;
 
 use crate::error::Error;
 use crate::export::Precision;
-use crate::init::{ModelSpec, init};
+use crate::init::{ModelSpec, Weights, init};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum InitPrecision {
@@ -33,6 +34,15 @@ pub struct InitArgs {
     /// Replace `--out` if it exists.
     #[arg(long)]
     force: bool,
+    /// Take the weights from this text-model GGUF (F32, F16, BF16 or Q8_0
+    /// tensors, e.g. agent-core/models/btl-mini-q8_0.gguf) instead of
+    /// drawing them: training goes on from a shipped or exported model.
+    /// Its size and vocabulary must be `--config`'s.
+    #[arg(long, value_name = "TEXT.gguf", requires = "from_mmproj")]
+    from_gguf: Option<PathBuf>,
+    /// The projector GGUF that goes with `--from-gguf`.
+    #[arg(long, value_name = "MMPROJ.gguf", requires = "from_gguf")]
+    from_mmproj: Option<PathBuf>,
 }
 
 pub fn run_init(args: &InitArgs) -> Outcome {
@@ -47,7 +57,11 @@ pub fn run_init(args: &InitArgs) -> Outcome {
         InitPrecision::F32 => Precision::F32,
     };
     let spec = ModelSpec::from_file(&args.config).map_err(|e| Failure::BadInput(e.into()))?;
-    let made = init(&spec, &args.config, precision, &args.out).map_err(|e| match e {
+    let weights = match (&args.from_gguf, &args.from_mmproj) {
+        (Some(text), Some(projector)) => Weights::Gguf { text, projector },
+        _ => Weights::Random,
+    };
+    let made = init(&spec, &args.config, weights, precision, &args.out).map_err(|e| match e {
         Error::Torch(_) => Failure::Failed(e.into()),
         Error::Io { ref source, .. } if source.kind() != std::io::ErrorKind::NotFound => {
             Failure::Failed(e.into())
@@ -61,6 +75,23 @@ pub fn run_init(args: &InitArgs) -> Outcome {
         made.text_parameters as f64 / 1e6,
         made.vision_parameters as f64 / 1e6
     );
+    if let Some(imported) = &made.imported {
+        let types: Vec<String> = imported
+            .types
+            .iter()
+            .map(|(ty, n)| format!("{n} {ty}"))
+            .collect();
+        println!(
+            "weights: {} GGUF tensors ({}){}",
+            imported.tensors,
+            types.join(", "),
+            if imported.output_ignored {
+                "; output.weight left out, the model ties it to the embedding"
+            } else {
+                ""
+            }
+        );
+    }
     println!("checkpoint: {}", made.hf.display());
     println!("text model: {}", made.text.display());
     println!("projector: {}", made.mmproj.display());

@@ -12,7 +12,7 @@
 //! prompt, so what they teach is in the form the agent is asked in.
 //!
 //! # Which texts
-//! A node's text is a target when it is one line of at most
+//! A node's text is a target when it is one line of [`MIN_TEXT_CHARS`] to
 //! [`MAX_TEXT_CHARS`] characters, appears on no other node of the screen
 //! (an ambiguous goal has no single answer), lies wholly on the screen with
 //! room for a finger, and its centre reaches a clickable element: the node
@@ -22,11 +22,9 @@
 //! samples' target box follows), not something drawn over it. Texts a held-out goal names are
 //! left out, so these samples never teach a held-out value.
 
-use super::trajectories::{
-    episode_dirs, images_beside, read_screenshot, read_ui_tree, step_lines, unique_name,
-};
-use super::{Error, Result, create_dir, samples::write_samples, write_file};
-use agent_core::agent::trajectory::{Executed, STEPS_FILE, StepRecord, read_trajectory};
+use super::trajectories::{EpisodeInput, episode_dirs, images_beside, read_ui_tree, write_image};
+use super::{Error, Result, samples::write_samples};
+use agent_core::agent::trajectory::{Executed, StepRecord, read_trajectory};
 use agent_core::device::DeviceAction;
 use agent_core::device::ui::UiNode;
 use agent_core::hash::fnv1a;
@@ -44,6 +42,11 @@ use std::path::{Path, PathBuf};
 /// Longest text taken as a target, in characters: longer ones are
 /// paragraphs, not things a goal names.
 pub const MAX_TEXT_CHARS: usize = 48;
+
+/// Shortest text taken as a target, in characters: a single character is a
+/// keyboard key or an index letter, which teaches no reading (keys were a
+/// third of the targets on screens with the keyboard up).
+pub const MIN_TEXT_CHARS: usize = 2;
 
 /// Smallest width and height of a target's bounds, in screen pixels.
 const MIN_SIDE: i32 = 8;
@@ -116,7 +119,7 @@ pub fn tap_targets(ui: &UiNode, screen: Size) -> Vec<&UiNode> {
             let (cx, cy) = node.center();
             !text.is_empty()
                 && !text.contains('\n')
-                && text.chars().count() <= MAX_TEXT_CHARS
+                && (MIN_TEXT_CHARS..=MAX_TEXT_CHARS).contains(&text.chars().count())
                 && seen.get(text) == Some(&1)
                 && x1 >= 0
                 && y1 >= 0
@@ -229,40 +232,23 @@ pub fn tap_text(dirs: &[PathBuf], out: &Path, options: &TapTextOptions) -> Resul
     let mut samples = Vec::new();
     for dir in &episodes {
         let trajectory = read_trajectory(dir)?;
-        let name = unique_name(dir, &mut names);
-        let steps_path = dir.join(STEPS_FILE);
-        let lines = step_lines(&steps_path)?;
+        let input = EpisodeInput::new(dir, &trajectory, &mut names)?;
         for (k, step) in trajectory.steps.iter().enumerate() {
-            let at_step = |reason: String| Error::Step {
-                path: steps_path.clone(),
-                line: lines.get(k).copied().unwrap_or(k + 1),
-                step: step.index,
-                reason,
-            };
+            let at_step = input.step_error(k);
             let Some(tree) = &step.ui_tree else {
                 report.without_tree += 1;
                 continue;
             };
-            let ui = read_ui_tree(&dir.join(tree)).map_err(at_step)?;
-            let (image_size, png, file_name) = read_screenshot(dir, step).map_err(at_step)?;
-            let cx = StepContext {
-                goal: &trajectory.episode.goal,
-                max_pixels: trajectory.episode.settings.max_pixels,
-                image: format!("{images}/{name}/{file_name}"),
-                image_size,
-                id: format!("{name}/{}", file_name.trim_end_matches(".png")),
-                lambda: options.lambda,
-            };
+            let ui = read_ui_tree(&dir.join(tree)).map_err(&at_step)?;
+            let (cx, png) = input
+                .screen(step, &images, options.lambda)
+                .map_err(&at_step)?;
             report.screens += 1;
             let made = screen_samples(step, &ui, &cx, options).map_err(at_step)?;
             if made.is_empty() {
                 continue;
             }
-            let dest = base.join(&cx.image);
-            if let Some(parent) = dest.parent() {
-                create_dir(parent)?;
-            }
-            write_file(&dest, &png)?;
+            write_image(base, &cx.image, &png)?;
             samples.extend(made);
         }
     }
@@ -321,7 +307,7 @@ mod tests {
     }
 
     #[test]
-    fn repeated_long_multiline_tiny_and_offscreen_texts_are_left_out() {
+    fn repeated_long_short_multiline_tiny_and_offscreen_texts_are_left_out() {
         let button = |text: &str, bounds| node(text, bounds, true, vec![]);
         let ui = node(
             "",
@@ -335,6 +321,7 @@ mod tests {
                 button("two\nlines", [0, 500, 200, 600]),
                 button("dot", [0, 600, 7, 700]),
                 button("below", [0, 1200, 200, 1300]),
+                button("q", [300, 600, 360, 700]),
                 button("Save", [500, 100, 700, 200]),
             ],
         );

@@ -45,7 +45,7 @@
 
 use super::{DEFAULT_LAMBDA, Error, Result, create_dir, samples::write_samples, write_file};
 use agent_core::agent::trajectory::{
-    EPISODE_FILE, Executed, STEPS_FILE, StepOutcome, StepRecord, read_trajectory,
+    EPISODE_FILE, Executed, STEPS_FILE, StepOutcome, StepRecord, Trajectory, read_trajectory,
 };
 use agent_core::device::ui::{UiNode, parse_uiautomator_xml};
 use agent_core::protocol::Size;
@@ -197,19 +197,12 @@ pub fn from_trajectories(
         if let Some(tail) = &trajectory.truncated_tail {
             report.warnings.push(format!("{}: {tail}", dir.display()));
         }
-        let name = unique_name(dir, &mut names);
-        let steps_path = dir.join(STEPS_FILE);
-        let lines = step_lines(&steps_path)?;
+        let input = EpisodeInput::new(dir, &trajectory, &mut names)?;
         report.steps += trajectory.steps.len();
         let mut without_tree = 0;
         for (k, step) in trajectory.steps.iter().enumerate() {
-            let at_step = |reason: String| Error::Step {
-                path: steps_path.clone(),
-                line: lines.get(k).copied().unwrap_or(k + 1),
-                step: step.index,
-                reason,
-            };
-            let target = target_action(step).map_err(at_step)?;
+            let at_step = input.step_error(k);
+            let target = target_action(step).map_err(&at_step)?;
             let executed = match (&target, relabelled) {
                 (Some(target), _) => target,
                 (None, true) => {
@@ -224,28 +217,18 @@ pub fn from_trajectories(
                     }
                 },
             };
-            let (image_size, png, file_name) = read_screenshot(dir, step).map_err(at_step)?;
+            let (cx, png) = input
+                .screen(step, &images, options.lambda)
+                .map_err(&at_step)?;
             let ui = match &step.ui_tree {
-                Some(file) => Some(read_ui_tree(&dir.join(file)).map_err(at_step)?),
+                Some(file) => Some(read_ui_tree(&dir.join(file)).map_err(&at_step)?),
                 None => {
                     without_tree += 1;
                     None
                 }
             };
-            let cx = StepContext {
-                goal: &trajectory.episode.goal,
-                max_pixels: trajectory.episode.settings.max_pixels,
-                image: format!("{images}/{name}/{file_name}"),
-                image_size,
-                id: format!("{name}/{}", file_name.trim_end_matches(".png")),
-                lambda: options.lambda,
-            };
             let sample = step_sample(step, executed, ui.as_ref(), &cx).map_err(at_step)?;
-            let dest = base.join(&cx.image);
-            if let Some(parent) = dest.parent() {
-                create_dir(parent)?;
-            }
-            write_file(&dest, &png)?;
+            write_image(base, &cx.image, &png)?;
             samples.push(sample);
             report.relabelled += usize::from(target.is_some());
         }
@@ -261,8 +244,77 @@ pub fn from_trajectories(
     Ok(report)
 }
 
+/// One episode on its way to samples: where its steps' lines are (for
+/// errors) and the name its screenshots go under.
+pub(crate) struct EpisodeInput<'a> {
+    dir: &'a Path,
+    trajectory: &'a Trajectory,
+    name: String,
+    steps_path: PathBuf,
+    lines: Vec<usize>,
+}
+
+impl<'a> EpisodeInput<'a> {
+    /// `trajectory` read from `dir`; its name is made unique among `names`.
+    pub(crate) fn new(
+        dir: &'a Path,
+        trajectory: &'a Trajectory,
+        names: &mut HashSet<String>,
+    ) -> Result<Self> {
+        let steps_path = dir.join(STEPS_FILE);
+        Ok(Self {
+            dir,
+            trajectory,
+            name: unique_name(dir, names),
+            lines: step_lines(&steps_path)?,
+            steps_path,
+        })
+    }
+
+    /// The error of step `k`, naming its file, line and index.
+    pub(crate) fn step_error(&self, k: usize) -> impl Fn(String) -> Error + '_ {
+        move |reason| Error::Step {
+            path: self.steps_path.clone(),
+            line: self.lines.get(k).copied().unwrap_or(k + 1),
+            step: self.trajectory.steps[k].index,
+            reason,
+        }
+    }
+
+    /// `step`'s screenshot (checked, to be written with [`write_image`])
+    /// and the context its samples are made in, their images under
+    /// `images`. `Err` names the file.
+    pub(crate) fn screen(
+        &self,
+        step: &StepRecord,
+        images: &str,
+        lambda: usize,
+    ) -> Result<(StepContext<'a>, Vec<u8>), String> {
+        let (image_size, png, file_name) = read_screenshot(self.dir, step)?;
+        let cx = StepContext {
+            goal: &self.trajectory.episode.goal,
+            max_pixels: self.trajectory.episode.settings.max_pixels,
+            image: format!("{images}/{}/{file_name}", self.name),
+            image_size,
+            id: format!("{}/{}", self.name, file_name.trim_end_matches(".png")),
+            lambda,
+        };
+        Ok((cx, png))
+    }
+}
+
+/// Writes a sample's screenshot `png` at `image` (relative to `base`, the
+/// sample file's directory).
+pub(crate) fn write_image(base: &Path, image: &str, png: &[u8]) -> Result<()> {
+    let dest = base.join(image);
+    if let Some(parent) = dest.parent() {
+        create_dir(parent)?;
+    }
+    write_file(&dest, png)
+}
+
 /// The episode's directory name, made unique among those already taken.
-pub(crate) fn unique_name(dir: &Path, taken: &mut HashSet<String>) -> String {
+fn unique_name(dir: &Path, taken: &mut HashSet<String>) -> String {
     let base = dir
         .file_name()
         .map_or_else(|| "episode".into(), |n| n.to_string_lossy().into_owned());
@@ -282,7 +334,7 @@ pub(crate) fn unique_name(dir: &Path, taken: &mut HashSet<String>) -> String {
 
 /// 1-based line numbers of the complete, non-empty lines of `steps.jsonl`:
 /// the k-th step record was read from the k-th of them.
-pub(crate) fn step_lines(path: &Path) -> Result<Vec<usize>> {
+fn step_lines(path: &Path) -> Result<Vec<usize>> {
     let bytes = std::fs::read(path).map_err(|source| Error::Read {
         path: path.to_path_buf(),
         source,
@@ -309,10 +361,7 @@ pub(crate) fn images_beside(out: &Path) -> (&Path, String) {
 /// A step's screenshot in episode `dir`: its size, its bytes (see
 /// [`screenshot_png`]) and the file name its samples give it. `Err` names
 /// the file.
-pub(crate) fn read_screenshot(
-    dir: &Path,
-    step: &StepRecord,
-) -> Result<(Size, Vec<u8>, String), String> {
+fn read_screenshot(dir: &Path, step: &StepRecord) -> Result<(Size, Vec<u8>, String), String> {
     let path = dir.join(&step.screenshot);
     let (size, png) = std::fs::read(&path)
         .map_err(|e| e.to_string())

@@ -80,7 +80,7 @@ fn template_error(template: &Path, message: String) -> Error {
     }
 }
 
-fn family_of(header: &Header) -> std::result::Result<Family, String> {
+pub(crate) fn family_of(header: &Header) -> std::result::Result<Family, String> {
     let text = |key: &str| header.get(key).and_then(Value::as_str);
     Family::detect(text("general.architecture"), text("clip.projector_type"))
 }
@@ -126,8 +126,9 @@ fn tensor_bytes(t: &Tensor, kind: Kind) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Cuts a GGUF tensor out of its checkpoint tensor.
-fn cut(t: &Tensor, source: &Source) -> std::result::Result<Tensor, String> {
+/// Cuts a GGUF tensor out of its checkpoint tensor (a view: writing into it
+/// writes into the checkpoint tensor).
+pub(crate) fn cut(t: &Tensor, source: &Source) -> std::result::Result<Tensor, String> {
     let size = t.size();
     let fail = |what: &str| {
         format!(
