@@ -483,67 +483,49 @@ fn the_cli_takes_the_shipped_model_back_and_refuses_ggufs_of_another_size() {
     // byte: ggml's q8_0 of a dequantized q8_0 block is that block (its
     // largest value is 127 times the stored scale), and float16 values
     // survive float32.
-    let export = dir.path().join("export");
-    let run = btl_train(&[
-        "export",
-        &arg(&out.join("hf")),
-        "--gguf-template",
-        &arg(&text),
-        "--mmproj-template",
-        &arg(&mmproj),
-        "--precision",
-        "f32",
-        "--profile",
-        "btl-extended",
-        "--max-pixels",
-        "200704",
-        "--out",
-        &arg(&export),
-    ]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let export = |precision: &str| {
+        let to = dir.path().join(format!("export-{precision}"));
+        let run = btl_train(&[
+            "export",
+            &arg(&out.join("hf")),
+            "--gguf-template",
+            &arg(&text),
+            "--mmproj-template",
+            &arg(&mmproj),
+            "--precision",
+            precision,
+            "--profile",
+            "btl-extended",
+            "--max-pixels",
+            "200704",
+            "--out",
+            &arg(&to),
+        ]);
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        to
+    };
     let requantized = dir.path().join("again-q8_0.gguf");
     quantize(
-        &export.join("model-f32.gguf"),
+        &export("f32").join("model-f32.gguf"),
         &requantized,
         QuantType::Q8_0,
         1,
     )
     .unwrap();
     // The projector ships as the export's f16 (matrices f16, vectors f32).
-    let export16 = dir.path().join("export16");
-    let run = btl_train(&[
-        "export",
-        &arg(&out.join("hf")),
-        "--gguf-template",
-        &arg(&text),
-        "--mmproj-template",
-        &arg(&mmproj),
-        "--profile",
-        "btl-extended",
-        "--max-pixels",
-        "200704",
-        "--out",
-        &arg(&export16),
-    ]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let reprojected = export16.join("mmproj-f16.gguf");
+    let reprojected = export("f16").join("mmproj-f16.gguf");
     for (shipped, again) in [(&text, &requantized), (&mmproj, &reprojected)] {
         let (shipped, again) = (
             GgufFile::open(shipped).unwrap(),
             GgufFile::open(again).unwrap(),
         );
-        let layout = |f: &GgufFile| tensors(f);
         assert_eq!(
-            layout(&again),
-            layout(&shipped),
+            tensors(&again),
+            tensors(&shipped),
             "{}",
             again.path().display()
         );
