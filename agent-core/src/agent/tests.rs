@@ -1126,6 +1126,86 @@ fn target_action(step: &super::trajectory::StepRecord) -> Action {
     }
 }
 
+/// Runs a relabelled student that says Finish at every step of `wifi_on`
+/// (profile `btl-extended`, two steps at most) and returns the steps.
+fn early_finish_episode(
+    teacher: Box<dyn Policy>,
+    take_over: bool,
+) -> (Outcome, Vec<super::trajectory::StepRecord>, UiNode) {
+    use crate::model::Relabelled;
+    use crate::sim::tasks;
+
+    let phone = new_phone();
+    let task = tasks::sample("wifi_on", 0).unwrap();
+    phone.with_phone(|p| task.setup(p));
+    let settings = phone.with_phone(|p| launcher_icon(p, "Settings"));
+    let finish = || answer("Finish the task", Action::Finish { answer: None }, None);
+    let student = ScriptedPolicy::new([finish(), finish()]);
+    let relabelled = Relabelled::new(Box::new(student), teacher);
+    let dir = tempfile::tempdir().unwrap();
+    let outcome = Agent::new(
+        dir.path(),
+        AgentConfig {
+            max_steps: 2,
+            profile: Profile::BtlExtended,
+            ..config(&task.goal())
+        },
+        Box::new(SimDevice::new(phone.clone())),
+        Box::new(if take_over {
+            relabelled.taking_over_early_finish()
+        } else {
+            relabelled
+        }),
+    )
+    .unwrap()
+    .with_clock(ManualClock::default())
+    .run()
+    .unwrap();
+    (
+        outcome,
+        read_trajectory(dir.path()).unwrap().steps,
+        settings,
+    )
+}
+
+fn oracle(task: &str) -> Box<dyn Policy> {
+    Box::new(crate::model::OraclePolicy::new(
+        crate::sim::tasks::sample(task, 0).unwrap(),
+    ))
+}
+
+#[test]
+fn an_early_finish_ends_a_relabelled_episode_unless_the_teacher_takes_over() {
+    let (outcome, steps, settings) = early_finish_episode(oracle("wifi_on"), false);
+    assert_eq!(outcome.stop, StopReason::Finished { answer: None });
+    assert_eq!(steps.len(), 1);
+    assert_eq!(target_action(&steps[0]), tap(&settings));
+
+    // Taken over, the oracle's tap on Settings runs, and the student is
+    // asked (and labelled) again on the Settings screen.
+    let (outcome, steps, settings) = early_finish_episode(oracle("wifi_on"), true);
+    assert_eq!(outcome.stop, StopReason::StepBudget { max_steps: 2 });
+    assert_eq!(steps.len(), 2);
+    let executed = |i: usize| steps[i].executed.as_ref().unwrap().model.clone();
+    assert_eq!(executed(0), tap(&settings));
+    assert_eq!(target_action(&steps[0]), tap(&settings));
+    assert_ne!(
+        target_action(&steps[1]),
+        tap(&settings),
+        "the second screen is Settings, where the oracle goes on"
+    );
+    assert_eq!(executed(1), target_action(&steps[1]));
+}
+
+#[test]
+fn a_finish_the_teacher_agrees_with_is_not_taken_over() {
+    let finish = answer("Finish the task", Action::Finish { answer: None }, None);
+    let teacher = ScriptedPolicy::new([finish]);
+    let (outcome, steps, _) = early_finish_episode(Box::new(teacher), true);
+    assert_eq!(outcome.stop, StopReason::Finished { answer: None });
+    assert_eq!(steps.len(), 1);
+}
+
 #[test]
 fn relabelled_steps_record_the_oracle_s_way_back_from_wrong_moves() {
     use crate::model::{OraclePolicy, Relabelled};

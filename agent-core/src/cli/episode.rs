@@ -50,6 +50,9 @@ pub enum Teacher {
 pub struct PolicyChoice {
     pub kind: PolicyKind,
     pub relabel: Option<Teacher>,
+    /// The teacher's answer runs where the policy says Finish and the
+    /// teacher does not.
+    pub take_over_early_finish: bool,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -61,6 +64,11 @@ pub struct PolicyArgs {
     /// for the states the policy reaches, mistakes included (DAgger).
     #[arg(long, value_enum)]
     pub relabel: Option<Teacher>,
+    /// With --relabel: where the policy says Finish and the teacher would
+    /// not, run the teacher's answer instead, so the episode goes on to the
+    /// screens after the policy's early Finish and those are labelled too.
+    #[arg(long, requires = "relabel")]
+    pub take_over_early_finish: bool,
     /// Text model GGUF (default: the shipped default model, agent-core/models).
     #[arg(long, requires = "mmproj")]
     pub model: Option<PathBuf>,
@@ -362,6 +370,7 @@ impl PolicyArgs {
         PolicyChoice {
             kind: self.policy,
             relabel: self.relabel,
+            take_over_early_finish: self.take_over_early_finish,
         }
     }
 }
@@ -466,7 +475,12 @@ pub fn episode_policy(
         (None, _) => Ok(policy),
         (Some(Teacher::Oracle), Some(_)) => {
             let teacher = acting_policy(PolicyKind::Oracle, None, task, seed)?;
-            Ok(Box::new(Relabelled::new(policy, teacher)))
+            let relabelled = Relabelled::new(policy, teacher);
+            Ok(Box::new(if choice.take_over_early_finish {
+                relabelled.taking_over_early_finish()
+            } else {
+                relabelled
+            }))
         }
         (Some(Teacher::Oracle), None) => Err(Failure::BadInput(anyhow!(
             "--relabel oracle needs a task (--task NAME): the oracle labels suite tasks only"

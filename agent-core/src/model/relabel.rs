@@ -8,17 +8,36 @@
 //! With a suite task's `OraclePolicy` (host builds) as teacher
 //! this is `btl collect --relabel oracle`: the oracle is stateless, so its
 //! answer on a screen the student got wrong is the way back.
+//!
+//! A student that says Finish too early ends its episode at its first
+//! mistake, so plain relabelling never sees the screens after it. With
+//! [`Relabelled::taking_over_early_finish`] the teacher's answer is executed
+//! instead whenever the student says Finish and the teacher does not: the
+//! episode goes on, and the student acts (and is labelled) again on the
+//! later screens. Such a step's attempt records the teacher's answer, the
+//! one executed.
 
 use super::{Observation, Policy, PolicyError, PolicyOutput};
+use crate::protocol::{Action, Link, ParseMode, parse};
 
 pub struct Relabelled {
     student: Box<dyn Policy>,
     teacher: Box<dyn Policy>,
+    take_over_early_finish: bool,
 }
 
 impl Relabelled {
     pub fn new(student: Box<dyn Policy>, teacher: Box<dyn Policy>) -> Self {
-        Self { student, teacher }
+        Self {
+            student,
+            teacher,
+            take_over_early_finish: false,
+        }
+    }
+
+    pub fn taking_over_early_finish(mut self) -> Self {
+        self.take_over_early_finish = true;
+        self
     }
 
     fn target(&mut self, obs: &Observation) -> Result<String, PolicyError> {
@@ -29,12 +48,37 @@ impl Relabelled {
             ))
         })
     }
+
+    /// The answer the agent executes: the student's, or the teacher's where
+    /// the student would finish and the teacher would not.
+    fn acted(&self, mut out: PolicyOutput, target: &str) -> PolicyOutput {
+        if self.take_over_early_finish && says_finish(&out.raw) && !says_finish(target) {
+            out.raw = target.to_owned();
+        }
+        out.target = Some(target.to_owned());
+        out
+    }
+}
+
+fn says_finish(raw: &str) -> bool {
+    matches!(
+        parse(raw, ParseMode::Tolerant).map(|p| p.output.link),
+        Ok(Link::Action {
+            action: Action::Finish { .. },
+            ..
+        })
+    )
 }
 
 impl Policy for Relabelled {
     fn name(&self) -> String {
+        let takeover = if self.take_over_early_finish {
+            ", who takes over an early Finish"
+        } else {
+            ""
+        };
         format!(
-            "{}, relabelled by the {}",
+            "{}, relabelled by the {}{takeover}",
             self.student.name(),
             self.teacher.name()
         )
@@ -42,9 +86,8 @@ impl Policy for Relabelled {
 
     fn act(&mut self, obs: &Observation) -> Result<PolicyOutput, PolicyError> {
         let target = self.target(obs)?;
-        let mut out = self.student.act(obs)?;
-        out.target = Some(target);
-        Ok(out)
+        let out = self.student.act(obs)?;
+        Ok(self.acted(out, &target))
     }
 
     fn act_many(
@@ -53,10 +96,10 @@ impl Policy for Relabelled {
         seeds: &[u64],
     ) -> Result<Vec<PolicyOutput>, PolicyError> {
         let target = self.target(obs)?;
-        let mut outs = self.student.act_many(obs, seeds)?;
-        for out in &mut outs {
-            out.target = Some(target.clone());
-        }
-        Ok(outs)
+        let outs = self.student.act_many(obs, seeds)?;
+        Ok(outs
+            .into_iter()
+            .map(|out| self.acted(out, &target))
+            .collect())
     }
 }
