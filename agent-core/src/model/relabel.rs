@@ -73,7 +73,7 @@ fn says_finish(raw: &str) -> bool {
 impl Policy for Relabelled {
     fn name(&self) -> String {
         let takeover = if self.take_over_early_finish {
-            ", who takes over an early Finish"
+            ", which takes over an early Finish"
         } else {
             ""
         };
