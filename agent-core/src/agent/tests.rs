@@ -1141,7 +1141,6 @@ fn early_finish_episode(
     let settings = phone.with_phone(|p| launcher_icon(p, "Settings"));
     let finish = || answer("Finish the task", Action::Finish { answer: None }, None);
     let student = ScriptedPolicy::new([finish(), finish()]);
-    let relabelled = Relabelled::new(Box::new(student), teacher);
     let dir = tempfile::tempdir().unwrap();
     let outcome = Agent::new(
         dir.path(),
@@ -1151,11 +1150,7 @@ fn early_finish_episode(
             ..config(&task.goal())
         },
         Box::new(SimDevice::new(phone.clone())),
-        Box::new(if take_over {
-            relabelled.taking_over_early_finish()
-        } else {
-            relabelled
-        }),
+        Box::new(Relabelled::new(Box::new(student), teacher).taking_over_early_finish(take_over)),
     )
     .unwrap()
     .with_clock(ManualClock::default())

@@ -475,12 +475,10 @@ pub fn episode_policy(
         (None, _) => Ok(policy),
         (Some(Teacher::Oracle), Some(_)) => {
             let teacher = acting_policy(PolicyKind::Oracle, None, task, seed)?;
-            let relabelled = Relabelled::new(policy, teacher);
-            Ok(Box::new(if choice.take_over_early_finish {
-                relabelled.taking_over_early_finish()
-            } else {
-                relabelled
-            }))
+            Ok(Box::new(
+                Relabelled::new(policy, teacher)
+                    .taking_over_early_finish(choice.take_over_early_finish),
+            ))
         }
         (Some(Teacher::Oracle), None) => Err(Failure::BadInput(anyhow!(
             "--relabel oracle needs a task (--task NAME): the oracle labels suite tasks only"

@@ -35,8 +35,10 @@ impl Relabelled {
         }
     }
 
-    pub fn taking_over_early_finish(mut self) -> Self {
-        self.take_over_early_finish = true;
+    /// Whether the teacher's answer runs where the student says Finish and
+    /// the teacher would not.
+    pub fn taking_over_early_finish(mut self, on: bool) -> Self {
+        self.take_over_early_finish = on;
         self
     }
 
