@@ -23,7 +23,7 @@ pub mod vote;
 
 use crate::device::ui::UiNode;
 use crate::device::{Device, DeviceAction, DeviceError};
-use crate::model::{Observation, Policy};
+use crate::model::{Observation, Policy, PolicyOutput};
 use crate::protocol::{
     Action, FrameMap, Link, ParseMode, Profile, Prompt, Size, TRAINING_MAX_PIXELS, Task, parse,
 };
@@ -636,8 +636,7 @@ impl Agent {
             }
             let mut valid = Vec::new();
             for (seed, answer) in seeds.iter().zip(answers) {
-                let (attempt, judged) =
-                    self.judge(*seed, answer.raw, answer.stats, &record.frame, ui_tree);
+                let (attempt, judged) = self.judge(*seed, answer, &record.frame, ui_tree);
                 record.attempts.push(attempt);
                 match judged {
                     Judged::Valid {
@@ -729,11 +728,16 @@ impl Agent {
     fn judge(
         &self,
         seed: u64,
-        raw: String,
-        stats: crate::model::GenerationStats,
+        answer: PolicyOutput,
         frame: &FrameMap,
         ui_tree: Option<&UiNode>,
     ) -> (AttemptRecord, Judged) {
+        let PolicyOutput {
+            raw,
+            stats,
+            overruled,
+            ..
+        } = answer;
         let parsed = match parse(&raw, self.config().parse_mode) {
             Ok(parsed) => parsed,
             Err(error) => {
@@ -748,6 +752,7 @@ impl Agent {
                         error: error.kind.to_string(),
                     },
                     verdict: None,
+                    overruled,
                 };
                 return (record, Judged::Unusable(message));
             }
@@ -786,6 +791,7 @@ impl Agent {
                 tolerances: parsed.tolerances,
             },
             verdict: Some(verdict),
+            overruled,
         };
         (record, judged)
     }

@@ -1175,6 +1175,7 @@ fn an_early_finish_ends_a_relabelled_episode_unless_the_teacher_takes_over() {
     assert_eq!(outcome.stop, StopReason::Finished { answer: None });
     assert_eq!(steps.len(), 1);
     assert_eq!(target_action(&steps[0]), tap(&settings));
+    assert_eq!(steps[0].attempts[0].overruled, None);
 
     // Taken over, the oracle's tap on Settings runs, and the student is
     // asked (and labelled) again on the Settings screen.
@@ -1190,6 +1191,12 @@ fn an_early_finish_ends_a_relabelled_episode_unless_the_teacher_takes_over() {
         "the second screen is Settings, where the oracle goes on"
     );
     assert_eq!(executed(1), target_action(&steps[1]));
+    // The trajectory says the student's Finish was overruled at both steps.
+    let finish = answer("Finish the task", Action::Finish { answer: None }, None);
+    for step in &steps {
+        assert_eq!(step.attempts[0].overruled.as_deref(), Some(finish.as_str()));
+        assert_eq!(Some(&step.attempts[0].raw), step.target.as_ref());
+    }
 }
 
 #[test]
@@ -1199,6 +1206,7 @@ fn a_finish_the_teacher_agrees_with_is_not_taken_over() {
     let (outcome, steps, _) = early_finish_episode(Box::new(teacher), true);
     assert_eq!(outcome.stop, StopReason::Finished { answer: None });
     assert_eq!(steps.len(), 1);
+    assert_eq!(steps[0].attempts[0].overruled, None);
 }
 
 #[test]

@@ -116,6 +116,11 @@ pub struct AttemptRecord {
     pub parse: ParseRecord,
     /// `None` when the answer did not parse (the gate never saw it).
     pub verdict: Option<Verdict>,
+    /// The policy's own answer when a relabelling teacher overruled it and
+    /// `raw` is the teacher's (an early Finish taken over), so a trajectory
+    /// says which steps the student did not take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overruled: Option<String>,
 }
 
 /// The parser's word on an answer.

@@ -107,6 +107,9 @@ pub struct PolicyOutput {
     /// [`Relabelled`]; the agent records it with the step as the training
     /// target for that state.
     pub target: Option<String>,
+    /// The student's own answer when [`Relabelled`] executes the teacher's
+    /// instead (then `raw` is the teacher's).
+    pub overruled: Option<String>,
 }
 
 /// Why a policy produced no answer at all (an unusable answer is not an

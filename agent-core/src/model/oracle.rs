@@ -58,6 +58,7 @@ impl Policy for OraclePolicy {
             raw,
             stats: GenerationStats::default(),
             target: None,
+            overruled: None,
         })
     }
 }

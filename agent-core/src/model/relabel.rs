@@ -15,7 +15,7 @@
 //! instead whenever the student says Finish and the teacher does not: the
 //! episode goes on, and the student acts (and is labelled) again on the
 //! later screens. Such a step's attempt records the teacher's answer, the
-//! one executed.
+//! one executed, and the student's Finish as `overruled`.
 
 use super::{Observation, Policy, PolicyError, PolicyOutput};
 use crate::protocol::{Action, Link, ParseMode, parse};
@@ -55,7 +55,7 @@ impl Relabelled {
     /// the student would finish and the teacher would not.
     fn acted(&self, mut out: PolicyOutput, target: &str) -> PolicyOutput {
         if self.take_over_early_finish && says_finish(&out.raw) && !says_finish(target) {
-            out.raw = target.to_owned();
+            out.overruled = Some(std::mem::replace(&mut out.raw, target.to_owned()));
         }
         out.target = Some(target.to_owned());
         out

@@ -59,6 +59,7 @@ impl Policy for ScriptedPolicy {
             raw,
             stats: GenerationStats::default(),
             target: None,
+            overruled: None,
         })
     }
 }

@@ -447,6 +447,7 @@ impl Policy for StatePolicy {
             raw,
             stats: GenerationStats::default(),
             target: Some(target),
+            overruled: None,
         })
     }
 }

@@ -702,6 +702,7 @@ impl Policy for LlamaPolicy {
                 raw: self.detokenize(&g.tokens),
                 stats: g.stats,
                 target: None,
+                overruled: None,
             })
             .collect())
     }

@@ -528,6 +528,7 @@ impl Policy for ClientPolicy {
                     raw: answer,
                     stats: GenerationStats::default(),
                     target: Some(target),
+                    overruled: None,
                 })
             }
             other => {
