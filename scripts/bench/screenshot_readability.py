@@ -2,13 +2,14 @@
 text on virtual-phone screenshots is still legible after the agent's resize
 to each screenshot budget (max_pixels).
 
-The reader is Tesseract, not our model: it asks whether the pixels still
-hold the letters, which bounds what any model can read at that size. Each
+The reader is Tesseract, not our model: a proxy for whether the pixels
+still hold the letters (a text it misses may still be readable to a model
+trained on this font, so the figures compare budgets, not models). Each
 text node of each recorded screen (its UI tree says the text and where it
 is) is cut out of the screenshot resized as the agent resizes it
-(Qwen2.5-VL's smart_resize, bicubic), scaled back to the screen's size
-(bicubic again, so Tesseract sees letters of one size at every budget and
-only the detail lost differs), and read. Full resolution is the control:
+(Qwen2.5-VL's smart_resize, Pillow 12's bicubic), scaled back by the
+same factors (bicubic again, so Tesseract sees letters of one size at
+every budget and only the detail lost differs), and read. Full resolution is the control:
 what Tesseract misses there (accents, icons) it misses everywhere.
 
 A text counts as read when its normalised form is a substring of what
@@ -89,15 +90,16 @@ def ocr(image):
 
 
 def crop_at(screen, resized, box):
-    """The box cut from the resized screenshot and scaled back to the
-    screen's size, with a margin of its own corner colour (Tesseract
+    """The box (rounded outward to whole pixels) cut from the resized
+    screenshot and scaled back by the resize's own factors, with a margin of its own corner colour (Tesseract
     misreads glyphs that touch the border)."""
     sx = resized.width / screen.width
     sy = resized.height / screen.height
     x1, y1, x2, y2 = box
     small = resized.crop((math.floor(x1 * sx), math.floor(y1 * sy),
                           math.ceil(x2 * sx), math.ceil(y2 * sy)))
-    back = small.resize((max(1, x2 - x1), max(1, y2 - y1)), Image.BICUBIC)
+    back = small.resize((max(1, round(small.width / sx)), max(1, round(small.height / sy))),
+                        Image.BICUBIC)
     return ImageOps.expand(back, border=16, fill=back.getpixel((0, 0)))
 
 
@@ -126,7 +128,7 @@ def main():
                     for budget, resized in sized.items():
                         got = ocr(crop_at(screen, resized, box))
                         lines = [normalise(l) for l in got.splitlines() if l.strip()]
-                        hit = any(want in l for l in lines) or want in normalise(got)
+                        hit = want in normalise(got)
                         best = max((difflib.SequenceMatcher(None, want, l).ratio() for l in lines),
                                    default=0.0)
                         for key in (template, "all"):
