@@ -107,6 +107,7 @@ def main():
     budgets = [int(b) for b in sys.argv[1].split(",")]
     dirs = sys.argv[2:]
     rows = defaultdict(lambda: {"n": 0, "read": defaultdict(int), "similar": defaultdict(float)})
+    size = None
     for root in dirs:
         for episode in sorted(os.listdir(root)):
             path = os.path.join(root, episode)
@@ -117,6 +118,7 @@ def main():
                 if not name.endswith(".xml"):
                     continue
                 screen = Image.open(os.path.join(path, name[:-4] + ".png")).convert("RGB")
+                size = screen.size
                 sized = {0: screen}
                 for budget in budgets:
                     w, h = smart_resize(screen.width, screen.height, budget)
@@ -135,10 +137,9 @@ def main():
                             rows[key]["read"][budget] += hit
                             rows[key]["similar"][budget] += best
 
-    sample_dir = next(d for d in (os.path.join(r, e) for r in dirs for e in sorted(os.listdir(r)))
-                      if os.path.isdir(d))
-    png = next(f for f in sorted(os.listdir(sample_dir)) if f.endswith(".png"))
-    width, height = Image.open(os.path.join(sample_dir, png)).size
+    if size is None or not rows:
+        sys.exit("screenshot_readability: no screen with a text to read in " + " ".join(dirs))
+    width, height = size
     header = ["texts", f"full {width}x{height}"]
     for budget in budgets:
         w, h = smart_resize(width, height, budget)
