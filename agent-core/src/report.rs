@@ -133,9 +133,14 @@ fn render_step(html: &mut String, step: &StepRecord, screenshot: Option<&[u8]>) 
             );
         }
     }
+    let taken_over = if step.attempts.iter().any(|a| a.overruled.is_some()) {
+        " (the relabelling teacher's answer)"
+    } else {
+        ""
+    };
     let _ = write!(
         html,
-        "</div><div class=\"detail\"><h2>Step {} — {}</h2>",
+        "</div><div class=\"detail\"><h2>Step {} — {}{taken_over}</h2>",
         step.index,
         escape(&outcome_text(step))
     );
@@ -211,6 +216,13 @@ fn render_step(html: &mut String, step: &StepRecord, screenshot: Option<&[u8]>) 
             escape(&serde_json::to_string(&attempt.parse).unwrap_or_default()),
             escape(&attempt.raw)
         );
+        if let Some(own) = &attempt.overruled {
+            let _ = write!(
+                html,
+                "<p class=\"bad\">executed in place of the policy's own answer, which the relabelling teacher overruled:</p><pre class=\"overruled\">{}</pre>",
+                escape(own)
+            );
+        }
     }
     html.push_str("</details></div></section>\n");
 }
@@ -306,6 +318,32 @@ fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_taken_over_step_shows_the_policy_s_own_answer() {
+        let seed = include_bytes!("../fuzz/seeds/trajectory/alarm_set-train-s0");
+        let at = seed.iter().position(|&b| b == 0).unwrap();
+        let episode = std::str::from_utf8(&seed[..at]).unwrap();
+        let mut trajectory =
+            crate::agent::trajectory::parse_trajectory(Path::new("old"), episode, &seed[at + 1..])
+                .unwrap();
+        assert!(trajectory.steps.len() >= 2);
+        let own = "<think>done</think><link>Finish & stop</link>";
+        trajectory.steps[1].attempts[0].overruled = Some(own.to_owned());
+
+        let html = render(&trajectory, &[]);
+        let sections: Vec<&str> = html.split("<section class=\"step\"").skip(1).collect();
+        assert_eq!(sections.len(), trajectory.steps.len());
+        let mark = "(the relabelling teacher's answer)</h2>";
+        assert!(sections[1].contains(mark), "{}", sections[1]);
+        assert!(sections[1].contains(
+            "<pre class=\"overruled\">&lt;think&gt;done&lt;/think&gt;&lt;link&gt;Finish &amp; stop&lt;/link&gt;</pre>"
+        ));
+        for (i, section) in sections.iter().enumerate().filter(|(i, _)| *i != 1) {
+            assert!(!section.contains(mark), "step {i}");
+            assert!(!section.contains("class=\"overruled\""), "step {i}");
+        }
+    }
 
     #[test]
     fn text_is_escaped() {

@@ -306,6 +306,39 @@ fn missing_and_misshapen_weights_are_named() {
 }
 
 #[test]
+fn a_checkpoint_larger_than_its_template_is_refused() {
+    // A model grown by a layer: a template of the smaller model would drop it silently.
+    let mut weights = weights(&load(Kind::Float));
+    let layer = weights["model.layers.1.mlp.up_proj.weight"].copy();
+    weights.insert("model.layers.2.mlp.up_proj.weight".to_owned(), layer);
+    let text = export_error(&gguf_dir().join(TEXT), &weights, Precision::Template);
+    assert!(
+        text.contains("1 weight(s) of the checkpoint have no tensor in the template (first: model.layers.2.mlp.up_proj.weight)"),
+        "{text}"
+    );
+    assert!(text.contains("btl-train init --config"), "{text}");
+    // The projector leaves the language model out, the grown layer with it.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("mmproj.gguf");
+    write_gguf_from_template(
+        &gguf_dir().join(PROJECTOR),
+        &weights,
+        Precision::Template,
+        &out,
+    )
+    .unwrap();
+
+    let mut weights = crate::util::weights(&load(Kind::Float));
+    let block = weights["visual.blocks.0.attn.qkv.bias"].copy();
+    weights.insert("visual.blocks.9.attn.qkv.bias".to_owned(), block);
+    let text = export_error(&gguf_dir().join(PROJECTOR), &weights, Precision::Template);
+    assert!(
+        text.contains("(first: visual.blocks.9.attn.qkv.bias)"),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_template_that_is_no_qwen25_vl_file_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let file = GgufFile::open(&gguf_dir().join(TEXT)).unwrap();

@@ -452,3 +452,61 @@ pub fn parse_trajectory(
         valid_len: valid_len as u64,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether `written` holds everything of `original`: the same values,
+    /// plus at most fields added to the format since.
+    fn keeps(original: &serde_json::Value, written: &serde_json::Value) -> bool {
+        use serde_json::Value;
+        match (original, written) {
+            (Value::Object(o), Value::Object(w)) => {
+                o.iter().all(|(k, v)| w.get(k).is_some_and(|x| keeps(v, x)))
+            }
+            (Value::Array(o), Value::Array(w)) => {
+                o.len() == w.len() && o.iter().zip(w).all(|(a, b)| keeps(a, b))
+            }
+            (o, w) => o == w,
+        }
+    }
+
+    /// A trajectory the oracle wrote before steps recorded an overruled
+    /// answer (kept as a fuzzing seed): its lines still read, nothing in
+    /// them is lost when written again, and no `overruled` key appears.
+    #[test]
+    fn a_step_log_from_before_overruled_answers_reads_and_writes_as_it_was() {
+        let seed = include_bytes!("../../fuzz/seeds/trajectory/alarm_set-train-s0");
+        let at = seed.iter().position(|&b| b == 0).unwrap();
+        let episode = std::str::from_utf8(&seed[..at]).unwrap();
+        let log = &seed[at + 1..];
+        let trajectory = parse_trajectory(Path::new("old"), episode, log).unwrap();
+        let lines: Vec<&[u8]> = log
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .collect();
+        assert_eq!(trajectory.steps.len(), lines.len());
+        assert!(trajectory.truncated_tail.is_none());
+        for (step, line) in trajectory.steps.iter().zip(lines) {
+            assert!(step.attempts.iter().all(|a| a.overruled.is_none()));
+            let original: serde_json::Value = serde_json::from_slice(line).unwrap();
+            let written = serde_json::to_value(step).unwrap();
+            assert!(keeps(&original, &written), "step {}", step.index);
+            for attempt in written["attempts"].as_array().unwrap() {
+                assert!(attempt.get("overruled").is_none(), "step {}", step.index);
+            }
+        }
+        // The check itself sees a lost or changed value.
+        let original = serde_json::json!({"a": [1, {"b": "x"}]});
+        assert!(keeps(
+            &original,
+            &serde_json::json!({"a": [1, {"b": "x", "c": 0}]})
+        ));
+        assert!(!keeps(
+            &original,
+            &serde_json::json!({"a": [1, {"b": "y"}]})
+        ));
+        assert!(!keeps(&original, &serde_json::json!({"a": [1]})));
+    }
+}

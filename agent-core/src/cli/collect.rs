@@ -81,6 +81,9 @@ enum Report {
         device: String,
         job: Job,
         outcome: EpisodeOutcome,
+        /// Steps where a relabelling teacher ran its answer in place of the
+        /// policy's (`--take-over-early-finish`).
+        taken_over: usize,
     },
     /// The job could not run for a reason of its own (not the device's).
     JobFailed {
@@ -169,6 +172,7 @@ pub fn run(args: &Args) -> Outcome {
     drop(tx);
     let index = args.out.join(INDEX_FILE);
     let (mut done, mut succeeded, mut failed_jobs, mut retired, mut interrupted) = (0, 0, 0, 0, 0);
+    let mut all_taken_over = 0;
     runtime.block_on(async {
         while let Some(report) = rx.recv().await {
             match report {
@@ -176,23 +180,32 @@ pub fn run(args: &Args) -> Outcome {
                     device,
                     job,
                     outcome,
+                    taken_over,
                 } => {
                     done += 1;
                     succeeded += usize::from(outcome.success == Some(true));
+                    all_taken_over += taken_over;
+                    let teacher = match taken_over {
+                        0 => String::new(),
+                        n => format!(" ({n} of them the teacher's)"),
+                    };
                     eprintln!(
-                        "btl: {} {} on {device}: {} after {} steps",
+                        "btl: {} {} on {device}: {} after {} steps{teacher}",
                         job.task.name(),
                         seed_label(job.seed),
                         outcome.stop,
                         outcome.steps
                     );
-                    let line = serde_json::json!({
+                    let mut line = serde_json::json!({
                         "task": job.task.name(),
                         "seed": job.seed,
                         "dir": episode_dir(Path::new(""), &job),
                         "device": device,
                         "outcome": outcome,
                     });
+                    if taken_over > 0 {
+                        line["taken_over"] = taken_over.into();
+                    }
                     append_line(&index, &line)?;
                 }
                 Report::JobFailed { device, job, error } => {
@@ -221,8 +234,13 @@ pub fn run(args: &Args) -> Outcome {
         anyhow::Ok(())
     })?;
     let left = queue.lock().map_or(0, |q| q.len());
+    let teacher = if args.policy.take_over_early_finish {
+        format!("; {all_taken_over} steps taken over by the teacher")
+    } else {
+        String::new()
+    };
     println!(
-        "collected {done} episodes ({succeeded} successful) in {}; {failed_jobs} failed, {interrupted} interrupted, {retired} devices skipped, {left} not run",
+        "collected {done} episodes ({succeeded} successful) in {}; {failed_jobs} failed, {interrupted} interrupted, {retired} devices skipped, {left} not run{teacher}",
         args.out.display()
     );
     if left > 0 || failed_jobs > 0 || interrupted > 0 {
@@ -363,6 +381,7 @@ fn worker(
                         device,
                         job,
                         outcome,
+                        taken_over: taken_over_steps(&dir),
                     });
                 }
             },
@@ -387,6 +406,18 @@ fn worker(
     }
 }
 
+/// How many recorded steps of the episode in `dir` ran a relabelling
+/// teacher's answer in place of the policy's; an unreadable trajectory
+/// counts none (the episode itself was already reported done).
+fn taken_over_steps(dir: &Path) -> usize {
+    crate::agent::trajectory::read_trajectory(dir).map_or(0, |t| {
+        t.steps
+            .iter()
+            .filter(|s| s.attempts.iter().any(|a| a.overruled.is_some()))
+            .count()
+    })
+}
+
 /// Appends one JSON line and syncs it, so an interrupted collection keeps
 /// its index up to the last finished episode.
 fn append_line(path: &Path, value: &serde_json::Value) -> anyhow::Result<()> {
@@ -400,4 +431,36 @@ fn append_line(path: &Path, value: &serde_json::Value) -> anyhow::Result<()> {
     file.write_all(&line)
         .and_then(|()| file.sync_data())
         .with_context(|| format!("cannot append to {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::trajectory::{EPISODE_FILE, STEPS_FILE, parse_trajectory};
+
+    #[test]
+    fn taken_over_steps_are_those_with_an_overruled_answer() {
+        // A real oracle trajectory (a fuzzing seed), its second step marked
+        // as the teacher's the way `Relabelled` marks it.
+        let seed = include_bytes!("../../fuzz/seeds/trajectory/alarm_set-train-s0");
+        let at = seed.iter().position(|&b| b == 0).unwrap();
+        let episode = std::str::from_utf8(&seed[..at]).unwrap();
+        let mut trajectory = parse_trajectory(Path::new("seed"), episode, &seed[at + 1..]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let write = |steps: &[crate::agent::trajectory::StepRecord]| {
+            let mut log = Vec::new();
+            for step in steps {
+                serde_json::to_writer(&mut log, step).unwrap();
+                log.push(b'\n');
+            }
+            std::fs::write(dir.path().join(EPISODE_FILE), episode).unwrap();
+            std::fs::write(dir.path().join(STEPS_FILE), log).unwrap();
+        };
+        write(&trajectory.steps);
+        assert_eq!(taken_over_steps(dir.path()), 0);
+        trajectory.steps[1].attempts[0].overruled = Some("<link>Finish</link>".to_owned());
+        write(&trajectory.steps);
+        assert_eq!(taken_over_steps(dir.path()), 1);
+        assert_eq!(taken_over_steps(&dir.path().join("missing")), 0);
+    }
 }

@@ -326,6 +326,30 @@ fn write_gguf(
             ),
         ));
     }
+    let mut unused: Vec<String> = weights
+        .keys()
+        .filter(|n| !used.contains(*n))
+        .cloned()
+        .collect();
+    unused.sort();
+    // A text file leaves out only the vision tower and a projector only the
+    // language model; any other weight left over means the template is of a
+    // smaller model (fewer layers), and the file would run a cut-down copy.
+    let left_over: Vec<&String> = unused
+        .iter()
+        .filter(|n| n.starts_with("visual.") == (family == Family::Projector))
+        .collect();
+    if let Some(first) = left_over.first() {
+        return Err(template_error(
+            template,
+            format!(
+                "{} weight(s) of the checkpoint have no tensor in the template (first: {first}): \
+                 the template is of a smaller model; make one of this model's size with \
+                 `btl-train init --config`",
+                left_over.len()
+            ),
+        ));
+    }
     let file_type = match precision {
         Precision::Template => None,
         Precision::F32 => Some(FILE_TYPE_F32),
@@ -339,12 +363,6 @@ fn write_gguf(
         let (piece, kind) = &sources[i];
         Ok(Cow::Owned(tensor_bytes(piece, *kind)?))
     })?;
-    let mut unused: Vec<String> = weights
-        .keys()
-        .filter(|n| !used.contains(*n))
-        .cloned()
-        .collect();
-    unused.sort();
     Ok(ExportReport {
         output: out.to_owned(),
         architecture: header
