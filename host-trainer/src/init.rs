@@ -670,6 +670,10 @@ pub enum Weights<'a> {
     /// A text model and projector GGUF of a model of the spec's size and
     /// tokenizer (e.g. the shipped default model), dequantized.
     Gguf { text: &'a Path, projector: &'a Path },
+    /// GGUF files of a shallower model of the spec's width and tokenizer,
+    /// grown to the spec's depth ([`crate::grow`]): the new model starts
+    /// out computing what they compute.
+    Grown { text: &'a Path, projector: &'a Path },
 }
 
 /// Writes a new model into `out`: `hf/` (config.json, model.safetensors in
@@ -709,6 +713,25 @@ pub fn init(
                 &text,
                 &GgufFile::open(projector)?,
             )?)
+        }
+        Weights::Grown { text, projector } => {
+            let (text, projector) = (GgufFile::open(text)?, GgufFile::open(projector)?);
+            check_vocabulary(&text, &vocab, &spec.tokenizer)?;
+            let layers = block_count(&text, "qwen2vl.block_count")?;
+            let depth = block_count(&projector, "clip.vision.block_count")?;
+            let growth = growth(spec, layers, depth, &text, &projector)?;
+            let mut small_spec = spec.clone();
+            small_spec.text.layers = layers;
+            small_spec.vision.depth = depth;
+            let mut small_config = model_config(&small_spec, vocab_size, spec_path)?;
+            small_config.image_token_id = ids.image;
+            small_config.video_token_id = ids.video;
+            small_config.vision_start_token_id = ids.vision_start;
+            small_config.vision_end_token_id = ids.vision_end;
+            let small = Qwen25Vl::new(small_config, Device::Cpu, Kind::Float)?;
+            let imported = load_gguf_weights(&small, &text, &projector)?;
+            crate::grow::grow_into(&model, &small, growth)?;
+            Some(imported)
         }
     };
     let mut weights: Vec<(String, Tensor)> = model.vars().variables().into_iter().collect();
@@ -772,6 +795,57 @@ pub fn init(
         text_parameters,
         vision_parameters,
         imported,
+    })
+}
+
+fn block_count(file: &GgufFile, key: &str) -> Result<i64> {
+    match file.header().get(key) {
+        Some(Value::U32(n)) if *n > 0 => Ok(i64::from(*n)),
+        other => Err(Error::Gguf {
+            path: file.path().to_owned(),
+            message: format!("{key} is {other:?}, not a positive u32"),
+        }),
+    }
+}
+
+/// How `spec`'s depth grows from a model of `layers` text layers and a
+/// vision tower `depth` deep: each a whole multiple, the vision tower's in
+/// groups of its attention pattern.
+fn growth(
+    spec: &ModelSpec,
+    layers: i64,
+    depth: i64,
+    text: &GgufFile,
+    projector: &GgufFile,
+) -> Result<crate::grow::Growth> {
+    let every = spec.vision.full_attention_every;
+    let bad = |file: &GgufFile, message: String| Error::Gguf {
+        path: file.path().to_owned(),
+        message,
+    };
+    if spec.text.layers % layers != 0 {
+        return Err(bad(
+            text,
+            format!(
+                "it has {layers} text layers; the spec's {} is no whole multiple of them",
+                spec.text.layers
+            ),
+        ));
+    }
+    if depth % every != 0 || spec.vision.depth % depth != 0 {
+        return Err(bad(
+            projector,
+            format!(
+                "its vision tower is {depth} blocks deep; the spec's {} is no whole multiple of them \
+                 in groups of full_attention_every = {every}",
+                spec.vision.depth
+            ),
+        ));
+    }
+    Ok(crate::grow::Growth {
+        text_factor: spec.text.layers / layers,
+        vision_factor: spec.vision.depth / depth,
+        full_attention_every: every,
     })
 }
 

@@ -12,6 +12,8 @@
 //!   optimizer, checkpoints);
 //! - [`init`]: a new model of a chosen size with random weights, or with
 //!   the weights of its GGUF files (HF directory and GGUFs);
+//! - [`grow`]: a deeper model that starts from a trained shallower one's
+//!   function (each layer followed by copies with zero outputs);
 //! - [`import`]: weights read back from GGUF files (the inverse of
 //!   [`export`]);
 //! - [`sft`]: supervised fine-tuning's objective, masked cross-entropy on
@@ -44,6 +46,7 @@ pub mod config;
 pub mod data;
 pub mod error;
 pub mod export;
+pub mod grow;
 pub mod grpo;
 pub mod import;
 pub mod induction;

@@ -580,3 +580,70 @@ fn the_cli_takes_the_shipped_model_back_and_refuses_ggufs_of_another_size() {
     assert_eq!(run.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&run.stderr).contains("--from-mmproj"));
 }
+
+#[test]
+fn a_grown_model_computes_exactly_what_the_small_one_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = init_fixture(dir.path(), Precision::F32);
+    let spec = fixture_spec(dir.path());
+    let deeper = dir.path().join("deeper.toml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    let grown_spec =
+        text.replacen("layers = 2\n", "layers = 4\n", 1)
+            .replacen("depth = 4\n", "depth = 8\n", 1);
+    std::fs::write(&deeper, &grown_spec).unwrap();
+    let arg = |p: &Path| p.to_str().unwrap().to_owned();
+    let grow = |config: &Path, out: &Path| {
+        btl_train(&[
+            "init",
+            "--config",
+            &arg(config),
+            "--out",
+            &arg(out),
+            "--from-gguf",
+            &arg(&small.text),
+            "--from-mmproj",
+            &arg(&small.mmproj),
+            "--grow",
+        ])
+    };
+    let out = dir.path().join("grown");
+    let run = grow(&deeper, &out);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+
+    // Twice as deep, and the same logits to the last bit: the copies add
+    // exact zeros to the residual stream.
+    let tensors = checkpoint_tensors(&out.join("hf"));
+    assert!(tensors.contains_key("model.layers.3.mlp.up_proj.weight"));
+    assert!(tensors.contains_key("visual.blocks.7.attn.qkv.weight"));
+    let (expected, ..) = trainer_logits(&small.hf);
+    let (got, ..) = trainer_logits(&out.join("hf"));
+    assert!(
+        expected.equal(&got),
+        "max diff {}",
+        max_abs_diff(&expected, &got)
+    );
+    // The copies are not inert: their inputs are the original layer's.
+    let original = checkpoint_tensors(&small.hf);
+    assert!(
+        tensors["model.layers.1.self_attn.q_proj.weight"]
+            .equal(&original["model.layers.0.self_attn.q_proj.weight"])
+    );
+
+    // A depth that is no whole multiple is refused, naming the file.
+    let odd = dir.path().join("odd.toml");
+    std::fs::write(&odd, text.replacen("layers = 2\n", "layers = 3\n", 1)).unwrap();
+    let run = grow(&odd, &dir.path().join("odd"));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("it has 2 text layers; the spec's 3 is no whole multiple of them"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(small.text.to_str().unwrap()), "{stderr}");
+    assert!(!dir.path().join("odd").exists());
+}

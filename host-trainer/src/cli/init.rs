@@ -43,6 +43,12 @@ pub struct InitArgs {
     /// The projector GGUF that goes with `--from-gguf`.
     #[arg(long, value_name = "MMPROJ.gguf", requires = "from_gguf")]
     from_mmproj: Option<PathBuf>,
+    /// `--from-gguf` is a shallower model of `--config`'s width: grow it to
+    /// `--config`'s depth (a whole multiple of its own), each layer followed
+    /// by copies whose outputs are zero, so the new model starts out
+    /// computing exactly what the small one does.
+    #[arg(long, requires = "from_gguf")]
+    grow: bool,
 }
 
 pub fn run_init(args: &InitArgs) -> Outcome {
@@ -58,6 +64,7 @@ pub fn run_init(args: &InitArgs) -> Outcome {
     };
     let spec = ModelSpec::from_file(&args.config).map_err(|e| Failure::BadInput(e.into()))?;
     let weights = match (&args.from_gguf, &args.from_mmproj) {
+        (Some(text), Some(projector)) if args.grow => Weights::Grown { text, projector },
         (Some(text), Some(projector)) => Weights::Gguf { text, projector },
         _ => Weights::Random,
     };
