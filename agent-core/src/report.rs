@@ -321,12 +321,9 @@ mod tests {
 
     #[test]
     fn a_taken_over_step_shows_the_policy_s_own_answer() {
-        let seed = include_bytes!("../fuzz/seeds/trajectory/alarm_set-train-s0");
-        let at = seed.iter().position(|&b| b == 0).unwrap();
-        let episode = std::str::from_utf8(&seed[..at]).unwrap();
-        let mut trajectory =
-            crate::agent::trajectory::parse_trajectory(Path::new("old"), episode, &seed[at + 1..])
-                .unwrap();
+        use crate::agent::trajectory::{old_oracle_trajectory, parse_trajectory};
+        let (episode, log) = old_oracle_trajectory();
+        let mut trajectory = parse_trajectory(Path::new("old"), episode, log).unwrap();
         assert!(trajectory.steps.len() >= 2);
         let own = "<think>done</think><link>Finish & stop</link>";
         trajectory.steps[1].attempts[0].overruled = Some(own.to_owned());

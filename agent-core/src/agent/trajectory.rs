@@ -453,6 +453,19 @@ pub fn parse_trajectory(
     })
 }
 
+/// A real oracle trajectory written before `overruled` existed (a fuzzing
+/// seed: episode record, a 0 byte, the step log), for tests that need one.
+#[cfg(test)]
+pub(crate) fn old_oracle_trajectory() -> (&'static str, &'static [u8]) {
+    let seed: &'static [u8] = include_bytes!("../../fuzz/seeds/trajectory/alarm_set-train-s0");
+    let at = seed
+        .iter()
+        .position(|&b| b == 0)
+        .expect("the seed's separator");
+    let episode = std::str::from_utf8(&seed[..at]).expect("a UTF-8 episode record");
+    (episode, &seed[at + 1..])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -477,10 +490,7 @@ mod tests {
     /// them is lost when written again, and no `overruled` key appears.
     #[test]
     fn a_step_log_from_before_overruled_answers_reads_and_writes_as_it_was() {
-        let seed = include_bytes!("../../fuzz/seeds/trajectory/alarm_set-train-s0");
-        let at = seed.iter().position(|&b| b == 0).unwrap();
-        let episode = std::str::from_utf8(&seed[..at]).unwrap();
-        let log = &seed[at + 1..];
+        let (episode, log) = old_oracle_trajectory();
         let trajectory = parse_trajectory(Path::new("old"), episode, log).unwrap();
         let lines: Vec<&[u8]> = log
             .split(|&b| b == b'\n')

@@ -436,16 +436,16 @@ fn append_line(path: &Path, value: &serde_json::Value) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::trajectory::{EPISODE_FILE, STEPS_FILE, parse_trajectory};
+    use crate::agent::trajectory::{
+        EPISODE_FILE, STEPS_FILE, old_oracle_trajectory, parse_trajectory,
+    };
 
     #[test]
     fn taken_over_steps_are_those_with_an_overruled_answer() {
         // A real oracle trajectory (a fuzzing seed), its second step marked
         // as the teacher's the way `Relabelled` marks it.
-        let seed = include_bytes!("../../fuzz/seeds/trajectory/alarm_set-train-s0");
-        let at = seed.iter().position(|&b| b == 0).unwrap();
-        let episode = std::str::from_utf8(&seed[..at]).unwrap();
-        let mut trajectory = parse_trajectory(Path::new("seed"), episode, &seed[at + 1..]).unwrap();
+        let (episode, log) = old_oracle_trajectory();
+        let mut trajectory = parse_trajectory(Path::new("seed"), episode, log).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let write = |steps: &[crate::agent::trajectory::StepRecord]| {
             let mut log = Vec::new();
