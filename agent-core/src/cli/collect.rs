@@ -381,7 +381,12 @@ fn worker(
                         device,
                         job,
                         outcome,
-                        taken_over: taken_over_steps(&dir),
+                        // Only a teacher that takes over leaves steps to count.
+                        taken_over: if choice.take_over_early_finish {
+                            taken_over_steps(&dir)
+                        } else {
+                            0
+                        },
                     });
                 }
             },
