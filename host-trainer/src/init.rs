@@ -298,6 +298,17 @@ impl SpecialIds {
             im_end: vocab.added_id("<|im_end|>", path)?,
         })
     }
+
+    /// `config` with the image and vision-marker tokens these ids name.
+    fn tie(self, config: Config) -> Config {
+        Config {
+            image_token_id: self.image,
+            video_token_id: self.video,
+            vision_start_token_id: self.vision_start,
+            vision_end_token_id: self.vision_end,
+            ..config
+        }
+    }
 }
 
 /// How M-RoPE splits a head's `head_dim / 2` frequencies between time,
@@ -693,11 +704,7 @@ pub fn init(
         .unwrap_or_else(|| (vocab.tokens.len() as i64 + 127) / 128 * 128);
     vocab.pad_to(vocab_size, &spec.tokenizer)?;
     let ids = SpecialIds::of(&vocab, &spec.tokenizer)?;
-    let mut config = model_config(spec, vocab_size, spec_path)?;
-    config.image_token_id = ids.image;
-    config.video_token_id = ids.video;
-    config.vision_start_token_id = ids.vision_start;
-    config.vision_end_token_id = ids.vision_end;
+    let config = ids.tie(model_config(spec, vocab_size, spec_path)?);
 
     let model = Qwen25Vl::new(config.clone(), Device::Cpu, Kind::Float)?;
     let imported = match weights {
@@ -723,11 +730,7 @@ pub fn init(
             let mut small_spec = spec.clone();
             small_spec.text.layers = layers;
             small_spec.vision.depth = depth;
-            let mut small_config = model_config(&small_spec, vocab_size, spec_path)?;
-            small_config.image_token_id = ids.image;
-            small_config.video_token_id = ids.video;
-            small_config.vision_start_token_id = ids.vision_start;
-            small_config.vision_end_token_id = ids.vision_end;
+            let small_config = ids.tie(model_config(&small_spec, vocab_size, spec_path)?);
             let small = Qwen25Vl::new(small_config, Device::Cpu, Kind::Float)?;
             let imported = load_gguf_weights(&small, &text, &projector)?;
             crate::grow::grow_into(&model, &small, growth)?;

@@ -216,9 +216,31 @@ fn bad_data_and_configs_are_named() {
     );
 
     std::fs::write(&samples, "[{\"images\": [\"missing.png\"], \"image_sizes\": [[10, 10]], \"bbox\": [], \"solution\": \"[{\\\"Action\\\": {\\\"function\\\": \\\"Back\\\"}}]\", \"messages\": [{\"role\": \"user\", \"content\": \"<image>\"}]}]").unwrap();
-    let mut trainer = Trainer::new(config.clone(), Box::new(Digits)).unwrap();
-    let err = trainer.step().err().unwrap().to_string();
-    assert!(err.contains("missing.png"), "{err}");
+    let err = Trainer::new(config.clone(), Box::new(Digits))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("samples.json")
+            && err.contains("sample 0's screenshot")
+            && err.contains("missing.png"),
+        "{err}"
+    );
+    // The held-out samples are checked as early: a run used to train until
+    // its first evaluation before it found one missing.
+    let heldout = dir.path().join("heldout.json");
+    std::fs::rename(&samples, &heldout).unwrap();
+    std::fs::write(&samples, SAMPLES).unwrap();
+    let mut with_heldout = config.clone();
+    with_heldout.data.heldout = vec![heldout];
+    let err = Trainer::new(with_heldout, Box::new(Digits))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("heldout.json") && err.contains("missing.png"),
+        "{err}"
+    );
 
     let file = dir.path().join("bad.toml");
     std::fs::write(&file, "[model]\ncheckpoint = \"x\"\n[data]\nsamples = [\"s.json\"]\n[grpo]\nbeta = \"high\"\n[run]\nsteps = 1\noutput_dir = \"o\"\n").unwrap();

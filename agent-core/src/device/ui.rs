@@ -46,7 +46,62 @@ pub struct UiNode {
     pub children: Vec<UiNode>,
 }
 
+/// The longest label [`UiNode::label`] composes from a node's descendants,
+/// in characters: what the decoding grammar admits for a blink region's
+/// label, so a model trained on these labels can write them.
+pub const MAX_LABEL_CHARS: usize = 48;
+
 impl UiNode {
+    /// What a person would call the element: its text, its description,
+    /// else (for one a finger can use) the texts of its descendants joined
+    /// with ", " as TalkBack speaks a clickable row without text of its own
+    /// (a contact row is "Dmitri King", not "contact item"), as many as
+    /// fit [`MAX_LABEL_CHARS`]; else the name part of its resource id, else
+    /// its class.
+    pub fn label(&self) -> String {
+        if let Some(own) = [&self.text, &self.content_desc]
+            .into_iter()
+            .map(|s| s.trim())
+            .find(|s| !s.is_empty())
+        {
+            return own.to_string();
+        }
+        if self.clickable || self.long_clickable {
+            let mut spoken = String::new();
+            for text in self
+                .iter()
+                .skip(1)
+                .map(|n| {
+                    if n.text.trim().is_empty() {
+                        n.content_desc.trim()
+                    } else {
+                        n.text.trim()
+                    }
+                })
+                .filter(|t| !t.is_empty())
+            {
+                let sep = if spoken.is_empty() { "" } else { ", " };
+                if spoken.chars().count() + sep.len() + text.chars().count() > MAX_LABEL_CHARS {
+                    break;
+                }
+                spoken.push_str(sep);
+                spoken.push_str(text);
+            }
+            if !spoken.is_empty() {
+                return spoken;
+            }
+        }
+        match self.resource_id.rsplit('/').next().unwrap_or_default() {
+            "" => self
+                .class
+                .rsplit('.')
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+            name => name.replace('_', " "),
+        }
+    }
+
     /// The point a finger aims at: the middle of the bounds.
     pub fn center(&self) -> (i32, i32) {
         let [x1, y1, x2, y2] = self.bounds;
@@ -370,6 +425,36 @@ mod tests {
             bounds,
             ..UiNode::default()
         }
+    }
+
+    #[test]
+    fn labels_fall_back_from_text_to_description_to_spoken_children_to_id_to_class() {
+        let mut n = node("", [0, 0, 1, 1]);
+        n.class = "android.widget.ImageButton".into();
+        assert_eq!(n.label(), "ImageButton");
+        n.resource_id = "com.btl.contacts:id/contact_item".into();
+        assert_eq!(n.label(), "contact item");
+        // A row's children speak for it only when a finger can use it.
+        n.children = vec![node(" D ", [0, 0, 1, 1]), node("", [0, 0, 1, 1]), {
+            let mut name = node("", [0, 0, 1, 1]);
+            name.content_desc = "Dmitri King".into();
+            name
+        }];
+        assert_eq!(n.label(), "contact item");
+        n.clickable = true;
+        assert_eq!(n.label(), "D, Dmitri King");
+        // Texts are taken while the label stays within 48 characters:
+        // "D, Dmitri King" has 14, so a text of 33 more after ", " makes 49,
+        // one too many, and one of 32 (characters, not bytes) just fits.
+        n.children.push(node(&"x".repeat(33), [0, 0, 1, 1]));
+        assert_eq!(n.label(), "D, Dmitri King");
+        n.children.pop();
+        n.children.push(node(&"é".repeat(32), [0, 0, 1, 1]));
+        assert_eq!(n.label(), format!("D, Dmitri King, {}", "é".repeat(32)));
+        n.content_desc = "Delete".into();
+        assert_eq!(n.label(), "Delete");
+        n.text = " Save ".into();
+        assert_eq!(n.label(), "Save");
     }
 
     #[test]

@@ -56,7 +56,7 @@ const WIDEST_CHAR: char = '\u{1D11E}';
 
 impl Default for GrammarLimits {
     /// Room for every answer the suite's oracles write (over ten instances
-    /// of every template: longest label 36 characters, Plan and think 73,
+    /// of every template: longest label 46 characters, Plan and think 73,
     /// typed text 26, printed by the llama test
     /// `llama_cpp_grammar_admits_every_oracle_answer`) with margin; the
     /// longest admitted answer is [`DEFAULT_MAX_TOKENS`] bytes or less on
@@ -64,7 +64,7 @@ impl Default for GrammarLimits {
     fn default() -> Self {
         Self {
             max_regions: 3,
-            max_label_chars: 48,
+            max_label_chars: crate::device::ui::MAX_LABEL_CHARS,
             max_think_chars: 128,
             max_string_chars: 96,
         }

@@ -144,29 +144,8 @@ fn roi(node: &UiNode, frame: &FrameMap) -> Roi {
     let (a, b) = (corner(x1, y1), corner(x2, y2));
     Roi {
         bbox: BBox::new(a.x.round(), a.y.round(), b.x.round(), b.y.round()),
-        label: label(node),
+        label: node.label(),
     }
-}
-
-/// What a person would call the element: its text, its description, or
-/// the name part of its resource id.
-fn label(node: &UiNode) -> String {
-    [&node.text, &node.content_desc]
-        .into_iter()
-        .find(|s| !s.trim().is_empty())
-        .cloned()
-        .unwrap_or_else(|| {
-            let name = node.resource_id.rsplit('/').next().unwrap_or_default();
-            if name.is_empty() {
-                node.class
-                    .rsplit('.')
-                    .next()
-                    .unwrap_or_default()
-                    .to_string()
-            } else {
-                name.replace('_', " ")
-            }
-        })
 }
 
 #[cfg(test)]
@@ -260,15 +239,5 @@ mod tests {
             swipe_direction(p(100, 1200), p(900, 1150)),
             Direction::Right
         );
-    }
-
-    #[test]
-    fn labels_fall_back_from_text_to_description_to_id() {
-        let mut n = node("", [0, 0, 1, 1]);
-        n.content_desc = "Search".into();
-        assert_eq!(label(&n), "Search");
-        n.content_desc.clear();
-        n.resource_id = "com.android.settings:id/wifi_switch".into();
-        assert_eq!(label(&n), "wifi switch");
     }
 }

@@ -97,26 +97,6 @@ fn covers_screen(node: &UiNode, screen: Size) -> bool {
     screen_box(node, screen).is_some_and(|b| b.area() >= MAX_SCREEN_SHARE * screen.pixels() as f64)
 }
 
-/// What a person would call the element: its text, its description, the
-/// name part of its resource id, or its class.
-pub fn label(node: &UiNode) -> String {
-    if let Some(s) = [&node.text, &node.content_desc]
-        .into_iter()
-        .find(|s| !s.trim().is_empty())
-    {
-        return s.trim().to_string();
-    }
-    match id_name(node) {
-        "" => node
-            .class
-            .rsplit('.')
-            .next()
-            .unwrap_or_default()
-            .to_string(),
-        name => name.replace('_', " "),
-    }
-}
-
 fn id_name(node: &UiNode) -> &str {
     node.resource_id.rsplit('/').next().unwrap_or_default()
 }
@@ -166,7 +146,7 @@ pub fn rank_rois(
 ) -> Vec<RankedRoi> {
     let query = words(&format!("{goal} {plan}"));
     let mut chosen: Vec<(BBox, String)> = target
-        .and_then(|t| Some((screen_box(t, screen)?, label(t))))
+        .and_then(|t| Some((screen_box(t, screen)?, t.label())))
         .into_iter()
         .collect();
     let target_centre = chosen.first().map(|(b, _)| b.center());
@@ -216,7 +196,7 @@ pub fn rank_rois(
             break;
         }
         if chosen.iter().all(|(b, _)| b.iou(&c.bbox) < DUPLICATE_IOU) {
-            chosen.push((c.bbox, label(c.node)));
+            chosen.push((c.bbox, c.node.label()));
         }
     }
     chosen.truncate(lambda);
@@ -326,19 +306,6 @@ mod tests {
         assert_eq!(w, ["fi", "save", "then", "turn", "wi", "wifi"]);
     }
 
-    #[test]
-    fn labels_fall_back_from_text_to_description_to_id_to_class() {
-        let mut n = node("", [0, 0, 1, 1], false);
-        n.class = "android.widget.ImageButton".into();
-        assert_eq!(label(&n), "ImageButton");
-        n.resource_id = "com.btl.contacts:id/add_contact".into();
-        assert_eq!(label(&n), "add contact");
-        n.content_desc = "Add".into();
-        assert_eq!(label(&n), "Add");
-        n.text = " Save ".into();
-        assert_eq!(label(&n), "Save");
-    }
-
     /// The target, then the relevant text, then the other clickables by
     /// distance to the target; containers, blanks and a near copy of the
     /// target are left out.
@@ -386,9 +353,10 @@ mod tests {
                 ("Wi-Fi display", 3),
                 // The row (clickable, no text of its own) and the switch
                 // overlap at IoU 100·100 / (1000·140) < 0.5, so it stays;
-                // it is interactive with relevance 0 and nearest (centre
-                // (500, 350), 400 px).
-                ("", 4),
+                // it is interactive with relevance 0 (its own words, none)
+                // and nearest (centre (500, 350), 400 px). Its label is its
+                // child's text, as TalkBack speaks the row.
+                ("Wi-Fi", 4),
                 ("Search settings", 5),
                 ("Bluetooth", 6),
             ]
