@@ -53,11 +53,11 @@ pub const MAX_LABEL_CHARS: usize = 48;
 
 impl UiNode {
     /// What a person would call the element: its text, its description,
-    /// else (for one a finger can use) the texts of its descendants joined
-    /// with ", " as TalkBack speaks a clickable row without text of its own
-    /// (a contact row is "Dmitri King", not "contact item"), as many as
-    /// fit [`MAX_LABEL_CHARS`]; else the name part of its resource id, else
-    /// its class.
+    /// else (for one a finger can use) the texts of its passive descendants
+    /// joined with ", " as TalkBack speaks a clickable row without text of
+    /// its own (a contact row is "Dmitri King", not "contact item"), as many
+    /// as fit [`MAX_LABEL_CHARS`]; else the name part of its resource id,
+    /// else its class.
     pub fn label(&self) -> String {
         if let Some(own) = [&self.text, &self.content_desc]
             .into_iter()
@@ -68,25 +68,7 @@ impl UiNode {
         }
         if self.clickable || self.long_clickable {
             let mut spoken = String::new();
-            for text in self
-                .iter()
-                .skip(1)
-                .map(|n| {
-                    if n.text.trim().is_empty() {
-                        n.content_desc.trim()
-                    } else {
-                        n.text.trim()
-                    }
-                })
-                .filter(|t| !t.is_empty())
-            {
-                let sep = if spoken.is_empty() { "" } else { ", " };
-                if spoken.chars().count() + sep.len() + text.chars().count() > MAX_LABEL_CHARS {
-                    break;
-                }
-                spoken.push_str(sep);
-                spoken.push_str(text);
-            }
+            self.speak_children(&mut spoken);
             if !spoken.is_empty() {
                 return spoken;
             }
@@ -99,6 +81,32 @@ impl UiNode {
                 .unwrap_or_default()
                 .to_string(),
             name => name.replace('_', " "),
+        }
+    }
+
+    /// Appends the texts (else descriptions) of the descendants to
+    /// `spoken`, in document order, while it stays within
+    /// [`MAX_LABEL_CHARS`]. A clickable descendant is an element of its own
+    /// (a row's switch, a dialog's button) and is left out with its subtree.
+    fn speak_children(&self, spoken: &mut String) {
+        for child in self
+            .children
+            .iter()
+            .filter(|c| !c.clickable && !c.long_clickable)
+        {
+            let own = [&child.text, &child.content_desc]
+                .into_iter()
+                .map(|s| s.trim())
+                .find(|s| !s.is_empty());
+            if let Some(text) = own {
+                let sep = if spoken.is_empty() { "" } else { ", " };
+                if spoken.chars().count() + sep.len() + text.chars().count() > MAX_LABEL_CHARS {
+                    return;
+                }
+                spoken.push_str(sep);
+                spoken.push_str(text);
+            }
+            child.speak_children(spoken);
         }
     }
 
@@ -451,6 +459,15 @@ mod tests {
         n.children.pop();
         n.children.push(node(&"é".repeat(32), [0, 0, 1, 1]));
         assert_eq!(n.label(), format!("D, Dmitri King, {}", "é".repeat(32)));
+        // A clickable child is an element of its own, unspoken with what
+        // it holds; a passive child's own children are spoken.
+        n.children.pop();
+        let mut switch = node("On", [0, 0, 1, 1]);
+        switch.clickable = true;
+        let mut summary = node("", [0, 0, 1, 1]);
+        summary.children = vec![node("Home", [0, 0, 1, 1])];
+        n.children.extend([switch, summary]);
+        assert_eq!(n.label(), "D, Dmitri King, Home");
         n.content_desc = "Delete".into();
         assert_eq!(n.label(), "Delete");
         n.text = " Save ".into();
