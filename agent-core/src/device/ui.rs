@@ -59,11 +59,7 @@ impl UiNode {
     /// as fit [`MAX_LABEL_CHARS`]; else the name part of its resource id,
     /// else its class.
     pub fn label(&self) -> String {
-        if let Some(own) = [&self.text, &self.content_desc]
-            .into_iter()
-            .map(|s| s.trim())
-            .find(|s| !s.is_empty())
-        {
+        if let Some(own) = self.own_words() {
             return own.to_string();
         }
         if self.clickable || self.long_clickable {
@@ -73,7 +69,7 @@ impl UiNode {
                 return spoken;
             }
         }
-        match self.resource_id.rsplit('/').next().unwrap_or_default() {
+        match self.id_name() {
             "" => self
                 .class
                 .rsplit('.')
@@ -84,30 +80,44 @@ impl UiNode {
         }
     }
 
-    /// Appends the texts (else descriptions) of the descendants to
-    /// `spoken`, in document order, while it stays within
-    /// [`MAX_LABEL_CHARS`]. A clickable descendant is an element of its own
-    /// (a row's switch, a dialog's button) and is left out with its subtree.
-    fn speak_children(&self, spoken: &mut String) {
+    /// Its text, else its description, trimmed; `None` when both are blank.
+    fn own_words(&self) -> Option<&str> {
+        [&self.text, &self.content_desc]
+            .into_iter()
+            .map(|s| s.trim())
+            .find(|s| !s.is_empty())
+    }
+
+    /// The name part of its resource id (`wifi_switch` of
+    /// `com.android.settings:id/wifi_switch`); empty without an id.
+    pub fn id_name(&self) -> &str {
+        self.resource_id.rsplit('/').next().unwrap_or_default()
+    }
+
+    /// Appends the descendants' [`own_words`](Self::own_words) to `spoken`,
+    /// in document order, until the next would take it past
+    /// [`MAX_LABEL_CHARS`]; returns false once that happened. A clickable
+    /// descendant is an element of its own (a row's switch, a dialog's
+    /// button) and is left out with its subtree.
+    fn speak_children(&self, spoken: &mut String) -> bool {
         for child in self
             .children
             .iter()
             .filter(|c| !c.clickable && !c.long_clickable)
         {
-            let own = [&child.text, &child.content_desc]
-                .into_iter()
-                .map(|s| s.trim())
-                .find(|s| !s.is_empty());
-            if let Some(text) = own {
+            if let Some(text) = child.own_words() {
                 let sep = if spoken.is_empty() { "" } else { ", " };
                 if spoken.chars().count() + sep.len() + text.chars().count() > MAX_LABEL_CHARS {
-                    return;
+                    return false;
                 }
                 spoken.push_str(sep);
                 spoken.push_str(text);
             }
-            child.speak_children(spoken);
+            if !child.speak_children(spoken) {
+                return false;
+            }
         }
+        true
     }
 
     /// The point a finger aims at: the middle of the bounds.

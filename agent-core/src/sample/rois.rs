@@ -97,10 +97,6 @@ fn covers_screen(node: &UiNode, screen: Size) -> bool {
     screen_box(node, screen).is_some_and(|b| b.area() >= MAX_SCREEN_SHARE * screen.pixels() as f64)
 }
 
-fn id_name(node: &UiNode) -> &str {
-    node.resource_id.rsplit('/').next().unwrap_or_default()
-}
-
 fn is_interactive(node: &UiNode) -> bool {
     node.clickable || node.long_clickable || node.checkable || node.focusable || node.scrollable
 }
@@ -125,7 +121,7 @@ fn relevance(node: &UiNode, query: &BTreeSet<String>) -> f64 {
         "{} {} {}",
         node.text,
         node.content_desc,
-        id_name(node).replace('_', " ")
+        node.id_name().replace('_', " ")
     ));
     if own.is_empty() {
         return 0.0;

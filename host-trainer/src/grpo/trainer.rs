@@ -348,14 +348,14 @@ fn load_items(files: &[PathBuf]) -> Result<Vec<Item>> {
             // A missing screenshot found here costs nothing; found when the
             // sample is drawn, or at the first held-out evaluation, it ends
             // a run that may have trained for an hour without a checkpoint.
-            if let Some(image) = sample.images.first()
-                && !base.join(image).is_file()
+            if let Some(image) = sample.images.first().map(|i| base.join(i))
+                && !image.is_file()
             {
                 return Err(Error::Config {
                     path: file.clone(),
                     message: format!(
                         "sample {index}'s screenshot {} is not a file",
-                        base.join(image).display()
+                        image.display()
                     ),
                 });
             }
