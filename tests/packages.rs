@@ -198,8 +198,18 @@ fn wm_overrides_and_rotation_change_the_screen() {
         (2400, 1080),
         "accelerometer_rotation is 0 by default"
     );
-    let (_, input, _) = rig.shell("dumpsys input | grep SurfaceOrientation");
-    assert_eq!(input.trim(), "SurfaceOrientation: 1");
+    // Android 14 shows the turn in the touch viewport only; an
+    // orientation-aware touch screen keeps InputDeviceOrientation 0.
+    let (_, input, _) = rig.shell("dumpsys input | grep -e Orientation -e orientation=");
+    let lines: Vec<&str> = input.lines().map(str::trim).collect();
+    assert_eq!(lines.len(), 2, "{input}");
+    assert!(
+        lines[0].contains("orientation=1, logicalFrame=[0, 0, 2400, 1080]"),
+        "{input}"
+    );
+    assert_eq!(lines[1], "InputDeviceOrientation: 0");
+    let (_, bounds, _) = rig.shell("dumpsys input | grep DisplayBounds");
+    assert_eq!(bounds.trim(), "DisplayBounds: 1080x2400");
     let (_, display, _) = rig.shell("dumpsys window | grep mRotation");
     assert!(display.trim().starts_with("mRotation=1 "), "{display}");
     rig.shell("settings put system accelerometer_rotation 1");

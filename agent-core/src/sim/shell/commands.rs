@@ -1129,20 +1129,24 @@ fn window_displays(env: &ShellEnv) -> String {
     )
 }
 
-/// The touch screen's part of `dumpsys input` (InputReader's
-/// TouchInputMapper, as Android 12 prints it), with the viewport and
-/// `SurfaceOrientation` that clients read the rotation from.
+/// The touch screen's part of `dumpsys input` as Android 14's InputReader
+/// prints it. The rotation shows only in the viewport's `orientation=`:
+/// an orientation-aware touch screen (the emulator's) reports
+/// `InputDeviceOrientation: 0` at every rotation, and Android 12's
+/// `SurfaceOrientation` line is gone, so clients that grep for it find
+/// nothing here, as on a real Android 14 device.
 fn input_dump(w: u32, h: u32, rotation: u32) -> String {
+    let (natural_w, natural_h) = if rotation % 2 == 1 { (h, w) } else { (w, h) };
     format!(
         "INPUT MANAGER (dumpsys input)\n\nInput Reader State (Nums of device: 1):\n  \
-         Device 1: virtio_input_multi_touch_1\n    Sources: 0x00001002\n    \
-         Touch Input Mapper (mode - direct):\n      Viewport INTERNAL: displayId=0, \
+         Device 1: virtio_input_multi_touch_1\n    EventHub Devices: [ 1 ] \n    \
+         IsExternal: false\n    Sources: TOUCHSCREEN\n    \
+         Touch Input Mapper (mode - DIRECT):\n      Viewport INTERNAL: displayId=0, \
          uniqueId=local:0, port=0, orientation={rotation}, logicalFrame=[0, 0, {w}, {h}], \
          physicalFrame=[0, 0, {w}, {h}], deviceSize=[{w}, {h}], isActive=[1]\n      \
-         RawSurfaceWidth: {w}px\n      RawSurfaceHeight: {h}px\n      SurfaceLeft: 0\n      \
-         SurfaceTop: 0\n      SurfaceRight: {w}\n      SurfaceBottom: {h}\n      \
-         PhysicalWidth: {w}px\n      PhysicalHeight: {h}px\n      PhysicalLeft: 0\n      \
-         PhysicalTop: 0\n      SurfaceOrientation: {rotation}\n"
+         DisplayBounds: {natural_w}x{natural_h}\n      \
+         PhysicalFrameInRotatedDisplay: Rect{{0, 0, {w}, {h}}}\n      \
+         InputDeviceOrientation: 0\n"
     )
 }
 
