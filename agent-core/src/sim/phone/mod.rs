@@ -260,14 +260,19 @@ impl Phone {
     /// override or the panel's size, turned by the rotation. Screenshots,
     /// layout and input coordinates all use it, as on a device.
     pub fn size(&self) -> (u32, u32) {
-        let (w, h) = self
-            .size_override
-            .unwrap_or((self.config.width, self.config.height));
+        let (w, h) = self.upright_size();
         if self.rotation() % 2 == 1 {
             (h, w)
         } else {
             (w, h)
         }
+    }
+
+    /// The display's `(width, height)` held upright: `wm size`'s override
+    /// or the panel's size, whatever the rotation.
+    pub fn upright_size(&self) -> (u32, u32) {
+        self.size_override
+            .unwrap_or((self.config.width, self.config.height))
     }
 
     /// The panel's own size (`wm size`'s "Physical size").

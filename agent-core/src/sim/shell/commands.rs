@@ -1075,7 +1075,7 @@ fn dumpsys(args: &[&str], env: &mut ShellEnv) -> ShellOutput {
              WINDOW MANAGER WINDOWS (dumpsys window windows)\n  mCurrentFocus=Window{{7e1d2a0 u0 {focus}}}\n  mFocusedApp=ActivityRecord{{3f9b1c2 u0 {focus} t12}}\n  mFocusedWindow package={package}\n",
             window_displays(env)
         )),
-        ["input", ..] => ShellOutput::ok(input_dump(w, h, rotation)),
+        ["input", ..] => ShellOutput::ok(input_dump((w, h), env.phone.upright_size(), rotation)),
         // What `dumpsys activity top` and `activities` print of the resumed
         // activity, in the lines clients search for.
         ["activity", "top", ..] => ShellOutput::ok(format!(
@@ -1135,8 +1135,7 @@ fn window_displays(env: &ShellEnv) -> String {
 /// `InputDeviceOrientation: 0` at every rotation, and Android 12's
 /// `SurfaceOrientation` line is gone, so clients that grep for it find
 /// nothing here, as on a real Android 14 device.
-fn input_dump(w: u32, h: u32, rotation: u32) -> String {
-    let (natural_w, natural_h) = if rotation % 2 == 1 { (h, w) } else { (w, h) };
+fn input_dump((w, h): (u32, u32), (upright_w, upright_h): (u32, u32), rotation: u32) -> String {
     format!(
         "INPUT MANAGER (dumpsys input)\n\nInput Reader State (Nums of device: 1):\n  \
          Device 1: virtio_input_multi_touch_1\n    EventHub Devices: [ 1 ] \n    \
@@ -1144,7 +1143,7 @@ fn input_dump(w: u32, h: u32, rotation: u32) -> String {
          Touch Input Mapper (mode - DIRECT):\n      Viewport INTERNAL: displayId=0, \
          uniqueId=local:0, port=0, orientation={rotation}, logicalFrame=[0, 0, {w}, {h}], \
          physicalFrame=[0, 0, {w}, {h}], deviceSize=[{w}, {h}], isActive=[1]\n      \
-         DisplayBounds: {natural_w}x{natural_h}\n      \
+         DisplayBounds: {upright_w}x{upright_h}\n      \
          PhysicalFrameInRotatedDisplay: Rect{{0, 0, {w}, {h}}}\n      \
          InputDeviceOrientation: 0\n"
     )
