@@ -48,6 +48,7 @@ fn episode(reuse_prefix: bool, max_pixels: u64) -> (f64, u32) {
                 goal: "Turn on Wi-Fi.",
                 step_instruction: None,
                 history: &history,
+                screen: &[],
             },
             Profile::BtlUi,
             None,

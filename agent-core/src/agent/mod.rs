@@ -21,6 +21,7 @@ pub mod stability;
 pub mod trajectory;
 pub mod vote;
 
+use crate::device::elements::screen_elements;
 use crate::device::ui::UiNode;
 use crate::device::{Device, DeviceAction, DeviceError};
 use crate::model::{Observation, Policy, PolicyOutput};
@@ -443,11 +444,18 @@ impl Agent {
                 }));
             }
         };
+        let screen = match (&ui_tree, self.config().profile.lists_screen()) {
+            (Some(tree), true) => {
+                screen_elements(tree, &frame, &self.config().safety.keyboard_packages)
+            }
+            _ => Vec::new(),
+        };
         let prompt = Prompt::new(
             &Task::Navigation {
                 goal: &self.episode.goal,
                 step_instruction: None,
                 history: &self.history,
+                screen: &screen,
             },
             self.config().profile,
             self.config().roi_count,

@@ -117,7 +117,8 @@ pub struct PolicyArgs {
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct AgentArgs {
-    /// Prompt profile: btl-ui or btl-extended (adds Wait and Finish)
+    /// Prompt profile: btl-ui, btl-extended (adds Wait and Finish) or
+    /// btl-screen-text (btl-extended with the screen's elements listed)
     /// [default: the one the model file says it was trained with, else btl-ui].
     #[arg(long)]
     pub profile: Option<Profile>,

@@ -136,6 +136,7 @@ mod tests {
                 goal: "Turn on Wi-Fi.",
                 step_instruction: None,
                 history: &[],
+                screen: &[],
             },
             profile,
             None,

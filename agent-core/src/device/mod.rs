@@ -6,7 +6,8 @@
 //! see the model frame.
 //!
 //! [`ui::UiNode`] is the screen's accessibility tree as every backend
-//! reports it (`uiautomator dump`'s XML).
+//! reports it (`uiautomator dump`'s XML); [`elements`] flattens it into the
+//! lines profile `btl-screen-text` prompts with.
 //!
 //! # Backends
 //! Host builds (feature `host`) have two; on the phone the Android app
@@ -25,6 +26,7 @@ tests, benchmarks and collection on the virtual phone."
 pub mod adb;
 #[cfg(feature = "host")]
 pub mod adb_server;
+pub mod elements;
 #[cfg(feature = "host")]
 pub mod sim;
 pub mod ui;

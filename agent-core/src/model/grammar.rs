@@ -111,7 +111,7 @@ impl GrammarLimits {
             format!("{{\"function\": \"Type\", \"text\": \"{text}\"}}"),
             "{\"function\": \"Swipe\", \"direction\": \"right\"}".to_string(),
         ];
-        if profile == Profile::BtlExtended {
+        if profile.can_finish() {
             actions.push(format!(
                 "{{\"function\": \"Finish\", \"answer\": \"{text}\"}}"
             ));
@@ -219,7 +219,7 @@ pub fn btl_grammar(frame: Size, profile: Profile, limits: &GrammarLimits) -> Str
         "\"{\\\"function\\\": \\\"Back\\\"}\"".to_string(),
         "\"{\\\"function\\\": \\\"Home\\\"}\"".to_string(),
     ];
-    if profile == Profile::BtlExtended {
+    if profile.can_finish() {
         actions.push("\"{\\\"function\\\": \\\"Wait\\\"}\"".to_string());
         actions.push(
             "\"{\\\"function\\\": \\\"Finish\\\"\" (\", \\\"answer\\\": \" string)? \"}\""
@@ -388,6 +388,9 @@ mod tests {
         let extended = btl_grammar(frame, Profile::BtlExtended, &GrammarLimits::default());
         assert!(!ui.contains("Finish") && !ui.contains("Wait"));
         assert!(extended.contains("Finish") && extended.contains("Wait"));
+        // Listing the screen changes the prompt, not the answers.
+        let listed = btl_grammar(frame, Profile::BtlScreenText, &GrammarLimits::default());
+        assert_eq!(listed, extended);
         assert!(ui.contains(&format!("x ::= {}", int_upto(1092))));
         assert!(ui.contains(&format!("y ::= {}", int_upto(2408))));
         assert!(ui.contains("think ::= [^<]{0,128}"));

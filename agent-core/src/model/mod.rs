@@ -65,8 +65,9 @@ pub struct Observation<'a> {
     /// The prompt's action space: constrained decoding admits only its
     /// actions.
     pub profile: Profile,
-    /// The UI tree when the device offers one; BTL models do not read it,
-    /// but oracle and hybrid policies may.
+    /// The UI tree when the device offers one. A BTL model reads it only
+    /// as the prompt's `## Screen Elements` (profile `btl-screen-text`);
+    /// oracle and hybrid policies read it whole.
     pub ui_tree: Option<&'a UiNode>,
     /// Sampling seed; the agent changes it when it asks again after an
     /// answer it could not use.

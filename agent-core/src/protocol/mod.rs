@@ -20,7 +20,7 @@ pub use parse::{
     ParseError, ParseErrorKind, ParseMode, Parsed, Part, Tolerance, ToleranceKind, parse,
     parse_link_json,
 };
-pub use prompt::{Profile, Prompt, Task};
+pub use prompt::{Profile, Prompt, ScreenElement, Task};
 pub use render::{RenderError, render, to_python_json};
 
 #[cfg(test)]

@@ -4,9 +4,13 @@
 //! byte, irregular spacing included (`- format` on action 1, ` - format` on
 //! actions 2–6), because a released checkpoint was trained on exactly these
 //! bytes. Profile `btl-extended` adds `Wait` and `Finish` so an agent can stop
-//! by itself; it is for models we train.
+//! by itself; it is for models we train. Profile `btl-screen-text` is
+//! `btl-extended` with the screen's elements, as the accessibility tree
+//! names them, listed in the user message: a model whose vision cannot read
+//! text (one trained from nothing on a CPU host) finds a named row there,
+//! as android_world's text agents do, and still sees the screenshot.
 
-use super::action::Action;
+use super::action::{Action, Point};
 use serde_json::{Value, json};
 
 /// Where the screenshot goes; the model backend swaps it for the vision tokens.
@@ -24,6 +28,10 @@ pub enum Profile {
     /// `btl-ui` plus `Wait` and `Finish`.
     #[serde(rename = "btl-extended")]
     BtlExtended,
+    /// `btl-extended` plus a `## Screen Elements` section listing what the
+    /// accessibility tree shows (label, point, switch state).
+    #[serde(rename = "btl-screen-text")]
+    BtlScreenText,
 }
 
 impl Profile {
@@ -31,13 +39,25 @@ impl Profile {
         match self {
             Self::BtlUi => "btl-ui",
             Self::BtlExtended => "btl-extended",
+            Self::BtlScreenText => "btl-screen-text",
         }
+    }
+
+    /// Whether the action space has `Wait` and `Finish`.
+    pub fn can_finish(self) -> bool {
+        self != Self::BtlUi
+    }
+
+    /// Whether the user message lists the screen's elements, so the agent
+    /// has to read the UI tree for every step.
+    pub fn lists_screen(self) -> bool {
+        self == Self::BtlScreenText
     }
 
     /// Whether the action belongs to this profile's action space.
     pub fn allows(self, action: &Action) -> bool {
         match action {
-            Action::Wait | Action::Finish { .. } => self == Self::BtlExtended,
+            Action::Wait | Action::Finish { .. } => self.can_finish(),
             _ => true,
         }
     }
@@ -45,7 +65,10 @@ impl Profile {
     /// The profile whose action space a navigation user prompt lists;
     /// `None` for other prompts (grounding).
     pub fn of_user_prompt(user: &str) -> Option<Self> {
-        if user.contains(&Self::BtlExtended.action_space()) {
+        let extended = user.contains(&Self::BtlExtended.action_space());
+        if extended && user.contains(SCREEN_SECTION) {
+            Some(Self::BtlScreenText)
+        } else if extended {
             Some(Self::BtlExtended)
         } else if user.contains(ACTIONS_BTL_UI) {
             Some(Self::BtlUi)
@@ -57,7 +80,9 @@ impl Profile {
     fn action_space(self) -> String {
         match self {
             Self::BtlUi => ACTIONS_BTL_UI.to_string(),
-            Self::BtlExtended => format!("{ACTIONS_BTL_UI}{ACTIONS_EXTENDED}"),
+            Self::BtlExtended | Self::BtlScreenText => {
+                format!("{ACTIONS_BTL_UI}{ACTIONS_EXTENDED}")
+            }
         }
     }
 }
@@ -69,8 +94,9 @@ impl std::str::FromStr for Profile {
         match s {
             "btl-ui" => Ok(Self::BtlUi),
             "btl-extended" => Ok(Self::BtlExtended),
+            "btl-screen-text" => Ok(Self::BtlScreenText),
             _ => Err(format!(
-                "unknown prompt profile '{s}' (expected btl-ui or btl-extended)"
+                "unknown prompt profile '{s}' (expected btl-ui, btl-extended or btl-screen-text)"
             )),
         }
     }
@@ -91,15 +117,46 @@ const USER_NAVIGATION_INTRO: &str = "You are given a task and your action histor
 const ACTIONS_BTL_UI: &str = "Action 1: Tap\n- format: {'function': 'Tap', 'point_2d':[x, y]}\n- purpose: tap the specified position.\nAction 2: Type\n - format: {'function': 'Type', 'text':'text_to_input'}\n - purpose: input specified text.\nAction 3: Swipe\n - format: {'function': 'Swipe', 'direction': 'up/down/right/left'}\n - purpose: swipe on the screen.\nAction 4: Back\n - format: {'function': 'Back'}\n - purpose: return to the previous screen.\nAction 5: Home\n - format: {'function': 'Home'}\n - purpose: navigate to the home screen.\nAction 6: LongPress\n - format: {'function': 'LongPress', 'point_2d':[x,y]}\n - purpose: longpress the specified position.";
 const ACTIONS_EXTENDED: &str = "\nAction 7: Wait\n - format: {'function': 'Wait'}\n - purpose: wait for the screen to finish loading.\nAction 8: Finish\n - format: {'function': 'Finish', 'answer': 'answer_text'}\n - purpose: end the task once it is complete; answer is optional and holds the reply if the task asks a question.";
 
+/// The heading of the section `btl-screen-text` adds to the user message.
+const SCREEN_SECTION: &str = "## Screen Elements\n";
+
+/// One line of the `## Screen Elements` section: what the accessibility
+/// tree calls an element, the model-frame point a finger aims at (the
+/// middle of its bounds, in whole pixels, the point the oracle taps), and
+/// for a switch or check box whether it is on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScreenElement {
+    pub label: String,
+    pub point: Point,
+    pub checked: Option<bool>,
+}
+
+impl ScreenElement {
+    /// `- "label" [x, y]`, then ` on` or ` off` for a switch. The label is a
+    /// JSON string, so no screen text can end the line or open a section of
+    /// its own.
+    fn line(&self) -> String {
+        let label = serde_json::to_string(&self.label).unwrap_or_default();
+        let state = match self.checked {
+            Some(true) => " on",
+            Some(false) => " off",
+            None => "",
+        };
+        format!("- {label} [{}, {}]{state}", self.point.x, self.point.y)
+    }
+}
+
 /// What the model is asked to do at this step.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Task<'a> {
     /// A navigation step: the goal, for low-level tasks the instruction of
-    /// this step, and the Plan strings of the previous steps.
+    /// this step, the Plan strings of the previous steps, and the screen's
+    /// elements (listed by `btl-screen-text` only).
     Navigation {
         goal: &'a str,
         step_instruction: Option<&'a str>,
         history: &'a [String],
+        screen: &'a [ScreenElement],
     },
     /// Point at the element most relevant to an instruction.
     Grounding { instruction: &'a str },
@@ -121,6 +178,7 @@ impl Prompt {
                 goal,
                 step_instruction,
                 history,
+                screen,
             } => {
                 let system = [
                     SYSTEM_NAVIGATION_INTRO,
@@ -135,8 +193,13 @@ impl Prompt {
                     Some(step) => format!("{goal}\n{step}"),
                     None => goal.to_string(),
                 };
+                let screen = if profile.lists_screen() {
+                    format!("{SCREEN_SECTION}{}\n\n", render_screen(screen))
+                } else {
+                    String::new()
+                };
                 let user = format!(
-                    "{USER_NAVIGATION_INTRO}{actions}\n\n## User Instruction\n{instruction}\n\n## Action History\n{history}\n\n## Screenshots\n{IMAGE_PLACEHOLDER}",
+                    "{USER_NAVIGATION_INTRO}{actions}\n\n## User Instruction\n{instruction}\n\n## Action History\n{history}\n\n{screen}## Screenshots\n{IMAGE_PLACEHOLDER}",
                     actions = profile.action_space(),
                     history = render_history(history),
                 );
@@ -171,6 +234,19 @@ impl Prompt {
             {"role": "user", "content": self.user},
         ])
     }
+}
+
+/// One line per element, in the order given; `None` for a screen without
+/// any, so the model is told the list is empty rather than cut off.
+pub fn render_screen(elements: &[ScreenElement]) -> String {
+    if elements.is_empty() {
+        return "None".to_string();
+    }
+    elements
+        .iter()
+        .map(ScreenElement::line)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// `Step k: plan` lines, k from 1; empty when there is no history.

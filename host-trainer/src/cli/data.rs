@@ -1,7 +1,7 @@
 //! `btl-train data`: trajectories → official-format samples, and samples →
 //! datasets for other trainers.
 
-use crate::data::augment::{augment_typed, without_screenshot};
+use crate::data::augment::{augment_typed, text_only_copies, without_screenshot};
 use crate::data::ms_swift::{ExportOptions, Purpose, export_ms_swift};
 use crate::data::tap_text::{TapTextOptions, tap_text};
 use crate::data::{
@@ -29,6 +29,20 @@ pub enum Command {
     /// their outcome, so a model learns to find on the screen what a goal
     /// names.
     TapText(TapTextArgs),
+    /// Every sample again without its screenshot (text-only prompts, a
+    /// fraction of a screenshot sample's cost): for profile btl-screen-text,
+    /// whose prompts list the screen's elements, so SFT can show the model
+    /// many screens as text beside the samples with their image.
+    TextOnly(TextOnlyArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TextOnlyArgs {
+    /// Official-format samples (a JSON list).
+    samples: PathBuf,
+    /// The samples file to write: the copies only (train on both files).
+    #[arg(long)]
+    out: PathBuf,
 }
 
 #[derive(Debug, clap::Args)]
@@ -120,7 +134,20 @@ pub fn run(command: &Command) -> Outcome {
         Command::Export(args) => export(args),
         Command::AugmentTyped(args) => augment_typed_cmd(args),
         Command::TapText(args) => tap_text_cmd(args),
+        Command::TextOnly(args) => text_only_cmd(args),
     }
+}
+
+fn text_only_cmd(args: &TextOnlyArgs) -> Outcome {
+    let samples = load_samples(&args.samples).map_err(failure)?;
+    let copies = text_only_copies(&samples);
+    write_samples(&args.out, &copies).map_err(failure)?;
+    println!(
+        "{} text-only copies in {}",
+        copies.len(),
+        args.out.display()
+    );
+    Ok(())
 }
 
 fn tap_text_cmd(args: &TapTextArgs) -> Outcome {

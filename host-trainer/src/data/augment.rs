@@ -127,6 +127,22 @@ pub fn without_screenshot(sample: &mut Sample) {
     }
 }
 
+/// Every sample again without its screenshot, its id marked `/text`: for
+/// prompts that list the screen (profile `btl-screen-text`) the text alone
+/// holds what most steps need, at a fraction of a screenshot sample's cost,
+/// so many screens fit in a step beside the samples with their image.
+pub fn text_only_copies(samples: &[Sample]) -> Vec<Sample> {
+    samples
+        .iter()
+        .map(|sample| {
+            let mut copy = sample.clone();
+            without_screenshot(&mut copy);
+            copy.id = copy.id.map(|id| format!("{id}/text"));
+            copy
+        })
+        .collect()
+}
+
 /// `text` trimmed, if the sample's goal names it (and it is not empty):
 /// text a model can only write right by copying it from the goal.
 pub(crate) fn named_value<'a>(sample: &Sample, text: &'a str) -> Option<&'a str> {
@@ -276,6 +292,27 @@ mod tests {
         );
         assert!(sample.messages[1].content.ends_with("## Screenshots\n"));
         assert_eq!(sample.solution, before.solution);
+    }
+
+    #[test]
+    fn text_only_copies_are_the_samples_without_their_screenshots() {
+        let mut named = typing("Set an alarm for 09:15.", "", "Type 09 as the hour.", "09");
+        named.id = Some("alarm_set-train-s0/step-0002".into());
+        let mut unnamed = typing("Set an alarm for 07:45.", "", "Type 07 as the hour.", "07");
+        unnamed.id = None;
+        let copies = text_only_copies(&[named.clone(), unnamed.clone()]);
+        assert_eq!(copies.len(), 2);
+        assert_eq!(
+            copies[0].id.as_deref(),
+            Some("alarm_set-train-s0/step-0002/text")
+        );
+        assert_eq!(copies[1].id, None);
+        for (copy, sample) in copies.iter().zip([&named, &unnamed]) {
+            assert!(copy.images.is_empty() && !sample.images.is_empty());
+            assert!(!copy.messages[1].content.contains("<image>"));
+            assert_eq!(copy.solution, sample.solution);
+            assert_eq!(copy.image_sizes, sample.image_sizes);
+        }
     }
 
     #[test]

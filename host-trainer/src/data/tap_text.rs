@@ -24,8 +24,10 @@
 
 use super::trajectories::{EpisodeInput, episode_dirs, images_beside, read_ui_tree, write_image};
 use super::{Error, Result, samples::write_samples};
+use agent_core::agent::safety::DEFAULT_KEYBOARD_PACKAGES;
 use agent_core::agent::trajectory::{Executed, StepRecord, read_trajectory};
 use agent_core::device::DeviceAction;
+use agent_core::device::elements::screen_elements;
 use agent_core::device::ui::UiNode;
 use agent_core::hash::fnv1a;
 use agent_core::protocol::{Action, DevicePoint, Point, Profile, Prompt, Size, Task};
@@ -188,11 +190,17 @@ pub fn screen_samples(
                 model: Action::Tap { point_2d: point },
                 device: Some(DeviceAction::Tap { at }),
             };
+            let screen = if profile.lists_screen() {
+                screen_elements(ui, &step.frame, DEFAULT_KEYBOARD_PACKAGES)
+            } else {
+                Vec::new()
+            };
             let user = Prompt::new(
                 &Task::Navigation {
                     goal: &goal,
                     step_instruction: None,
                     history: &[],
+                    screen: &screen,
                 },
                 profile,
                 None,

@@ -418,6 +418,7 @@ mod tests {
                     goal: "Turn on Wi-Fi",
                     step_instruction: None,
                     history: &["Open Settings.".to_string()],
+                    screen: &[],
                 },
                 Profile::BtlUi,
                 None,

@@ -1038,6 +1038,7 @@ mod tests {
                 goal: "Turn on Wi-Fi.",
                 step_instruction: None,
                 history: &[],
+                screen: &[],
             },
             profile,
             None,

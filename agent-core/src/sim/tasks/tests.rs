@@ -243,3 +243,53 @@ fn oracles_find_their_way_from_where_an_agent_left_the_phone() {
         }
     }
 }
+
+/// Profile `btl-screen-text` lists what a model needs to act as the oracle
+/// does: every oracle tap or long press, on every instance, is the point of
+/// a listed element, named as the oracle's blink names its target (the
+/// slider, tapped at a percentage, is exempt from the point).
+#[test]
+fn every_oracle_target_is_a_listed_screen_element() {
+    use crate::agent::safety::DEFAULT_KEYBOARD_PACKAGES;
+    use crate::device::elements::screen_elements;
+    use crate::protocol::{FrameMap, TRAINING_MAX_PIXELS};
+    let mut taps = 0;
+    for (seed, task) in all_instances() {
+        let phone = Arc::new(VirtualPhone::new(PhoneConfig {
+            seed,
+            ..Default::default()
+        }));
+        phone.with_phone(|p| task.setup(p));
+        let mut device = SimDevice::new(phone);
+        for _ in 0..task.max_steps() {
+            let screen = device.ui_tree().unwrap().unwrap();
+            let Some(step) = task.oracle(&screen) else {
+                break;
+            };
+            let frame = FrameMap::new(device.screen_size().unwrap(), TRAINING_MAX_PIXELS).unwrap();
+            let answer = crate::model::oracle::answer(&step, &frame);
+            if let Some(target) = &step.target
+                && let Some(point) = answer.link.point()
+            {
+                let listed = screen_elements(&screen, &frame, DEFAULT_KEYBOARD_PACKAGES);
+                let hit = listed.iter().find(|e| {
+                    step.span.is_some_and(|_| e.label == target.label()) || e.point == point
+                });
+                let context = || {
+                    format!(
+                        "{} seed {seed}: {} at {point:?} in {listed:#?}",
+                        task.name(),
+                        step.plan
+                    )
+                };
+                let hit = hit.unwrap_or_else(|| panic!("not listed: {}", context()));
+                if !DEFAULT_KEYBOARD_PACKAGES.contains(&target.package.as_str()) {
+                    assert_eq!(hit.label, target.label(), "{}", context());
+                }
+                taps += 1;
+            }
+            device.perform(&step.action).unwrap();
+        }
+    }
+    assert!(taps >= 300, "{taps} taps");
+}
