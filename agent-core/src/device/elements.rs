@@ -14,7 +14,7 @@
 
 use super::ui::{MAX_LABEL_CHARS, UiNode};
 use crate::protocol::prompt::ScreenElement;
-use crate::protocol::{DevicePoint, FrameMap, Point};
+use crate::protocol::{DevicePoint, FrameMap};
 use std::collections::HashMap;
 
 /// The most lines one screen gets, so a long dump cannot crowd out the
@@ -102,7 +102,7 @@ impl Walk<'_> {
             return;
         }
         let usable = node.clickable || node.long_clickable;
-        let own = own_words(node);
+        let own = node.own_words();
         if self.listable(node) {
             if usable || node.checkable {
                 self.push(node.label(), node, node.checkable.then_some(node.checked));
@@ -156,30 +156,22 @@ impl Walk<'_> {
                 .unwrap_or(0)
                 .min(max.saturating_sub(1))
         };
-        let m = self.frame.to_model(DevicePoint {
+        let point = self.frame.to_model_rounded(DevicePoint {
             x: clamp(x, self.frame.device.width),
             y: clamp(y, self.frame.device.height),
         });
         self.out.push(ScreenElement {
             label: label.chars().take(MAX_LABEL_CHARS).collect(),
-            point: Point::new(m.x.round(), m.y.round()),
+            point,
             checked,
         });
     }
 }
 
-/// Its text, else its description, trimmed; `None` when both are blank.
-fn own_words(node: &UiNode) -> Option<&str> {
-    [&node.text, &node.content_desc]
-        .into_iter()
-        .map(|s| s.trim())
-        .find(|s| !s.is_empty())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::Size;
+    use crate::protocol::{Point, Size};
 
     fn frame() -> FrameMap {
         FrameMap::new(Size::new(1080, 2400), 200_704).unwrap()

@@ -81,7 +81,7 @@ impl UiNode {
     }
 
     /// Its text, else its description, trimmed; `None` when both are blank.
-    fn own_words(&self) -> Option<&str> {
+    pub(crate) fn own_words(&self) -> Option<&str> {
         [&self.text, &self.content_desc]
             .into_iter()
             .map(|s| s.trim())

@@ -65,10 +65,7 @@ impl Policy for OraclePolicy {
 
 /// The oracle's step as a BTL answer in the model frame.
 pub fn answer(step: &OracleStep, frame: &FrameMap) -> BtlOutput {
-    let model_point = |p: &DevicePoint| {
-        let m = frame.to_model(*p);
-        Point::new(m.x.round(), m.y.round())
-    };
+    let model_point = |p: &DevicePoint| frame.to_model_rounded(*p);
     let action = match &step.action {
         DeviceAction::Tap { at } => Action::Tap {
             point_2d: match step.span {

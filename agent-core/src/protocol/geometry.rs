@@ -149,6 +149,13 @@ impl FrameMap {
             f64::from(p.y) * f64::from(self.model.height) / f64::from(self.device.height),
         )
     }
+
+    /// [`to_model`](Self::to_model) in whole pixels: the point a model
+    /// writes for a device point (an oracle's tap, a listed element).
+    pub fn to_model_rounded(&self, p: DevicePoint) -> Point {
+        let m = self.to_model(p);
+        Point::new(m.x.round(), m.y.round())
+    }
 }
 
 fn scale_clamped(v: f64, device: u32, model: u32) -> u32 {

@@ -30,7 +30,7 @@ use agent_core::device::DeviceAction;
 use agent_core::device::elements::screen_elements;
 use agent_core::device::ui::UiNode;
 use agent_core::hash::fnv1a;
-use agent_core::protocol::{Action, DevicePoint, Point, Profile, Prompt, Size, Task};
+use agent_core::protocol::{Action, DevicePoint, Profile, Prompt, Size, Task};
 use agent_core::sample::Sample;
 use agent_core::sample::rois::target_element;
 use agent_core::sample::state::{StepContext, state_sample};
@@ -175,8 +175,7 @@ pub fn screen_samples(
             x: u32::try_from(x).ok()?,
             y: u32::try_from(y).ok()?,
         };
-        let exact = step.frame.to_model(centre);
-        let point = Point::new(exact.x.round(), exact.y.round());
+        let point = step.frame.to_model_rounded(centre);
         let at = step.frame.to_device(point);
         node.contains(i32::try_from(at.x).ok()?, i32::try_from(at.y).ok()?)
             .then_some((node, point, at))
