@@ -193,7 +193,16 @@ pub enum UiXmlError {
     /// A known attribute has a value of the wrong shape.
     #[error("attribute {name}=\"{value}\" is malformed")]
     BadAttribute { name: String, value: String },
+    /// Nodes are nested deeper than [`MAX_UI_DEPTH`].
+    #[error("nodes nested deeper than {MAX_UI_DEPTH} levels, at byte {at} of the dump")]
+    TooDeep { at: u64 },
 }
+
+/// The deepest nesting of nodes a dump may have. Real screens stay far
+/// shallower (Android lint's TooDeepLayout warns past 10 levels); the cap
+/// keeps every recursive walk of a tree, its drop included, within the
+/// stack when a dump is hostile.
+pub const MAX_UI_DEPTH: usize = 256;
 
 /// The dump `uiautomator dump` writes for `root`: one line, the XML
 /// declaration Android's serializer emits, then `<hierarchy rotation="0">`.
@@ -304,6 +313,9 @@ pub fn parse_uiautomator_xml(xml: &str) -> Result<UiNode, UiXmlError> {
     let mut open: Vec<UiNode> = Vec::new();
     let mut windows: Vec<UiNode> = Vec::new();
     let mut seen_hierarchy = false;
+    let too_deep = |reader: &Reader<&[u8]>| UiXmlError::TooDeep {
+        at: start as u64 + reader.buffer_position(),
+    };
     // Depth of elements that are neither `hierarchy` nor `node`; their
     // content is skipped so unknown wrappers cannot misplace nodes.
     let mut unknown_depth = 0usize;
@@ -316,11 +328,13 @@ pub fn parse_uiautomator_xml(xml: &str) -> Result<UiNode, UiXmlError> {
             Event::Empty(_) if unknown_depth > 0 => {}
             Event::Start(tag) => match tag.name().as_ref() {
                 "hierarchy" => seen_hierarchy = true,
+                "node" if open.len() == MAX_UI_DEPTH => return Err(too_deep(&reader)),
                 "node" => open.push(node_from_tag(&tag)?),
                 _ => unknown_depth = 1,
             },
             Event::Empty(tag) => match tag.name().as_ref() {
                 "hierarchy" => seen_hierarchy = true,
+                "node" if open.len() == MAX_UI_DEPTH => return Err(too_deep(&reader)),
                 "node" => attach(node_from_tag(&tag)?, &mut open, &mut windows),
                 _ => {}
             },
@@ -482,6 +496,41 @@ mod tests {
         assert_eq!(n.label(), "Delete");
         n.text = " Save ".into();
         assert_eq!(n.label(), "Save");
+    }
+
+    #[test]
+    fn a_dump_nested_past_the_cap_is_refused_where_it_goes_too_deep() {
+        let dump = |depth: usize, last: &str| {
+            let head = "<hierarchy rotation=\"0\">";
+            let open = r#"<node bounds="[0,0][1,1]">"#;
+            let mut xml = format!("junk{head}{}{last}", open.repeat(depth - 1));
+            xml.push_str(&"</node>".repeat(depth - 1));
+            xml.push_str("</hierarchy>");
+            xml
+        };
+        let leaf = r#"<node bounds="[0,0][1,1]" />"#;
+        let mut deepest = parse_uiautomator_xml(&dump(MAX_UI_DEPTH, leaf)).unwrap();
+        for _ in 1..MAX_UI_DEPTH {
+            deepest = deepest.children.remove(0);
+        }
+        assert!(deepest.children.is_empty());
+        // One level more, as an empty tag (28 bytes) or an open one (26):
+        // the offending tag ends after "junk", the 24-byte hierarchy tag,
+        // 256 open tags of 26 bytes and itself.
+        for (last, len) in [(leaf, 28), (r#"<node bounds="[0,0][1,1]"></node>"#, 26)] {
+            match parse_uiautomator_xml(&dump(MAX_UI_DEPTH + 1, last)) {
+                Err(UiXmlError::TooDeep { at }) => {
+                    assert_eq!(at, 4 + 24 + 256 * 26 + len, "{last}");
+                }
+                other => panic!("{last}: {other:?}"),
+            }
+        }
+        // A million levels (what a hostile dump would send to overflow the
+        // stack) are refused the same way.
+        assert!(matches!(
+            parse_uiautomator_xml(&dump(1_000_000, leaf)),
+            Err(UiXmlError::TooDeep { .. })
+        ));
     }
 
     #[test]

@@ -99,6 +99,20 @@ impl Switch {
     }
 }
 
+/// Sets every switch at random, so that which switches are off says nothing
+/// about which one a goal names; a task's own setup then puts its switch in
+/// place.
+pub(super) fn scramble_switches(settings: &mut SettingsState, rng: &mut impl rand::Rng) {
+    for switch in [
+        Switch::Wifi,
+        Switch::Bluetooth,
+        Switch::Airplane,
+        Switch::Location,
+    ] {
+        switch.set(settings, rng.random_bool(0.5));
+    }
+}
+
 /// The Settings page in front.
 enum Page<'a> {
     Main(List<'a>),

@@ -26,6 +26,10 @@
 //!   titles, bodies, queries, labels and photo subjects are made up for
 //!   each instance (see `values`), still never a held-out one, so that a
 //!   model learns to read and copy text rather than to recognise a pool's.
+//!   Its phones also have every switch set at random before the task's own
+//!   setup: on a plain phone Wi-Fi and location start on and airplane mode
+//!   off, so "tap the first switch that is off" would pass for reading
+//!   which switch the goal names.
 
 use super::values::Draw;
 use super::{OracleStep, SettingCheck, Task, Template, fnv};
@@ -190,6 +194,7 @@ pub(super) fn sample(template: &Template, split: Split, k: u64) -> Box<dyn Task>
         goal: frame.phrase(&task.goal()),
         frame,
         split,
+        scramble: (split == Split::TrainOpen).then(|| split.seed(k) ^ fnv(template.name)),
         task,
     })
 }
@@ -200,6 +205,8 @@ struct Phrased {
     goal: String,
     frame: Frame,
     split: Split,
+    /// The seed that sets the phone's switches before the task's setup.
+    scramble: Option<u64>,
 }
 
 impl Task for Phrased {
@@ -224,6 +231,10 @@ impl Task for Phrased {
     }
 
     fn setup(&self, phone: &mut Phone) {
+        if let Some(seed) = self.scramble {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            super::settings::scramble_switches(&mut phone.state_mut().settings, &mut rng);
+        }
         self.task.setup(phone);
     }
 
@@ -324,5 +335,56 @@ mod tests {
         // The same instance every time.
         let again = sample_seed("wifi_on", Split::Heldout.seed(4)).unwrap();
         assert_eq!(t.params(), again.params());
+    }
+
+    /// The switches' states after setup, Wi-Fi, Bluetooth, airplane mode
+    /// and location, for instance `k` of `split`.
+    fn switches_after_setup(name: &str, split: Split, k: u64) -> [bool; 4] {
+        let seed = split.seed(k);
+        let task = sample_seed(name, seed).unwrap();
+        let mut phone = Phone::new(crate::sim::phone::PhoneConfig {
+            seed,
+            ..Default::default()
+        });
+        task.setup(&mut phone);
+        assert!(
+            !task.is_successful(phone.state()),
+            "{name} {seed} starts solved"
+        );
+        let s = &phone.state().settings;
+        [s.wifi, s.bluetooth, s.airplane_mode, s.location]
+    }
+
+    #[test]
+    fn train_open_phones_have_their_other_switches_at_random() {
+        // On a plain phone Wi-Fi and location are on and airplane mode off
+        // whatever the seed; Bluetooth alone varies.
+        for k in 0..20 {
+            let [wifi, _, airplane, location] =
+                switches_after_setup("bluetooth_on", Split::Train, k);
+            assert!(wifi && !airplane && location, "train instance {k}");
+        }
+        for name in ["wifi_on", "airplane_mode_off", "location_on"] {
+            let states: Vec<[bool; 4]> = (0..40)
+                .map(|k| switches_after_setup(name, Split::TrainOpen, k))
+                .collect();
+            let target = match name {
+                "wifi_on" => 0,
+                "airplane_mode_off" => 2,
+                _ => 3,
+            };
+            for i in 0..4 {
+                let on = states.iter().filter(|s| s[i]).count();
+                if i == target {
+                    let want = if name == "airplane_mode_off" { 40 } else { 0 };
+                    assert_eq!(on, want, "{name}: its own switch starts opposite the goal");
+                } else {
+                    assert!(
+                        (8..=32).contains(&on),
+                        "{name}: switch {i} on in {on} of 40"
+                    );
+                }
+            }
+        }
     }
 }
