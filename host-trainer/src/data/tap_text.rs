@@ -180,6 +180,12 @@ pub fn screen_samples(
         node.contains(i32::try_from(at.x).ok()?, i32::try_from(at.y).ok()?)
             .then_some((node, point, at))
     });
+    // The screen is the same for every sample of it.
+    let screen = if profile.lists_screen() {
+        screen_elements(ui, &step.frame, DEFAULT_KEYBOARD_PACKAGES)
+    } else {
+        Vec::new()
+    };
     taps.take(options.per_screen)
         .enumerate()
         .map(|(k, (node, point, at))| {
@@ -188,11 +194,6 @@ pub fn screen_samples(
                 plan: goal.clone(),
                 model: Action::Tap { point_2d: point },
                 device: Some(DeviceAction::Tap { at }),
-            };
-            let screen = if profile.lists_screen() {
-                screen_elements(ui, &step.frame, DEFAULT_KEYBOARD_PACKAGES)
-            } else {
-                Vec::new()
             };
             let user = Prompt::new(
                 &Task::Navigation {
