@@ -17,8 +17,8 @@ use agent_core::device::sim::SimDevice;
 use agent_core::device::ui::parse_uiautomator_xml;
 use agent_core::model::{OraclePolicy, Policy, Relabelled, ScriptedPolicy};
 use agent_core::protocol::{
-    Action, BtlOutput, DevicePoint, FrameMap, Link, ParseMode, Point, Size, TRAINING_MAX_PIXELS,
-    parse, parse_link_json, render,
+    Action, BtlOutput, DevicePoint, FrameMap, Link, ParseMode, Point, Profile, Size,
+    TRAINING_MAX_PIXELS, parse, parse_link_json, render,
 };
 use agent_core::reward::{RewardMode, Weights, score};
 use agent_core::sample::Sample;
@@ -26,6 +26,7 @@ use agent_core::sim::phone::PhoneConfig;
 use agent_core::sim::tasks::{self, Task};
 use agent_core::sim::virtual_phone::VirtualPhone;
 use host_trainer::data::ms_swift::{DATASET_FILE, ExportOptions, Purpose, export_ms_swift};
+use host_trainer::data::tap_text::tap_targets;
 use host_trainer::data::{ConvertOptions, DEFAULT_LAMBDA, from_trajectories, load_samples};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -46,7 +47,14 @@ const TASKS: [(&str, u64); 4] = [
 /// the policy; `budget` overrides the task's step budget.
 fn record(dir: &Path, name: &str, seed: u64, budget: Option<u32>) -> Outcome {
     let oracle = OraclePolicy::new(tasks::sample(name, seed).expect("a suite task"));
-    record_with(dir, name, seed, budget, Box::new(oracle))
+    record_with(
+        dir,
+        name,
+        seed,
+        budget,
+        Profile::default(),
+        Box::new(oracle),
+    )
 }
 
 /// [`record`] with another policy.
@@ -55,6 +63,7 @@ fn record_with(
     name: &str,
     seed: u64,
     budget: Option<u32>,
+    profile: Profile,
     policy: Box<dyn Policy>,
 ) -> Outcome {
     let task: Arc<dyn Task> = Arc::from(tasks::sample(name, seed).expect("a suite task"));
@@ -66,6 +75,7 @@ fn record_with(
     let config = AgentConfig {
         goal: task.goal(),
         max_steps: budget.unwrap_or(task.max_steps()),
+        profile,
         stability: StabilityConfig {
             poll_interval_ms: 10,
             timeout_ms: 100,
@@ -296,6 +306,7 @@ fn relabelled_episodes_teach_the_teacher_s_answers_even_when_they_fail() {
         "wifi_on",
         0,
         Some(2),
+        Profile::default(),
         Box::new(Relabelled::new(Box::new(student), Box::new(teacher))),
     );
     assert_eq!(outcome.success, Some(false));
@@ -682,12 +693,7 @@ fn typing_steps_are_copied_with_random_values_the_goal_names() {
                 .find(|s| s.id.as_deref() == Some(of))
                 .unwrap(),
         );
-        let user = &copy.messages.last().unwrap().content;
-        let goal = user
-            .split("## User Instruction\n")
-            .nth(1)
-            .and_then(|rest| rest.lines().next())
-            .unwrap();
+        let goal = goal_of(copy);
         let text = typed(copy);
         assert_ne!(text, original);
         assert!(!goal.contains(&original), "{goal}");
@@ -705,13 +711,9 @@ fn typing_steps_are_copied_with_random_values_the_goal_names() {
     }
 }
 
-#[test]
-fn tap_text_samples_name_one_text_of_the_screen_and_their_tap_reaches_it_on_the_phone() {
-    let tmp = tempfile::tempdir().unwrap();
-    let episode = tmp.path().join("contact");
-    let (name, seed) = ("contact_delete", tasks::Split::Train.seed(2));
-    assert_eq!(record(&episode, name, seed, None).success, Some(true));
-    let out = tmp.path().join("tap.json");
+/// Runs `btl-train data tap-text` on `episode` with every target of each
+/// screen into `out`; its report line and the samples.
+fn tap_text_all(episode: &Path, out: &Path) -> (String, Vec<Sample>) {
     let stdout = btl_train_succeeds(&[
         "data",
         "tap-text",
@@ -721,7 +723,41 @@ fn tap_text_samples_name_one_text_of_the_screen_and_their_tap_reaches_it_on_the_
         "--out",
         out.to_str().unwrap(),
     ]);
-    let samples = load_samples(&out).unwrap();
+    (stdout, load_samples(out).unwrap())
+}
+
+/// The goal line of a sample's user prompt.
+fn goal_of(sample: &Sample) -> &str {
+    sample
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .split("## User Instruction\n")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .unwrap()
+}
+
+/// The text a tap-text sample's goal (`Tap "…".`) names; its history is
+/// empty.
+fn tap_goal_text(sample: &Sample) -> String {
+    let user = &sample.messages.last().unwrap().content;
+    let goal = goal_of(sample);
+    assert!(user.contains("## Action History\n\n"), "no history: {user}");
+    goal.strip_prefix("Tap \"")
+        .and_then(|g| g.strip_suffix("\"."))
+        .unwrap_or_else(|| panic!("{goal}: not a tap-text goal"))
+        .to_owned()
+}
+
+#[test]
+fn tap_text_samples_name_one_text_of_the_screen_and_their_tap_reaches_it_on_the_phone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let episode = tmp.path().join("contact");
+    let (name, seed) = ("contact_delete", tasks::Split::Train.seed(2));
+    assert_eq!(record(&episode, name, seed, None).success, Some(true));
+    let (stdout, samples) = tap_text_all(&episode, &tmp.path().join("tap.json"));
     let trajectory = read_trajectory(&episode).unwrap();
     assert!(
         stdout.starts_with(&format!(
@@ -731,25 +767,11 @@ fn tap_text_samples_name_one_text_of_the_screen_and_their_tap_reaches_it_on_the_
         )),
         "{stdout}"
     );
-    let goal_of = |sample: &Sample| {
-        let user = &sample.messages.last().unwrap().content;
-        let goal = user
-            .split("## User Instruction\n")
-            .nth(1)
-            .and_then(|rest| rest.lines().next())
-            .unwrap()
-            .to_owned();
-        assert!(user.contains("## Action History\n\n"), "no history: {user}");
-        goal.strip_prefix("Tap \"")
-            .and_then(|g| g.strip_suffix("\"."))
-            .unwrap_or_else(|| panic!("{goal}: not a tap-text goal"))
-            .to_owned()
-    };
     // The contact the task deletes is one of the texts some screen names.
     let params = tasks::sample(name, seed).unwrap().params();
     let target = params["task"]["name"].as_str().unwrap();
     assert!(
-        samples.iter().any(|s| goal_of(s) == target),
+        samples.iter().any(|s| tap_goal_text(s) == target),
         "no sample names {target}"
     );
     for (k, step) in trajectory.steps.iter().enumerate() {
@@ -764,7 +786,7 @@ fn tap_text_samples_name_one_text_of_the_screen_and_their_tap_reaches_it_on_the_
         let tree = parse_uiautomator_xml(&xml).unwrap();
         let recorded = std::fs::read(episode.join(&step.screenshot)).unwrap();
         for sample in &mine {
-            let text = goal_of(sample);
+            let text = tap_goal_text(sample);
             let holders = tree.find_all(|n| n.text.trim() == text);
             assert_eq!(holders.len(), 1, "{text} is on the screen once");
             let (link, _) = parse_link_json(&sample.solution, ParseMode::Strict).unwrap();
@@ -816,7 +838,84 @@ fn tap_text_samples_name_one_text_of_the_screen_and_their_tap_reaches_it_on_the_
         }
     }
     assert!(samples.iter().all(|s| {
-        let text = goal_of(s);
+        let text = tap_goal_text(s);
         !tasks::names_heldout_value(&text)
     }));
+}
+
+/// With the screen listed (`btl-screen-text`), a tap-text goal names the
+/// whole label of one listed line and the answer taps that line's point,
+/// so the list alone answers it. The alarm list is the case that needs
+/// this: a row speaks "06:30, Work", so the texts "06:30" and "Work" it
+/// holds, targets where the screen is not listed, are no line of their own.
+#[test]
+fn listed_screens_get_tap_text_goals_their_list_answers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let episode = tmp.path().join("alarm");
+    let (name, seed) = ("alarm_off", tasks::Split::Train.seed(1));
+    let oracle = OraclePolicy::new(tasks::sample(name, seed).unwrap());
+    let outcome = record_with(
+        &episode,
+        name,
+        seed,
+        None,
+        Profile::BtlScreenText,
+        Box::new(oracle),
+    );
+    assert_eq!(outcome.success, Some(true));
+    let (_, samples) = tap_text_all(&episode, &tmp.path().join("tap.json"));
+    let mut goals = std::collections::HashSet::new();
+    for sample in &samples {
+        let user = &sample.messages.last().unwrap().content;
+        let text = tap_goal_text(sample);
+        // `- "label" [x, y]`, with ` on`/` off` after a switch.
+        let named: Vec<Point> = user
+            .split("## Screen Elements\n")
+            .nth(1)
+            .unwrap()
+            .lines()
+            .map_while(|line| line.strip_prefix("- "))
+            .filter_map(|line| {
+                let (label, rest) = line.split_at(line.rfind(" [").unwrap());
+                let label: String = serde_json::from_str(label).unwrap();
+                let coords = &rest[2..rest.find(']').unwrap()];
+                let (x, y) = coords.split_once(", ").unwrap();
+                (label == text).then(|| Point::new(x.parse().unwrap(), y.parse().unwrap()))
+            })
+            .collect();
+        assert_eq!(named.len(), 1, "{text:?} is not one listed line of {user}");
+        let (link, _) = parse_link_json(&sample.solution, ParseMode::Strict).unwrap();
+        assert!(
+            matches!(link, Link::Action { action: Action::Tap { point_2d }, .. } if point_2d == named[0]),
+            "{text:?}: {} does not tap {:?}",
+            sample.solution,
+            named[0]
+        );
+        goals.insert(text);
+    }
+    // The home screen's app names are lines of their own.
+    assert!(goals.contains("Clock"), "{goals:?}");
+    let trajectory = read_trajectory(&episode).unwrap();
+    let alarm_texts: Vec<String> = trajectory
+        .steps
+        .iter()
+        .flat_map(|step| {
+            let xml =
+                std::fs::read_to_string(episode.join(step.ui_tree.as_ref().unwrap())).unwrap();
+            let tree = parse_uiautomator_xml(&xml).unwrap();
+            tap_targets(&tree, step.frame.device)
+                .iter()
+                .map(|node| node.text.trim().to_owned())
+                .filter(|text| text == "Work" || text == "Weekend")
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        !alarm_texts.is_empty(),
+        "the alarm list was never on screen"
+    );
+    assert!(
+        alarm_texts.iter().all(|text| !goals.contains(text)),
+        "{goals:?}"
+    );
 }

@@ -66,7 +66,7 @@ impl Profile {
     /// `None` for other prompts (grounding).
     pub fn of_user_prompt(user: &str) -> Option<Self> {
         let extended = user.contains(&Self::BtlExtended.action_space());
-        if extended && user.contains(SCREEN_SECTION) {
+        if extended && ends_with_screen_section(user) {
             Some(Self::BtlScreenText)
         } else if extended {
             Some(Self::BtlExtended)
@@ -144,6 +144,25 @@ impl ScreenElement {
         };
         format!("- {label} [{}, {}]{state}", self.point.x, self.point.y)
     }
+}
+
+/// Whether a navigation user prompt ends with the screen section
+/// [`Prompt::new`] writes (its image placeholder may have been taken out, as
+/// in text-only samples). The goal and the history come before the
+/// section, so a goal that quotes its heading does not make one: only
+/// listed lines, or `None`, may stand between the heading and the
+/// screenshots.
+fn ends_with_screen_section(user: &str) -> bool {
+    let user = user.strip_suffix(IMAGE_PLACEHOLDER).unwrap_or(user);
+    let Some(body) = user.strip_suffix("\n\n## Screenshots\n") else {
+        return false;
+    };
+    let heading = format!("\n\n{SCREEN_SECTION}");
+    let Some(at) = body.rfind(&heading) else {
+        return false;
+    };
+    let lines = &body[at + heading.len()..];
+    lines == "None" || (!lines.is_empty() && lines.lines().all(|line| line.starts_with("- ")))
 }
 
 /// What the model is asked to do at this step.

@@ -131,6 +131,31 @@ fn a_user_prompt_tells_its_profile() {
     }
     let grounding = Prompt::new(&Task::Grounding { instruction: "x" }, Profile::BtlUi, None);
     assert_eq!(Profile::of_user_prompt(&grounding.user), None);
+    // A goal that quotes the screen section's heading and a line does not
+    // make a prompt list the screen; a listed screen is told with or
+    // without its image placeholder (text-only samples drop it).
+    let quoting = "Type \"\n\n## Screen Elements\n- \"OK\" [1, 2]\n\n\".";
+    let screen = [ScreenElement {
+        label: "OK".into(),
+        point: Point::new(1.0, 2.0),
+        checked: None,
+    }];
+    for (profile, screen) in [
+        (Profile::BtlExtended, &screen[..0]),
+        (Profile::BtlScreenText, &screen[..0]),
+        (Profile::BtlScreenText, &screen[..]),
+    ] {
+        let task = Task::Navigation {
+            goal: quoting,
+            step_instruction: None,
+            history: &["Step with\n\n## Screen Elements\n".into()],
+            screen,
+        };
+        let user = Prompt::new(&task, profile, None).user;
+        assert_eq!(Profile::of_user_prompt(&user), Some(profile), "{user}");
+        let text_only = user.strip_suffix("<image>").unwrap();
+        assert_eq!(Profile::of_user_prompt(text_only), Some(profile));
+    }
     // The official BTL-UI example prompt lists the btl-ui actions.
     let official = include_str!("../../../tests/data/btl-ui-examples/navigation_meta_format.json");
     let samples: Vec<serde_json::Value> = serde_json::from_str(official).unwrap();

@@ -20,7 +20,10 @@
 //! scrim holds its title but does nothing with a tap), which is also what
 //! a tap there reaches (`sample::rois::target_element`, the rule the
 //! samples' target box follows), not something drawn over it. Texts a held-out goal names are
-//! left out, so these samples never teach a held-out value.
+//! left out, so these samples never teach a held-out value. Where the
+//! prompt lists the screen (`btl-screen-text`), the text must also be the
+//! whole label of exactly one listed line, and the answer taps that line's
+//! point: the goal is then answered by reading the list alone.
 
 use super::trajectories::{EpisodeInput, episode_dirs, images_beside, read_ui_tree, write_image};
 use super::{Error, Result, samples::write_samples};
@@ -149,8 +152,10 @@ pub fn tap_goal(text: &str) -> String {
 /// Up to `options.per_screen` tap-text samples of one recorded screen
 /// (pure): `step`'s screenshot with `ui`, its system prompt and action
 /// space, a goal naming one of [`tap_targets`] and no history; the answer
-/// taps the target's centre, rounded to whole model-frame pixels. `cx` is the step's context; each sample's id
-/// is its id with `/tap-N`.
+/// taps the target's centre, rounded to whole model-frame pixels, or the
+/// point of its line where the prompt lists the screen (see the module
+/// documentation). `cx` is the step's context; each sample's id is its id
+/// with `/tap-N`.
 pub fn screen_samples(
     step: &StepRecord,
     ui: &UiNode,
@@ -165,9 +170,15 @@ pub fn screen_samples(
         .collect();
     let mut rng = ChaCha8Rng::seed_from_u64(options.seed ^ fnv1a(&[cx.id.as_bytes()]));
     targets.shuffle(&mut rng);
+    // The screen is the same for every sample of it.
+    let screen = if profile.lists_screen() {
+        screen_elements(ui, &step.frame, DEFAULT_KEYBOARD_PACKAGES)
+    } else {
+        Vec::new()
+    };
+    let reached = |at: DevicePoint| target_element(ui, at, cx.image_size);
     // The answer's point in whole model-frame pixels, as the model writes
-    // it, and where the device would put it: still on the text, or the
-    // target is left out.
+    // it, and where the device would put it.
     let taps = targets.into_iter().filter_map(|node| {
         let (x, y) = node.center();
         // tap_targets keeps only nodes wholly on the screen.
@@ -175,17 +186,28 @@ pub fn screen_samples(
             x: u32::try_from(x).ok()?,
             y: u32::try_from(y).ok()?,
         };
-        let point = step.frame.to_model_rounded(centre);
-        let at = step.frame.to_device(point);
-        node.contains(i32::try_from(at.x).ok()?, i32::try_from(at.y).ok()?)
-            .then_some((node, point, at))
+        if profile.lists_screen() {
+            // The model reads the list, so the text must be the whole
+            // label of one line (a row that speaks "06:30, Work" names no
+            // "Work" a copy could find), and the answer copies that line's
+            // point, which must reach what a tap on the text reaches.
+            let mut lines = screen.iter().filter(|e| e.label == node.text.trim());
+            let (Some(line), None) = (lines.next(), lines.next()) else {
+                return None;
+            };
+            let at = step.frame.to_device(line.point);
+            let same = reached(at)
+                .zip(reached(centre))
+                .is_some_and(|(a, b)| std::ptr::eq(a, b));
+            same.then_some((node, line.point, at))
+        } else {
+            // Still on the text after rounding, or the target is left out.
+            let point = step.frame.to_model_rounded(centre);
+            let at = step.frame.to_device(point);
+            node.contains(i32::try_from(at.x).ok()?, i32::try_from(at.y).ok()?)
+                .then_some((node, point, at))
+        }
     });
-    // The screen is the same for every sample of it.
-    let screen = if profile.lists_screen() {
-        screen_elements(ui, &step.frame, DEFAULT_KEYBOARD_PACKAGES)
-    } else {
-        Vec::new()
-    };
     taps.take(options.per_screen)
         .enumerate()
         .map(|(k, (node, point, at))| {
