@@ -843,6 +843,53 @@ fn tap_text_samples_name_one_text_of_the_screen_and_their_tap_reaches_it_on_the_
     }));
 }
 
+/// The lines of a sample's `## Screen Elements`, as a reader of the prompt
+/// sees them: `- "label" [x, y]`, with ` on`/` off` after a switch.
+fn listed_lines(sample: &Sample) -> Vec<(String, Point)> {
+    let user = &sample.messages.last().unwrap().content;
+    user.split("## Screen Elements\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .map_while(|line| line.strip_prefix("- "))
+        .map(|line| {
+            let (label, rest) = line.split_at(line.rfind(" [").unwrap());
+            let label: String = serde_json::from_str(label).unwrap();
+            let coords = &rest[2..rest.find(']').unwrap()];
+            let (x, y) = coords.split_once(", ").unwrap();
+            (label, Point::new(x.parse().unwrap(), y.parse().unwrap()))
+        })
+        .collect()
+}
+
+/// The point of the one listed line labelled `text`.
+fn listed_point(sample: &Sample, text: &str) -> Point {
+    let named: Vec<Point> = listed_lines(sample)
+        .into_iter()
+        .filter_map(|(label, point)| (label == text).then_some(point))
+        .collect();
+    assert_eq!(
+        named.len(),
+        1,
+        "{text:?} is not one listed line of {sample:?}"
+    );
+    named[0]
+}
+
+/// Where a sample's answer taps.
+fn tapped(sample: &Sample) -> Point {
+    match parse_link_json(&sample.solution, ParseMode::Strict)
+        .unwrap()
+        .0
+    {
+        Link::Action {
+            action: Action::Tap { point_2d },
+            ..
+        } => point_2d,
+        other => panic!("not a tap: {other:?}"),
+    }
+}
+
 /// With the screen listed (`btl-screen-text`), a tap-text goal names the
 /// whole label of one listed line and the answer taps that line's point,
 /// so the list alone answers it. The alarm list is the case that needs
@@ -866,30 +913,12 @@ fn listed_screens_get_tap_text_goals_their_list_answers() {
     let (_, samples) = tap_text_all(&episode, &tmp.path().join("tap.json"));
     let mut goals = std::collections::HashSet::new();
     for sample in &samples {
-        let user = &sample.messages.last().unwrap().content;
         let text = tap_goal_text(sample);
-        // `- "label" [x, y]`, with ` on`/` off` after a switch.
-        let named: Vec<Point> = user
-            .split("## Screen Elements\n")
-            .nth(1)
-            .unwrap()
-            .lines()
-            .map_while(|line| line.strip_prefix("- "))
-            .filter_map(|line| {
-                let (label, rest) = line.split_at(line.rfind(" [").unwrap());
-                let label: String = serde_json::from_str(label).unwrap();
-                let coords = &rest[2..rest.find(']').unwrap()];
-                let (x, y) = coords.split_once(", ").unwrap();
-                (label == text).then(|| Point::new(x.parse().unwrap(), y.parse().unwrap()))
-            })
-            .collect();
-        assert_eq!(named.len(), 1, "{text:?} is not one listed line of {user}");
-        let (link, _) = parse_link_json(&sample.solution, ParseMode::Strict).unwrap();
-        assert!(
-            matches!(link, Link::Action { action: Action::Tap { point_2d }, .. } if point_2d == named[0]),
-            "{text:?}: {} does not tap {:?}",
-            sample.solution,
-            named[0]
+        assert_eq!(
+            tapped(sample),
+            listed_point(sample, &text),
+            "{text:?}: {}",
+            sample.solution
         );
         goals.insert(text);
     }
@@ -917,5 +946,90 @@ fn listed_screens_get_tap_text_goals_their_list_answers() {
     assert!(
         alarm_texts.iter().all(|text| !goals.contains(text)),
         "{goals:?}"
+    );
+}
+
+/// `--move-points` keeps each sample's goal and its screen's lines, moves
+/// every point, and still answers with the point the list gives the quoted
+/// line: only the lookup pays. The samples are text-only with no regions,
+/// and a prompt that lists no screen is refused.
+#[test]
+fn moved_points_leave_the_list_as_the_only_answer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let episode = tmp.path().join("alarm");
+    let (name, seed) = ("alarm_off", tasks::Split::Train.seed(1));
+    let oracle = OraclePolicy::new(tasks::sample(name, seed).unwrap());
+    let outcome = record_with(
+        &episode,
+        name,
+        seed,
+        None,
+        Profile::BtlScreenText,
+        Box::new(oracle),
+    );
+    assert_eq!(outcome.success, Some(true));
+    let (_, plain) = tap_text_all(&episode, &tmp.path().join("tap.json"));
+    let out = tmp.path().join("moved.json");
+    btl_train_succeeds(&[
+        "data",
+        "tap-text",
+        episode.to_str().unwrap(),
+        "--per-screen",
+        "100",
+        "--move-points",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let moved = load_samples(&out).unwrap();
+    assert_eq!(moved.len(), plain.len());
+    assert!(!tmp.path().join("moved-images").exists());
+    let mut shifted = 0;
+    for (moved, plain) in moved.iter().zip(&plain) {
+        assert_eq!(
+            moved.id.as_deref(),
+            Some(format!("{}/moved", plain.id.as_deref().unwrap()).as_str())
+        );
+        let text = tap_goal_text(moved);
+        assert_eq!(text, tap_goal_text(plain));
+        assert!(moved.images.is_empty() && moved.rois.is_empty());
+        assert!(!moved.messages.iter().any(|m| m.content.contains("<image>")));
+        let point = listed_point(moved, &text);
+        assert_eq!(tapped(moved), point, "{text:?}: {}", moved.solution);
+        shifted += usize::from(point != listed_point(plain, &text));
+        let lines = listed_lines(moved);
+        let mut labels: Vec<String> = lines.iter().map(|(label, _)| label.clone()).collect();
+        let mut before: Vec<String> = listed_lines(plain).into_iter().map(|(l, _)| l).collect();
+        labels.sort();
+        before.sort();
+        assert_eq!(labels, before, "the same texts, moved");
+        assert!(
+            lines
+                .windows(2)
+                .all(|w| (w[0].1.y, w[0].1.x) <= (w[1].1.y, w[1].1.x)),
+            "sorted by position: {lines:?}"
+        );
+    }
+    // A random point of a 280 x 644 frame rarely falls on the old one.
+    assert!(
+        shifted * 10 >= moved.len() * 9,
+        "{shifted} of {}",
+        moved.len()
+    );
+
+    let extended = tmp.path().join("extended");
+    assert_eq!(record(&extended, name, seed, None).success, Some(true));
+    let refused = btl_train(&[
+        "data",
+        "tap-text",
+        extended.to_str().unwrap(),
+        "--move-points",
+        "--out",
+        tmp.path().join("no.json").to_str().unwrap(),
+    ]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("moved points need a prompt that lists the screen"),
+        "{stderr}"
     );
 }

@@ -8,7 +8,9 @@
 //! of `btl bench` and a way to collect demonstration trajectories.
 
 use super::{GenerationStats, Observation, Policy, PolicyError, PolicyOutput};
+use crate::agent::safety::DEFAULT_KEYBOARD_PACKAGES;
 use crate::device::DeviceAction;
+use crate::device::elements::screen_elements;
 use crate::device::ui::UiNode;
 use crate::protocol::{
     Action, BBox, BtlOutput, DevicePoint, Direction, FrameMap, Link, Point, Roi, render,
@@ -37,6 +39,9 @@ impl Policy for OraclePolicy {
             PolicyError::Backend("the oracle reads the UI tree, and the device offers none".into())
         })?;
         let output = match self.task.oracle(screen) {
+            Some(step) if obs.profile.lists_screen() => {
+                answer(&quoting_its_line(step, screen, &obs.frame), &obs.frame)
+            }
             Some(step) => answer(&step, &obs.frame),
             None if obs.profile.allows(&Action::Finish { answer: None }) => BtlOutput {
                 blink: Vec::new(),
@@ -92,6 +97,36 @@ pub fn answer(step: &OracleStep, frame: &FrameMap) -> BtlOutput {
             action,
         },
     }
+}
+
+/// `step` with a Plan that quotes the listed line it taps or long-presses
+/// (`Tap "Dmitri King".`), for profiles whose prompt lists the screen:
+/// the answer's point is then what follows that quote in the list, so every
+/// such step teaches the lookup the tap-text lessons teach, rather than
+/// where a target usually sits. Slider taps, which aim inside a line rather
+/// than at its point, and lines whose label another line shares keep
+/// their plan.
+pub fn quoting_its_line(mut step: OracleStep, screen: &UiNode, frame: &FrameMap) -> OracleStep {
+    let verb = match step.action {
+        DeviceAction::Tap { .. } if step.span.is_none() => "Tap",
+        DeviceAction::LongPress { .. } => "Long press",
+        _ => return step,
+    };
+    let Some(point) = answer(&step, frame).link.point() else {
+        return step;
+    };
+    let listed = screen_elements(screen, frame, DEFAULT_KEYBOARD_PACKAGES);
+    if let Some(line) = listed.iter().find(|line| line.point == point)
+        && listed.iter().filter(|l| l.label == line.label).count() == 1
+    {
+        step.plan = quoting_plan(verb, &line.label);
+    }
+    step
+}
+
+/// A Plan that names what it acts on word for word: `Tap "Contacts".`
+pub fn quoting_plan(verb: &str, label: &str) -> String {
+    format!("{verb} \"{label}\".")
 }
 
 /// The model-frame point for a device tap at `at` that may land anywhere in

@@ -62,6 +62,11 @@ pub struct TapTextArgs {
     /// Most ROIs per sample (λ), the target element included.
     #[arg(long, default_value_t = DEFAULT_LAMBDA, value_parser = clap::value_parser!(u16).range(1..=100).map(usize::from))]
     lambda: usize,
+    /// Lookup lessons: every listed point drawn anew at random, so only
+    /// finding the quoted line in the list answers the goal; text-only, no
+    /// regions (profile btl-screen-text only).
+    #[arg(long)]
+    move_points: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -155,6 +160,7 @@ fn tap_text_cmd(args: &TapTextArgs) -> Outcome {
         per_screen: args.per_screen,
         seed: args.seed,
         lambda: args.lambda,
+        move_points: args.move_points,
     };
     let report = tap_text(&args.dirs, &args.out, &options).map_err(failure)?;
     if report.without_tree > 0 {
@@ -163,13 +169,17 @@ fn tap_text_cmd(args: &TapTextArgs) -> Outcome {
             report.without_tree
         );
     }
+    let images = if args.move_points {
+        "text-only".to_owned()
+    } else {
+        format!("images in {}", report.images_dir.display())
+    };
     println!(
-        "{} samples from {} screens of {} episodes in {} (images in {})",
+        "{} samples from {} screens of {} episodes in {} ({images})",
         report.samples,
         report.screens,
         report.episodes,
         args.out.display(),
-        report.images_dir.display()
     );
     Ok(())
 }

@@ -24,7 +24,18 @@
 //! prompt lists the screen (`btl-screen-text`), the text must also be the
 //! whole label of exactly one listed line, and the answer taps that line's
 //! point: the goal is then answered by reading the list alone.
+//!
+//! # Moved points
+//! On real screens a model can answer from where a text usually sits
+//! rather than from the list: btl-mini trained on tap-text found the quoted
+//! line on 75% of held-out screens but on 1% of the same screens with their
+//! points moved (docs/training.md, "A fifth run"). With
+//! [`TapTextOptions::move_points`] every line's point is drawn anew at
+//! random and the lines re-sorted by position, so only looking the quote
+//! up in the list pays. Such samples have no screenshot, which the moved
+//! points would contradict, and no regions, as no box is known.
 
+use super::augment::without_screenshot;
 use super::trajectories::{EpisodeInput, episode_dirs, images_beside, read_ui_tree, write_image};
 use super::{Error, Result, samples::write_samples};
 use agent_core::agent::safety::DEFAULT_KEYBOARD_PACKAGES;
@@ -33,13 +44,15 @@ use agent_core::device::DeviceAction;
 use agent_core::device::elements::screen_elements;
 use agent_core::device::ui::UiNode;
 use agent_core::hash::fnv1a;
-use agent_core::protocol::{Action, DevicePoint, Profile, Prompt, Size, Task};
+use agent_core::model::oracle::quoting_plan;
+use agent_core::protocol::prompt::ScreenElement;
+use agent_core::protocol::{Action, DevicePoint, Point, Profile, Prompt, Size, Task};
 use agent_core::sample::Sample;
 use agent_core::sample::rois::target_element;
 use agent_core::sample::state::{StepContext, state_sample};
 use agent_core::sim::tasks::names_heldout_value;
-use rand::SeedableRng;
 use rand::seq::SliceRandom;
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -71,6 +84,9 @@ pub struct TapTextOptions {
     pub seed: u64,
     /// Most ROIs per sample (λ), target included.
     pub lambda: usize,
+    /// Redraw the listed points at random (see the module documentation);
+    /// only for prompts that list the screen.
+    pub move_points: bool,
 }
 
 /// What a run made.
@@ -146,7 +162,7 @@ pub fn tap_targets(ui: &UiNode, screen: Size) -> Vec<&UiNode> {
 
 /// The goal (and the answer's Plan) of a tap-text sample.
 pub fn tap_goal(text: &str) -> String {
-    format!("Tap \"{text}\".")
+    quoting_plan("Tap", text)
 }
 
 /// Up to `options.per_screen` tap-text samples of one recorded screen
@@ -164,6 +180,12 @@ pub fn screen_samples(
 ) -> Result<Vec<Sample>, String> {
     let profile = Profile::of_user_prompt(&step.prompt.user)
         .ok_or("its prompt is no navigation prompt (no action space btl knows)")?;
+    if options.move_points && !profile.lists_screen() {
+        return Err(format!(
+            "moved points need a prompt that lists the screen, and this one is {}",
+            profile.name()
+        ));
+    }
     let mut targets: Vec<&UiNode> = tap_targets(ui, cx.image_size)
         .into_iter()
         .filter(|node| !names_heldout_value(&tap_goal(node.text.trim())))
@@ -211,7 +233,19 @@ pub fn screen_samples(
     taps.take(options.per_screen)
         .enumerate()
         .map(|(k, (node, point, at))| {
-            let goal = tap_goal(node.text.trim());
+            let text = node.text.trim();
+            let goal = tap_goal(text);
+            let (screen, point, at) = if options.move_points {
+                let moved = moved_points(&screen, step.frame.model, &mut rng);
+                let point = moved
+                    .iter()
+                    .find(|line| line.label == text)
+                    .map(|line| line.point)
+                    .ok_or_else(|| format!("{text:?} is not listed"))?;
+                (moved, point, step.frame.to_device(point))
+            } else {
+                (screen.clone(), point, at)
+            };
             let executed = Executed {
                 plan: goal.clone(),
                 model: Action::Tap { point_2d: point },
@@ -238,9 +272,55 @@ pub fn screen_samples(
                 id: format!("{}/tap-{k}", cx.id),
                 ..*cx
             };
-            state_sample(&step.frame, &prompt, &executed, Some(ui), &cx)
+            if options.move_points {
+                let mut sample = state_sample(&step.frame, &prompt, &executed, None, &cx)?;
+                without_screenshot(&mut sample);
+                sample.id = sample.id.map(|id| format!("{id}/moved"));
+                Ok(sample)
+            } else {
+                state_sample(&step.frame, &prompt, &executed, Some(ui), &cx)
+            }
         })
         .collect()
+}
+
+/// Margin of a moved point from the model frame's edges, in model pixels:
+/// where real lines' points lie, at least half a finger in.
+const MOVED_MARGIN: u32 = 8;
+
+/// Draws per moved point before two lines may share one (only a frame far
+/// smaller than any screenshot's could need more).
+const MOVED_DRAWS: usize = 64;
+
+/// `screen` with every line at a new random point of a `model`-sized frame,
+/// no two alike, re-sorted top to bottom, then left to right, as the list
+/// of a screen with the same texts laid out anew.
+fn moved_points(screen: &[ScreenElement], model: Size, rng: &mut ChaCha8Rng) -> Vec<ScreenElement> {
+    let inside = |side: u32| MOVED_MARGIN..=side.saturating_sub(MOVED_MARGIN).max(MOVED_MARGIN);
+    let (xs, ys) = (inside(model.width), inside(model.height));
+    let mut taken = HashSet::new();
+    let mut moved = Vec::with_capacity(screen.len());
+    for line in screen {
+        let mut point = (0, 0);
+        for _ in 0..MOVED_DRAWS {
+            point = (rng.random_range(xs.clone()), rng.random_range(ys.clone()));
+            if !taken.contains(&point) {
+                break;
+            }
+        }
+        taken.insert(point);
+        moved.push(ScreenElement {
+            point: Point::new(f64::from(point.0), f64::from(point.1)),
+            ..line.clone()
+        });
+    }
+    moved.sort_by(|a, b| {
+        a.point
+            .y
+            .total_cmp(&b.point.y)
+            .then(a.point.x.total_cmp(&b.point.x))
+    });
+    moved
 }
 
 /// Tap-text samples of every screen of the episodes in `dirs` (see
@@ -278,7 +358,9 @@ pub fn tap_text(dirs: &[PathBuf], out: &Path, options: &TapTextOptions) -> Resul
             if made.is_empty() {
                 continue;
             }
-            write_image(base, &cx.image, &png)?;
+            if !options.move_points {
+                write_image(base, &cx.image, &png)?;
+            }
             samples.extend(made);
         }
     }
@@ -308,6 +390,49 @@ mod tests {
 
     fn texts<'a>(targets: &[&'a UiNode]) -> Vec<&'a str> {
         targets.iter().map(|n| n.text.as_str()).collect()
+    }
+
+    proptest::proptest! {
+        /// Moved lines keep their labels and states, each at its own point
+        /// inside the frame's margins, listed top to bottom, then left to
+        /// right.
+        #[test]
+        fn moved_points_keep_every_line_at_its_own_point_in_the_frame(
+            labels in proptest::collection::vec("[a-z]{1,6}", 0..48),
+            (width, height) in (28u32..400, 28u32..900),
+            seed: u64,
+        ) {
+            let screen: Vec<ScreenElement> = labels
+                .iter()
+                .enumerate()
+                .map(|(k, label)| ScreenElement {
+                    label: label.clone(),
+                    point: Point::new(1.0, 1.0),
+                    checked: (k % 3 == 0).then_some(k % 2 == 0),
+                })
+                .collect();
+            let model = Size::new(width, height);
+            let moved = moved_points(&screen, model, &mut ChaCha8Rng::seed_from_u64(seed));
+            let key = |e: &ScreenElement| (e.label.clone(), e.checked);
+            let mut before: Vec<_> = screen.iter().map(key).collect();
+            let mut after: Vec<_> = moved.iter().map(key).collect();
+            before.sort();
+            after.sort();
+            proptest::prop_assert_eq!(before, after);
+            let margin = f64::from(MOVED_MARGIN);
+            for e in &moved {
+                proptest::prop_assert!(e.point.x >= margin && e.point.x <= f64::from(width) - margin);
+                proptest::prop_assert!(e.point.y >= margin && e.point.y <= f64::from(height) - margin);
+            }
+            let points: HashSet<(u64, u64)> = moved
+                .iter()
+                .map(|e| (e.point.x as u64, e.point.y as u64))
+                .collect();
+            proptest::prop_assert_eq!(points.len(), moved.len());
+            proptest::prop_assert!(moved
+                .windows(2)
+                .all(|w| (w[0].point.y, w[0].point.x) <= (w[1].point.y, w[1].point.x)));
+        }
     }
 
     #[test]

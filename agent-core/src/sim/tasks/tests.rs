@@ -247,13 +247,17 @@ fn oracles_find_their_way_from_where_an_agent_left_the_phone() {
 /// Profile `btl-screen-text` lists what a model needs to act as the oracle
 /// does: every oracle tap or long press, on every instance, is the point of
 /// a listed element, named as the oracle's blink names its target (the
-/// slider, tapped at a percentage, is exempt from the point).
+/// slider, tapped at a percentage, is exempt from the point); and the plan
+/// that profile gets quotes the tapped line, so that looking the quote up in
+/// the list, as a reader of the prompt would, gives the answer's point.
 #[test]
 fn every_oracle_target_is_a_listed_screen_element() {
     use crate::agent::safety::DEFAULT_KEYBOARD_PACKAGES;
     use crate::device::elements::screen_elements;
+    use crate::model::oracle::quoting_its_line;
     use crate::protocol::{FrameMap, TRAINING_MAX_PIXELS};
     let mut taps = 0;
+    let mut quoted = 0;
     for (seed, task) in all_instances() {
         let phone = Arc::new(VirtualPhone::new(PhoneConfig {
             seed,
@@ -287,9 +291,29 @@ fn every_oracle_target_is_a_listed_screen_element() {
                     assert_eq!(hit.label, target.label(), "{}", context());
                 }
                 taps += 1;
+                let plan = quoting_its_line(step.clone(), &screen, &frame).plan;
+                let quote = ["Tap \"", "Long press \""]
+                    .iter()
+                    .find_map(|verb| plan.strip_prefix(verb)?.strip_suffix("\"."));
+                if let Some(quote) = quote {
+                    let lines: Vec<_> = listed.iter().filter(|e| e.label == quote).collect();
+                    assert_eq!(lines.len(), 1, "{plan}: {}", context());
+                    assert_eq!(lines[0].point, point, "{plan}: {}", context());
+                    quoted += 1;
+                } else {
+                    // Only a slider's tap or a label two lines share keeps
+                    // its own words.
+                    let shared = listed.iter().filter(|e| e.label == hit.label).count() > 1;
+                    assert!(step.span.is_some() || shared, "{plan}: {}", context());
+                    assert_eq!(plan, step.plan);
+                }
             }
             device.perform(&step.action).unwrap();
         }
     }
     assert!(taps >= 300, "{taps} taps");
+    assert!(
+        quoted * 4 >= taps * 3,
+        "{quoted} of {taps} taps quote their line"
+    );
 }
