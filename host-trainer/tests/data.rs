@@ -1033,3 +1033,61 @@ fn moved_points_leave_the_list_as_the_only_answer() {
         "{stderr}"
     );
 }
+
+/// `--phrased` puts each tap-text goal as a task would, in the training
+/// frames only, and keeps the answer's Plan the quote of the text
+/// (`Tap "…".`), as the oracle's Plan in this profile is.
+#[test]
+fn phrased_goals_name_the_text_and_the_plan_quotes_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let episode = tmp.path().join("contact");
+    let (name, seed) = ("contact_delete", tasks::Split::Train.seed(2));
+    let oracle = OraclePolicy::new(tasks::sample(name, seed).unwrap());
+    let outcome = record_with(
+        &episode,
+        name,
+        seed,
+        None,
+        Profile::BtlScreenText,
+        Box::new(oracle),
+    );
+    assert_eq!(outcome.success, Some(true));
+    let out = tmp.path().join("phrased.json");
+    btl_train_succeeds(&[
+        "data",
+        "tap-text",
+        episode.to_str().unwrap(),
+        "--per-screen",
+        "100",
+        "--phrased",
+        "--move-points",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let samples = load_samples(&out).unwrap();
+    assert!(samples.len() >= 20, "{} samples", samples.len());
+    let mut shapes = std::collections::HashSet::new();
+    for sample in &samples {
+        let Link::Action { plan, .. } = parse_link_json(&sample.solution, ParseMode::Strict)
+            .unwrap()
+            .0
+        else {
+            panic!("no plan: {}", sample.solution);
+        };
+        let text = plan
+            .strip_prefix("Tap \"")
+            .and_then(|p| p.strip_suffix("\"."))
+            .unwrap_or_else(|| panic!("{plan}: no quote"));
+        let goal = goal_of(sample);
+        assert!(goal.contains(text), "{goal} does not name {text:?}");
+        assert!(
+            !goal.starts_with("Could you"),
+            "a held-out phrasing: {goal}"
+        );
+        assert_eq!(tapped(sample), listed_point(sample, text));
+        shapes.insert(goal.replacen(text, "{}", 1));
+    }
+    // Six sentences in three frames: 18 shapes, of which an episode's few
+    // dozen draws show most.
+    assert!(shapes.len() >= 6, "{shapes:?}");
+}

@@ -4,8 +4,9 @@
 //!
 //! The list follows TalkBack's reading of a screen: an element a finger can
 //! use is one line, named by [`UiNode::label`] (a contact row is "Dmitri
-//! King", its switch "alarm switch"), and the passive texts it speaks are
-//! not repeated; a text outside any such element is a line of its own. The
+//! King", its switch "alarm switch"), and the passive texts inside it are
+//! no lines of their own; a text outside any such element is a line of its
+//! own. The
 //! point of a line is the middle of the element's bounds in the model frame,
 //! rounded as the oracle rounds its taps, so tapping a listed element means
 //! copying its point. A keyboard is one line, "keyboard", and its editing
@@ -110,9 +111,12 @@ impl Walk<'_> {
                 self.push(words.to_string(), node, None);
             }
         }
-        // Only a usable element without words of its own speaks its
-        // children (`UiNode::label`).
-        let speaks = spoken || (usable && own.is_none());
+        // A usable element speaks for the passive texts inside it: with
+        // words of its own TalkBack reads those instead of the children's
+        // (a gallery tile's description, not its caption again), without
+        // them it reads the children's (`UiNode::label`). Either way they
+        // are no lines of their own.
+        let speaks = spoken || usable;
         for child in &node.children {
             self.node(child, speaks && !child.clickable && !child.long_clickable);
         }
@@ -223,6 +227,35 @@ mod tests {
         let f = frame();
         assert_eq!((f.model.width, f.model.height), (280, 644));
         assert_eq!(elements[1].point, Point::new(140.0, 134.0));
+    }
+
+    /// A tile described by its file name lists once, although its caption
+    /// shows the name again: TalkBack reads the description, not the
+    /// caption as well, so the name is one line a quote can find.
+    #[test]
+    fn a_described_tile_is_one_line_and_its_caption_none() {
+        let tile = |name: &str, x: i32| UiNode {
+            content_desc: name.into(),
+            clickable: true,
+            long_clickable: true,
+            bounds: [x, 250, x + 340, 670],
+            children: vec![text(name, [x, 600, x + 340, 670])],
+            ..UiNode::default()
+        };
+        let root = UiNode {
+            bounds: [0, 0, 1080, 2400],
+            children: vec![
+                text("Gallery", [40, 100, 400, 200]),
+                tile("dog_03.jpg", 10),
+                tile("coffee_04.jpg", 370),
+            ],
+            ..UiNode::default()
+        };
+        let elements = screen_elements(&root, &frame(), &KEYBOARDS);
+        let labels: Vec<_> = elements.iter().map(|e| e.label.as_str()).collect();
+        assert_eq!(labels, ["Gallery", "dog_03.jpg", "coffee_04.jpg"]);
+        // The tile's middle (180, 460) is (46.7, 123.4) in the 280 × 644 frame.
+        assert_eq!(elements[1].point, Point::new(47.0, 123.0));
     }
 
     #[test]

@@ -67,6 +67,10 @@ pub struct TapTextArgs {
     /// regions (profile btl-screen-text only).
     #[arg(long)]
     move_points: bool,
+    /// Goals put as a task would put them ("Please open Dmitri King."),
+    /// with the answer's Plan quoting the text (`Tap "Dmitri King".`).
+    #[arg(long)]
+    phrased: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -161,6 +165,7 @@ fn tap_text_cmd(args: &TapTextArgs) -> Outcome {
         seed: args.seed,
         lambda: args.lambda,
         move_points: args.move_points,
+        phrased: args.phrased,
     };
     let report = tap_text(&args.dirs, &args.out, &options).map_err(failure)?;
     if report.without_tree > 0 {

@@ -50,7 +50,7 @@ use agent_core::protocol::{Action, DevicePoint, Point, Profile, Prompt, Size, Ta
 use agent_core::sample::Sample;
 use agent_core::sample::rois::target_element;
 use agent_core::sample::state::{StepContext, state_sample};
-use agent_core::sim::tasks::names_heldout_value;
+use agent_core::sim::tasks::{Split, names_heldout_value};
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -87,7 +87,24 @@ pub struct TapTextOptions {
     /// Redraw the listed points at random (see the module documentation);
     /// only for prompts that list the screen.
     pub move_points: bool,
+    /// Put the goal as a task would (`Please open Dmitri King.`; see
+    /// [`PHRASINGS`]) rather than as the answer's Plan.
+    pub phrased: bool,
 }
+
+/// Goals of phrased tap-text samples, `{}` the text: the suite's goals
+/// name what to act on with quotes (a note's title) or without (a
+/// contact's name), inside a sentence, and an agent's Plan quotes it
+/// (`Tap "Dmitri King".`). Each is then framed as a training goal is
+/// ([`Split::phrase`]), never as a held-out one.
+pub const PHRASINGS: [&str; 6] = [
+    "Tap \"{}\".",
+    "Open {}.",
+    "Select the item {}.",
+    "Find {} on the screen and tap it.",
+    "Open the entry titled \"{}\".",
+    "Go to {}.",
+];
 
 /// What a run made.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -234,7 +251,13 @@ pub fn screen_samples(
         .enumerate()
         .map(|(k, (node, point, at))| {
             let text = node.text.trim();
-            let goal = tap_goal(text);
+            let plan = tap_goal(text);
+            let goal = if options.phrased {
+                let phrasing = PHRASINGS[rng.random_range(0..PHRASINGS.len())];
+                Split::Train.phrase(&phrasing.replace("{}", text), rng.random())
+            } else {
+                plan.clone()
+            };
             let (screen, point, at) = if options.move_points {
                 let moved = moved_points(&screen, step.frame.model, &mut rng);
                 let point = moved
@@ -247,7 +270,7 @@ pub fn screen_samples(
                 (screen.clone(), point, at)
             };
             let executed = Executed {
-                plan: goal.clone(),
+                plan,
                 model: Action::Tap { point_2d: point },
                 device: Some(DeviceAction::Tap { at }),
             };

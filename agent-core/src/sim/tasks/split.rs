@@ -130,6 +130,14 @@ impl Split {
         }
     }
 
+    /// `goal` (an imperative sentence ending in a full stop) as instance
+    /// `k` of this split puts it: for lessons beside the suite's goals
+    /// that must keep the held-out phrasings out of training.
+    pub fn phrase(self, goal: &str, k: u64) -> String {
+        let frames = self.frames();
+        frames[(k % frames.len() as u64) as usize].phrase(goal)
+    }
+
     fn frames(self) -> &'static [Frame] {
         match self {
             Split::Train | Split::TrainOpen => &[Frame::AsIs, Frame::Please, Frame::INeedYouTo],
@@ -191,7 +199,7 @@ pub(super) fn sample(template: &Template, split: Split, k: u64) -> Box<dyn Task>
     let frames = split.frames();
     let frame = frames[(k % frames.len() as u64) as usize];
     Box::new(Phrased {
-        goal: frame.phrase(&task.goal()),
+        goal: split.phrase(&task.goal(), k),
         frame,
         split,
         scramble: (split == Split::TrainOpen).then(|| split.seed(k) ^ fnv(template.name)),
