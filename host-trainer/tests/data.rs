@@ -890,6 +890,21 @@ fn tapped(sample: &Sample) -> Point {
     }
 }
 
+/// Records the oracle of `name` (instance `seed`) in profile
+/// `btl-screen-text`, which must succeed.
+fn record_listed(dir: &Path, name: &str, seed: u64) {
+    let oracle = OraclePolicy::new(tasks::sample(name, seed).unwrap());
+    let outcome = record_with(
+        dir,
+        name,
+        seed,
+        None,
+        Profile::BtlScreenText,
+        Box::new(oracle),
+    );
+    assert_eq!(outcome.success, Some(true));
+}
+
 /// With the screen listed (`btl-screen-text`), a tap-text goal names the
 /// whole label of one listed line and the answer taps that line's point,
 /// so the list alone answers it. The alarm list is the case that needs
@@ -900,16 +915,7 @@ fn listed_screens_get_tap_text_goals_their_list_answers() {
     let tmp = tempfile::tempdir().unwrap();
     let episode = tmp.path().join("alarm");
     let (name, seed) = ("alarm_off", tasks::Split::Train.seed(1));
-    let oracle = OraclePolicy::new(tasks::sample(name, seed).unwrap());
-    let outcome = record_with(
-        &episode,
-        name,
-        seed,
-        None,
-        Profile::BtlScreenText,
-        Box::new(oracle),
-    );
-    assert_eq!(outcome.success, Some(true));
+    record_listed(&episode, name, seed);
     let (_, samples) = tap_text_all(&episode, &tmp.path().join("tap.json"));
     let mut goals = std::collections::HashSet::new();
     for sample in &samples {
@@ -958,16 +964,7 @@ fn moved_points_leave_the_list_as_the_only_answer() {
     let tmp = tempfile::tempdir().unwrap();
     let episode = tmp.path().join("alarm");
     let (name, seed) = ("alarm_off", tasks::Split::Train.seed(1));
-    let oracle = OraclePolicy::new(tasks::sample(name, seed).unwrap());
-    let outcome = record_with(
-        &episode,
-        name,
-        seed,
-        None,
-        Profile::BtlScreenText,
-        Box::new(oracle),
-    );
-    assert_eq!(outcome.success, Some(true));
+    record_listed(&episode, name, seed);
     let (_, plain) = tap_text_all(&episode, &tmp.path().join("tap.json"));
     let out = tmp.path().join("moved.json");
     btl_train_succeeds(&[
@@ -1042,16 +1039,7 @@ fn phrased_goals_name_the_text_and_the_plan_quotes_it() {
     let tmp = tempfile::tempdir().unwrap();
     let episode = tmp.path().join("contact");
     let (name, seed) = ("contact_delete", tasks::Split::Train.seed(2));
-    let oracle = OraclePolicy::new(tasks::sample(name, seed).unwrap());
-    let outcome = record_with(
-        &episode,
-        name,
-        seed,
-        None,
-        Profile::BtlScreenText,
-        Box::new(oracle),
-    );
-    assert_eq!(outcome.success, Some(true));
+    record_listed(&episode, name, seed);
     let out = tmp.path().join("phrased.json");
     btl_train_succeeds(&[
         "data",

@@ -6,10 +6,9 @@
 //! use is one line, named by [`UiNode::label`] (a contact row is "Dmitri
 //! King", its switch "alarm switch"), and the passive texts inside it are
 //! no lines of their own; a text outside any such element is a line of its
-//! own. The
-//! point of a line is the middle of the element's bounds in the model frame,
-//! rounded as the oracle rounds its taps, so tapping a listed element means
-//! copying its point. A keyboard is one line, "keyboard", and its editing
+//! own. The point of a line is the middle of the element's bounds in the
+//! model frame, rounded as the oracle rounds its taps, so tapping a listed
+//! element means copying its point. A keyboard is one line, "keyboard", and its editing
 //! keys (Delete, Enter) one each: the others are typing, which the model
 //! does with `Type`.
 

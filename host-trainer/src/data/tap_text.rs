@@ -34,6 +34,13 @@
 //! random and the lines re-sorted by position, so only looking the quote
 //! up in the list pays. Such samples have no screenshot, which the moved
 //! points would contradict, and no regions, as no box is known.
+//!
+//! # Phrased goals
+//! A task's goal names its target inside a sentence ("Could you delete the
+//! contact Dmitri King?") while the Plan quotes it, so an agent must copy
+//! the name from one into the other. With [`TapTextOptions::phrased`] the
+//! goal is one of [`PHRASINGS`] in a training frame and the Plan stays the
+//! quote.
 
 use super::augment::without_screenshot;
 use super::trajectories::{EpisodeInput, episode_dirs, images_beside, read_ui_tree, write_image};
@@ -177,7 +184,7 @@ pub fn tap_targets(ui: &UiNode, screen: Size) -> Vec<&UiNode> {
         .collect()
 }
 
-/// The goal (and the answer's Plan) of a tap-text sample.
+/// The answer's Plan of a tap-text sample, and its goal unless phrased.
 pub fn tap_goal(text: &str) -> String {
     quoting_plan("Tap", text)
 }

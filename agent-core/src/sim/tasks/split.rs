@@ -134,8 +134,13 @@ impl Split {
     /// `k` of this split puts it: for lessons beside the suite's goals
     /// that must keep the held-out phrasings out of training.
     pub fn phrase(self, goal: &str, k: u64) -> String {
+        self.frame(k).phrase(goal)
+    }
+
+    /// The frame of instance `k`.
+    fn frame(self, k: u64) -> Frame {
         let frames = self.frames();
-        frames[(k % frames.len() as u64) as usize].phrase(goal)
+        frames[(k % frames.len() as u64) as usize]
     }
 
     fn frames(self) -> &'static [Frame] {
@@ -196,10 +201,9 @@ pub(super) fn sample(template: &Template, split: Split, k: u64) -> Box<dyn Task>
         .map(draw)
         .find(|t| names_heldout_value(&t.goal()) == wanted)
         .unwrap_or_else(|| draw(0));
-    let frames = split.frames();
-    let frame = frames[(k % frames.len() as u64) as usize];
+    let frame = split.frame(k);
     Box::new(Phrased {
-        goal: split.phrase(&task.goal(), k),
+        goal: frame.phrase(&task.goal()),
         frame,
         split,
         scramble: (split == Split::TrainOpen).then(|| split.seed(k) ^ fnv(template.name)),
