@@ -711,18 +711,19 @@ fn typing_steps_are_copied_with_random_values_the_goal_names() {
     }
 }
 
-/// Runs `btl-train data tap-text` on `episode` with every target of each
-/// screen into `out`; its report line and the samples.
-fn tap_text_all(episode: &Path, out: &Path) -> (String, Vec<Sample>) {
-    let stdout = btl_train_succeeds(&[
+/// Runs `btl-train data tap-text` with `flags` on `episode`, every target
+/// of each screen into `out`; its report line and the samples.
+fn tap_text_all(episode: &Path, out: &Path, flags: &[&str]) -> (String, Vec<Sample>) {
+    let mut args = vec![
         "data",
         "tap-text",
         episode.to_str().unwrap(),
         "--per-screen",
         "100",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(flags);
+    args.extend(["--out", out.to_str().unwrap()]);
+    let stdout = btl_train_succeeds(&args);
     (stdout, load_samples(out).unwrap())
 }
 
@@ -757,7 +758,7 @@ fn tap_text_samples_name_one_text_of_the_screen_and_their_tap_reaches_it_on_the_
     let episode = tmp.path().join("contact");
     let (name, seed) = ("contact_delete", tasks::Split::Train.seed(2));
     assert_eq!(record(&episode, name, seed, None).success, Some(true));
-    let (stdout, samples) = tap_text_all(&episode, &tmp.path().join("tap.json"));
+    let (stdout, samples) = tap_text_all(&episode, &tmp.path().join("tap.json"), &[]);
     let trajectory = read_trajectory(&episode).unwrap();
     assert!(
         stdout.starts_with(&format!(
@@ -916,7 +917,7 @@ fn listed_screens_get_tap_text_goals_their_list_answers() {
     let episode = tmp.path().join("alarm");
     let (name, seed) = ("alarm_off", tasks::Split::Train.seed(1));
     record_listed(&episode, name, seed);
-    let (_, samples) = tap_text_all(&episode, &tmp.path().join("tap.json"));
+    let (_, samples) = tap_text_all(&episode, &tmp.path().join("tap.json"), &[]);
     let mut goals = std::collections::HashSet::new();
     for sample in &samples {
         let text = tap_goal_text(sample);
@@ -965,19 +966,8 @@ fn moved_points_leave_the_list_as_the_only_answer() {
     let episode = tmp.path().join("alarm");
     let (name, seed) = ("alarm_off", tasks::Split::Train.seed(1));
     record_listed(&episode, name, seed);
-    let (_, plain) = tap_text_all(&episode, &tmp.path().join("tap.json"));
-    let out = tmp.path().join("moved.json");
-    btl_train_succeeds(&[
-        "data",
-        "tap-text",
-        episode.to_str().unwrap(),
-        "--per-screen",
-        "100",
-        "--move-points",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let moved = load_samples(&out).unwrap();
+    let (_, plain) = tap_text_all(&episode, &tmp.path().join("tap.json"), &[]);
+    let (_, moved) = tap_text_all(&episode, &tmp.path().join("moved.json"), &["--move-points"]);
     assert_eq!(moved.len(), plain.len());
     assert!(!tmp.path().join("moved-images").exists());
     let mut shifted = 0;
@@ -1040,19 +1030,11 @@ fn phrased_goals_name_the_text_and_the_plan_quotes_it() {
     let episode = tmp.path().join("contact");
     let (name, seed) = ("contact_delete", tasks::Split::Train.seed(2));
     record_listed(&episode, name, seed);
-    let out = tmp.path().join("phrased.json");
-    btl_train_succeeds(&[
-        "data",
-        "tap-text",
-        episode.to_str().unwrap(),
-        "--per-screen",
-        "100",
-        "--phrased",
-        "--move-points",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let samples = load_samples(&out).unwrap();
+    let (_, samples) = tap_text_all(
+        &episode,
+        &tmp.path().join("phrased.json"),
+        &["--phrased", "--move-points"],
+    );
     assert!(samples.len() >= 20, "{} samples", samples.len());
     let mut shapes = std::collections::HashSet::new();
     for sample in &samples {
