@@ -1038,16 +1038,7 @@ fn phrased_goals_name_the_text_and_the_plan_quotes_it() {
     assert!(samples.len() >= 20, "{} samples", samples.len());
     let mut shapes = std::collections::HashSet::new();
     for sample in &samples {
-        let Link::Action { plan, .. } = parse_link_json(&sample.solution, ParseMode::Strict)
-            .unwrap()
-            .0
-        else {
-            panic!("no plan: {}", sample.solution);
-        };
-        let text = plan
-            .strip_prefix("Tap \"")
-            .and_then(|p| p.strip_suffix("\"."))
-            .unwrap_or_else(|| panic!("{plan}: no quote"));
+        let text = &plan_quote(sample);
         let goal = goal_of(sample);
         assert!(goal.contains(text), "{goal} does not name {text:?}");
         assert!(
@@ -1060,4 +1051,97 @@ fn phrased_goals_name_the_text_and_the_plan_quotes_it() {
     // Six sentences in three frames: 18 shapes, of which an episode's few
     // dozen draws show most.
     assert!(shapes.len() >= 6, "{shapes:?}");
+}
+
+/// The text a tap-text answer's Plan quotes (`Tap "…".`).
+fn plan_quote(sample: &Sample) -> String {
+    let Link::Action { plan, .. } = parse_link_json(&sample.solution, ParseMode::Strict)
+        .unwrap()
+        .0
+    else {
+        panic!("no plan: {}", sample.solution);
+    };
+    plan.strip_prefix("Tap \"")
+        .and_then(|p| p.strip_suffix("\"."))
+        .unwrap_or_else(|| panic!("{plan}: no quote"))
+        .to_owned()
+}
+
+/// A text's shape: every digit 0, every upper-case letter A, every other
+/// letter a, the rest as it is.
+fn shape(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            c if c.is_ascii_digit() => '0',
+            c if c.is_uppercase() => 'A',
+            c if c.is_alphabetic() => 'a',
+            c => c,
+        })
+        .collect()
+}
+
+/// `--made-up` lists the same screen with every label a new string of its
+/// shape, drawn anew for each sample: the quoted text is one listed line,
+/// is named by the goal, was on none of the episode's screens, and the
+/// answer taps its line. Without `--move-points` it is refused.
+#[test]
+fn made_up_texts_are_copied_from_the_goal_and_found_in_the_list() {
+    let tmp = tempfile::tempdir().unwrap();
+    let episode = tmp.path().join("contact");
+    let (name, seed) = ("contact_delete", tasks::Split::Train.seed(3));
+    record_listed(&episode, name, seed);
+    let (_, moved) = tap_text_all(&episode, &tmp.path().join("moved.json"), &["--move-points"]);
+    let (stdout, made_up) = tap_text_all(
+        &episode,
+        &tmp.path().join("made-up.json"),
+        &["--move-points", "--phrased", "--made-up"],
+    );
+    assert!(stdout.contains("(text-only)"), "{stdout}");
+    assert_eq!(made_up.len(), moved.len());
+    assert!(made_up.len() >= 20, "{} samples", made_up.len());
+    let real: std::collections::HashSet<String> = moved
+        .iter()
+        .flat_map(|sample| listed_lines(sample).into_iter().map(|(label, _)| label))
+        .collect();
+    let mut quotes = std::collections::HashSet::new();
+    for (sample, before) in made_up.iter().zip(&moved) {
+        let id = before.id.as_deref().unwrap();
+        assert_eq!(
+            sample.id.as_deref(),
+            Some(format!("{}-made-up", id).as_str())
+        );
+        let text = plan_quote(sample);
+        let goal = goal_of(sample);
+        assert!(goal.contains(&text), "{goal} does not name {text:?}");
+        assert!(!goal.starts_with("Could you"), "held out: {goal}");
+        assert_eq!(tapped(sample), listed_point(sample, &text));
+        assert_eq!(shape(&text), shape(&tap_goal_text(before)));
+        let shapes = |sample: &Sample| {
+            let mut shapes: Vec<String> = listed_lines(sample)
+                .iter()
+                .map(|(label, _)| shape(label))
+                .collect();
+            shapes.sort();
+            shapes
+        };
+        assert_eq!(shapes(sample), shapes(before), "{id}: not the same lines");
+        // Four letters drawn alike by chance is about one in 10^5.
+        if text.chars().filter(|c| c.is_alphabetic()).count() >= 4 {
+            assert!(!real.contains(&text), "{text:?} is a real label");
+            assert!(quotes.insert(text.clone()), "{text:?} drawn twice");
+        }
+    }
+    assert!(quotes.len() * 2 >= made_up.len(), "{quotes:?}");
+
+    let refused = btl_train(&[
+        "data",
+        "tap-text",
+        episode.to_str().unwrap(),
+        "--made-up",
+        "--out",
+        tmp.path().join("no.json").to_str().unwrap(),
+    ]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("--move-points"), "{stderr}");
 }

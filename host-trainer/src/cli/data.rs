@@ -71,6 +71,11 @@ pub struct TapTextArgs {
     /// with the answer's Plan quoting the text (`Tap "Dmitri King".`).
     #[arg(long)]
     phrased: bool,
+    /// Every listed label replaced by a random string of its shape, drawn
+    /// anew for each sample, so the quote is copied from the goal rather
+    /// than recalled (with --move-points only).
+    #[arg(long, requires = "move_points")]
+    made_up: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -166,6 +171,7 @@ fn tap_text_cmd(args: &TapTextArgs) -> Outcome {
         lambda: args.lambda,
         move_points: args.move_points,
         phrased: args.phrased,
+        made_up: args.made_up,
     };
     let report = tap_text(&args.dirs, &args.out, &options).map_err(failure)?;
     if report.without_tree > 0 {

@@ -41,8 +41,17 @@
 //! the name from one into the other. With [`TapTextOptions::phrased`] the
 //! goal is one of [`PHRASINGS`] in a training frame and the Plan stays the
 //! quote.
+//!
+//! # Made-up texts
+//! The training split's screens show a few dozen names, which a small model
+//! recalls instead of copying: for a held-out name its Plan quotes a name it
+//! has seen (docs/training.md, "A sixth run"). With
+//! [`TapTextOptions::made_up`] every listed label of a moved lesson is a
+//! random string of its shape ([`reshape`]), drawn anew for each sample, so
+//! the quote can only be copied from the goal and found in the list, as the
+//! typed-value copies teach for typed text.
 
-use super::augment::without_screenshot;
+use super::augment::{reshape, without_screenshot};
 use super::trajectories::{EpisodeInput, episode_dirs, images_beside, read_ui_tree, write_image};
 use super::{Error, Result, samples::write_samples};
 use agent_core::agent::safety::DEFAULT_KEYBOARD_PACKAGES;
@@ -97,6 +106,9 @@ pub struct TapTextOptions {
     /// Put the goal as a task would (`Please open Dmitri King.`; see
     /// [`PHRASINGS`]) rather than as the answer's Plan.
     pub phrased: bool,
+    /// Replace every listed label by a made-up one (see the module
+    /// documentation); only with `move_points`.
+    pub made_up: bool,
 }
 
 /// Goals of phrased tap-text samples, `{}` the text: the suite's goals
@@ -210,6 +222,11 @@ pub fn screen_samples(
             profile.name()
         ));
     }
+    if options.made_up && !options.move_points {
+        return Err(
+            "made-up texts need moved points: the screenshot would show the real ones".into(),
+        );
+    }
     let mut targets: Vec<&UiNode> = tap_targets(ui, cx.image_size)
         .into_iter()
         .filter(|node| !names_heldout_value(&tap_goal(node.text.trim())))
@@ -257,7 +274,17 @@ pub fn screen_samples(
     taps.take(options.per_screen)
         .enumerate()
         .map(|(k, (node, point, at))| {
-            let text = node.text.trim();
+            let mut screen = screen.clone();
+            let text = if options.made_up {
+                let labels = made_up_labels(&screen, &mut rng);
+                for line in &mut screen {
+                    line.label = labels[&line.label].clone();
+                }
+                labels[node.text.trim()].clone()
+            } else {
+                node.text.trim().to_owned()
+            };
+            let text = text.as_str();
             let plan = tap_goal(text);
             let goal = if options.phrased {
                 let phrasing = PHRASINGS[rng.random_range(0..PHRASINGS.len())];
@@ -274,7 +301,7 @@ pub fn screen_samples(
                     .ok_or_else(|| format!("{text:?} is not listed"))?;
                 (moved, point, step.frame.to_device(point))
             } else {
-                (screen.clone(), point, at)
+                (screen, point, at)
             };
             let executed = Executed {
                 plan,
@@ -305,13 +332,53 @@ pub fn screen_samples(
             if options.move_points {
                 let mut sample = state_sample(&step.frame, &prompt, &executed, None, &cx)?;
                 without_screenshot(&mut sample);
-                sample.id = sample.id.map(|id| format!("{id}/moved"));
+                let kind = if options.made_up {
+                    "moved-made-up"
+                } else {
+                    "moved"
+                };
+                sample.id = sample.id.map(|id| format!("{id}/{kind}"));
                 Ok(sample)
             } else {
                 state_sample(&step.frame, &prompt, &executed, Some(ui), &cx)
             }
         })
         .collect()
+}
+
+/// A made-up label for every label of `screen`: a random string of its
+/// shape ([`reshape`]), no two alike, none a label that has no letter or
+/// digit to change ("+" stays "+"), none naming a held-out value.
+fn made_up_labels(screen: &[ScreenElement], rng: &mut ChaCha8Rng) -> HashMap<String, String> {
+    let fixed = |label: &str| !label.chars().any(char::is_alphanumeric);
+    let mut taken: HashSet<String> = screen
+        .iter()
+        .filter(|line| fixed(&line.label))
+        .map(|line| line.label.clone())
+        .collect();
+    let mut labels = HashMap::new();
+    for line in screen {
+        if labels.contains_key(&line.label) {
+            continue;
+        }
+        let new = if fixed(&line.label) {
+            line.label.clone()
+        } else {
+            // A clash needs two short labels of one shape drawing alike;
+            // the last draw stands if every draw clashes.
+            let mut new = reshape(&line.label, rng);
+            for _ in 0..MOVED_DRAWS {
+                if !taken.contains(&new) && !names_heldout_value(&tap_goal(&new)) {
+                    break;
+                }
+                new = reshape(&line.label, rng);
+            }
+            new
+        };
+        taken.insert(new.clone());
+        labels.insert(line.label.clone(), new);
+    }
+    labels
 }
 
 /// Margin of a moved point from the model frame's edges, in model pixels:
@@ -462,6 +529,44 @@ mod tests {
             proptest::prop_assert!(moved
                 .windows(2)
                 .all(|w| (w[0].point.y, w[0].point.x) <= (w[1].point.y, w[1].point.x)));
+        }
+
+        /// Made-up labels are distinct wherever a label can change, keep
+        /// every character that is no letter or digit, and leave a label
+        /// with nothing to change as it is; a label listed twice gets one.
+        #[test]
+        fn made_up_labels_are_distinct_and_keep_what_is_no_letter_or_digit(
+            labels in proptest::collection::vec("[A-Za-z0-9 :%+,.-]{1,12}", 1..40),
+            seed: u64,
+        ) {
+            let screen: Vec<ScreenElement> = labels
+                .iter()
+                .map(|label| ScreenElement {
+                    label: label.clone(),
+                    point: Point::new(1.0, 1.0),
+                    checked: None,
+                })
+                .collect();
+            let made_up = made_up_labels(&screen, &mut ChaCha8Rng::seed_from_u64(seed));
+            let distinct: HashSet<&String> = labels.iter().collect();
+            proptest::prop_assert_eq!(made_up.len(), distinct.len());
+            let kept = |text: &str| -> String {
+                text.chars().filter(|c| !c.is_ascii_alphanumeric()).collect()
+            };
+            let mut drawn = HashSet::new();
+            for (label, new) in &made_up {
+                proptest::prop_assert_eq!(new.chars().count(), label.chars().count());
+                proptest::prop_assert_eq!(kept(new), kept(label));
+                if kept(label).len() == label.len() {
+                    proptest::prop_assert_eq!(new, label);
+                }
+                // Two labels of one short shape may exhaust their draws;
+                // with three or more letters or digits a clash is
+                // practically impossible.
+                if label.chars().filter(char::is_ascii_alphanumeric).count() >= 3 {
+                    proptest::prop_assert!(drawn.insert(new.clone()), "{:?} twice", new);
+                }
+            }
         }
     }
 
