@@ -4,7 +4,7 @@
 //!
 //! The list follows TalkBack's reading of a screen: an element a finger can
 //! use is one line, named by [`UiNode::label`] (a contact row is "Dmitri
-//! King", its switch "alarm switch"), and the passive texts inside it are
+//! King", an alarm's switch "07:30"), and the passive texts inside it are
 //! no lines of their own; a text outside any such element is a line of its
 //! own. The point of a line is the middle of the element's bounds in the
 //! model frame, rounded as the oracle rounds its taps, so tapping a listed

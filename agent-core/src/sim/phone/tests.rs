@@ -2,7 +2,9 @@
 //! in the UI tree, act at its centre, check the typed state.
 
 use super::*;
+use crate::device::elements::screen_elements;
 use crate::device::ui::{parse_uiautomator_xml, to_uiautomator_xml};
+use crate::protocol::{FrameMap, Size};
 use proptest::prelude::*;
 
 fn phone() -> Phone {
@@ -112,6 +114,60 @@ fn launcher_icons_are_drawn_where_the_tree_says() {
     let [x1, y1, x2, _] = icon.bounds;
     let px = img.get_pixel(((x1 + x2) / 2) as u32, (y1 + p.dp(30.0)) as u32);
     assert_eq!(px.0, [0x1A, 0x73, 0xE8, 255]);
+}
+
+/// The lines a text agent reads on `p`'s screen, as (label, checked).
+fn listed(p: &Phone) -> Vec<(String, Option<bool>)> {
+    let (w, h) = p.size();
+    let frame = FrameMap::new(Size::new(w, h), 200_704).unwrap();
+    screen_elements(&p.ui_tree(), &frame, &[] as &[&str])
+        .into_iter()
+        .map(|line| (line.label, line.checked))
+        .collect()
+}
+
+#[test]
+fn switches_are_named_by_what_they_switch() {
+    let mut p = phone();
+    launch(&mut p, "Settings");
+    let s = p.state().settings.clone();
+    let lines = listed(&p);
+    for (name, on) in [
+        ("Wi-Fi", s.wifi),
+        ("Bluetooth", s.bluetooth),
+        ("Airplane mode", s.airplane_mode),
+    ] {
+        assert!(
+            lines.contains(&(name.to_string(), Some(on))),
+            "{name}: {lines:?}"
+        );
+    }
+    tap_text(&mut p, "Location");
+    assert!(listed(&p).contains(&("Use location".to_string(), Some(s.location))));
+
+    let state = p.state_mut();
+    state.alarms.clear();
+    for (id, hour, enabled) in [(1, 7, true), (2, 19, false)] {
+        state.alarms.push(Alarm {
+            id,
+            hour,
+            minute: 30,
+            enabled,
+            label: String::new(),
+        });
+    }
+    launch(&mut p, "Clock");
+    let switches: Vec<_> = listed(&p)
+        .into_iter()
+        .filter(|(_, c)| c.is_some())
+        .collect();
+    assert_eq!(
+        switches,
+        [
+            ("07:30".to_string(), Some(true)),
+            ("19:30".to_string(), Some(false))
+        ]
+    );
 }
 
 #[test]

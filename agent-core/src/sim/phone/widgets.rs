@@ -199,9 +199,14 @@ fn edit(
     e
 }
 
-/// A Switch; tapping it sends `msg`.
-pub(crate) fn switch(rect: Rect, id: String, on: bool, msg: Msg) -> Element {
-    checkable("android.widget.Switch", rect, id, on, Glyph::Switch { on }).on_tap(msg)
+/// A Switch named `name` (its content description), as an accessible app
+/// labels a control that has no text of its own: TalkBack then reads what it
+/// switches ("Wi-Fi", the alarm's time), not "switch" or its resource id.
+/// Tapping it sends `msg`.
+pub(crate) fn switch(rect: Rect, id: String, name: &str, on: bool, msg: Msg) -> Element {
+    checkable("android.widget.Switch", rect, id, on, Glyph::Switch { on })
+        .desc(name)
+        .on_tap(msg)
 }
 
 /// A CheckBox showing a selection; the item around it takes the taps.

@@ -192,6 +192,7 @@ impl Clock {
                     trailing: Some(switch(
                         Rect::xywh(0, 0, cx.dp(52.0), cx.dp(32.0)),
                         rid(PKG, "alarm_switch"),
+                        &hhmm(a.hour, a.minute),
                         a.enabled,
                         msg(Msg::Toggle(a.id)),
                     )),

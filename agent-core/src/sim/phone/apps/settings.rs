@@ -123,6 +123,7 @@ impl Settings {
             trailing: Some(switch(
                 Rect::xywh(0, 0, switch_w, switch_h),
                 rid(PKG, switch_id),
+                title,
                 on,
                 msg(m.clone()),
             )),
@@ -272,6 +273,7 @@ impl Settings {
                 trailing: Some(switch(
                     Rect::xywh(0, 0, cx.dp(52.0), cx.dp(32.0)),
                     rid(PKG, "location_switch"),
+                    "Use location",
                     on,
                     msg(Msg::ToggleLocation),
                 )),
