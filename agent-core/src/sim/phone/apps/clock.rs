@@ -181,6 +181,7 @@ impl Clock {
             } else {
                 a.label.clone()
             };
+            let shown = hhmm(a.hour, a.minute);
             let mut item = row(
                 cx,
                 r,
@@ -192,7 +193,7 @@ impl Clock {
                     trailing: Some(switch(
                         Rect::xywh(0, 0, cx.dp(52.0), cx.dp(32.0)),
                         rid(PKG, "alarm_switch"),
-                        &hhmm(a.hour, a.minute),
+                        &shown,
                         a.enabled,
                         msg(Msg::Toggle(a.id)),
                     )),
@@ -206,12 +207,7 @@ impl Clock {
             time.valign = Align::End;
             item.children.insert(
                 0,
-                label(
-                    text_r.top(cx.dp(60.0)),
-                    rid(PKG, "alarm_time"),
-                    hhmm(a.hour, a.minute),
-                    time,
-                ),
+                label(text_r.top(cx.dp(60.0)), rid(PKG, "alarm_time"), shown, time),
             );
             item.children.insert(
                 1,
