@@ -60,6 +60,7 @@ fn episode(reuse_prefix: bool, max_pixels: u64) -> (f64, u32) {
                 prompt: &prompt,
                 profile: Profile::BtlUi,
                 ui_tree: None,
+                screen: &[],
                 seed: step as u64,
             })
             .expect("an answer");

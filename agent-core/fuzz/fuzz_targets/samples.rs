@@ -3,10 +3,13 @@
 //!
 //! The input is the samples text, then a 0xFF byte, then the completions.
 //! Beyond "never panics": every completion of parsed files is scored with
-//! both reward modes, every score in [0, 1].
+//! both reward modes, every score in [0, 1]; the screen a sample's prompt
+//! lists (`btl predict` grounds decoding in it), written again as the
+//! prompt writer writes it, reads back the same.
 
 #![no_main]
 
+use agent_core::protocol::prompt::{listed_screen, render_screen};
 use agent_core::reward::{RewardMode, Weights, score};
 use agent_core::sample::{parse_completions, parse_samples};
 use libfuzzer_sys::fuzz_target;
@@ -19,6 +22,17 @@ fuzz_target!(|data: &[u8]| {
     let Ok(samples) = parse_samples(&String::from_utf8_lossy(samples)) else {
         return;
     };
+    for message in samples.iter().flat_map(|s| &s.messages) {
+        if let Ok(screen) = listed_screen(&message.content)
+            && !screen.is_empty()
+        {
+            let again = format!(
+                "g\n\n## Screen Elements\n{}\n\n## Screenshots\n",
+                render_screen(&screen)
+            );
+            assert_eq!(listed_screen(&again).ok(), Some(screen));
+        }
+    }
     let Ok(completions) = parse_completions(&String::from_utf8_lossy(completions), &samples) else {
         return;
     };

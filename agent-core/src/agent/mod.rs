@@ -26,7 +26,8 @@ use crate::device::ui::UiNode;
 use crate::device::{Device, DeviceAction, DeviceError};
 use crate::model::{Observation, Policy, PolicyOutput};
 use crate::protocol::{
-    Action, FrameMap, Link, ParseMode, Profile, Prompt, Size, TRAINING_MAX_PIXELS, Task, parse,
+    Action, FrameMap, Link, ParseMode, Profile, Prompt, ScreenElement, Size, TRAINING_MAX_PIXELS,
+    Task, parse,
 };
 use image::RgbaImage;
 use safety::{ConfirmRequest, Confirmer, DenyAll, Rejection, SafetyConfig, Verdict};
@@ -479,7 +480,7 @@ impl Agent {
             task_done: None,
             reward: None,
         };
-        let stop = self.decide_and_act(&mut record, &screenshot, ui_tree.as_ref());
+        let stop = self.decide_and_act(&mut record, &screenshot, ui_tree.as_ref(), &screen);
         if !self.config().stop_on_success
             && let Some(checker) = self.checker.as_mut()
         {
@@ -515,13 +516,14 @@ impl Agent {
         record: &mut StepRecord,
         screenshot: &RgbaImage,
         ui_tree: Option<&UiNode>,
+        screen: &[ScreenElement],
     ) -> Option<StopReason> {
         if is_uniform(screenshot) {
             record.outcome = StepOutcome::BlankScreen;
             return Some(StopReason::BlankScreen);
         }
         let policy_started = self.clock.now();
-        let chosen = self.ask(record, screenshot, ui_tree);
+        let chosen = self.ask(record, screenshot, ui_tree, screen);
         record.timings.policy_ms = millis(self.clock.now().saturating_sub(policy_started));
         let (plan, action) = match chosen {
             Ok(chosen) => chosen,
@@ -614,6 +616,7 @@ impl Agent {
         record: &mut StepRecord,
         screenshot: &RgbaImage,
         ui_tree: Option<&UiNode>,
+        screen: &[ScreenElement],
     ) -> Result<(String, Action), (StepOutcome, StopReason)> {
         let attempts = self.config().max_attempts.max(1);
         let per_round = self.config().vote.max(1);
@@ -628,6 +631,7 @@ impl Agent {
                 frame: record.frame,
                 prompt: &record.prompt,
                 ui_tree,
+                screen,
                 seed: seeds[0],
             };
             let answers = self.policy.act_many(&obs, &seeds).map_err(|e| {

@@ -1252,3 +1252,63 @@ fn relabelled_steps_record_the_oracle_s_way_back_from_wrong_moves() {
     assert_eq!(executed(2), tap(&settings));
     assert_eq!(target_action(&steps[2]), tap(&settings));
 }
+
+/// What a policy was shown: the lines it was given and its user prompt.
+type Shown = (Vec<ScreenElement>, String);
+
+/// Records what the policy is shown, then answers from a script.
+struct Watching {
+    seen: Arc<std::sync::Mutex<Vec<Shown>>>,
+    script: ScriptedPolicy,
+}
+
+impl Policy for Watching {
+    fn name(&self) -> String {
+        "watching".into()
+    }
+    fn act(&mut self, obs: &Observation) -> Result<PolicyOutput, crate::model::PolicyError> {
+        let mut seen = self.seen.lock().unwrap();
+        seen.push((obs.screen.to_vec(), obs.prompt.user.clone()));
+        self.script.act(obs)
+    }
+}
+
+/// In `btl-screen-text` the policy gets the lines its prompt lists, so its
+/// decoding can bind a quoting Plan to one; other profiles list none.
+#[test]
+fn the_policy_is_given_the_lines_its_prompt_lists() {
+    for profile in [Profile::BtlScreenText, Profile::BtlExtended] {
+        let dir = tempfile::tempdir().unwrap();
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let policy = Watching {
+            seen: seen.clone(),
+            script: ScriptedPolicy::new([answer("Go home", Action::Home, None)]),
+        };
+        let config = AgentConfig {
+            profile,
+            max_steps: 1,
+            ..config("Open Settings.")
+        };
+        Agent::new(
+            dir.path(),
+            config,
+            Box::new(SimDevice::new(new_phone())),
+            Box::new(policy),
+        )
+        .unwrap()
+        .with_clock(ManualClock::default())
+        .run()
+        .unwrap();
+        let seen = seen.lock().unwrap();
+        let (screen, user) = &seen[0];
+        if profile == Profile::BtlScreenText {
+            assert!(screen.iter().any(|l| l.label == "Settings"), "{screen:?}");
+            for line in screen {
+                let listed = format!("- \"{}\" [{}, {}]", line.label, line.point.x, line.point.y);
+                assert!(user.contains(&listed), "{listed} not in\n{user}");
+            }
+        } else {
+            assert!(screen.is_empty(), "{screen:?}");
+        }
+    }
+}

@@ -11,7 +11,8 @@
 use super::episode::{PolicyArgs, PolicyKind, load_policy};
 use super::{Failure, Outcome, in_file, json_line, read_input};
 use crate::model::{Observation, Policy};
-use crate::protocol::{FrameMap, Profile, Prompt, Size};
+use crate::protocol::prompt::listed_screen;
+use crate::protocol::{FrameMap, Profile, Prompt, ScreenElement, Size};
 use crate::sample::{Sample, SampleRef, parse_samples};
 use anyhow::{Context, anyhow};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -58,6 +59,7 @@ pub fn run(args: &Args) -> Outcome {
                 frame: obs.frame,
                 prompt: &obs.prompt,
                 ui_tree: None,
+                screen: &obs.screen,
                 seed: args.seed,
             })
             .with_context(|| format!("{}: sample {index}", args.samples.display()))?
@@ -84,6 +86,9 @@ struct SampleObservation {
     /// The action space the sample's prompt lists, so constrained decoding
     /// admits exactly its actions (`Finish` in a `btl-extended` sample).
     profile: Profile,
+    /// The elements a `btl-screen-text` prompt lists, which decoding is
+    /// grounded in as on the phone.
+    screen: Vec<ScreenElement>,
 }
 
 fn observation(sample: &Sample, base: &Path) -> anyhow::Result<SampleObservation> {
@@ -116,11 +121,13 @@ fn observation(sample: &Sample, base: &Path) -> anyhow::Result<SampleObservation
     // The official samples' prompts are the btl-ui profile's; so are the
     // grounding prompts, which list no actions.
     let profile = Profile::of_user_prompt(&prompt.user).unwrap_or(Profile::BtlUi);
+    let screen = listed_screen(&prompt.user)?;
     Ok(SampleObservation {
         screenshot,
         frame: FrameMap::new(size, sample.max_pixels)?,
         prompt,
         profile,
+        screen,
     })
 }
 
@@ -130,13 +137,21 @@ mod tests {
     use crate::protocol::prompt::Task;
     use crate::sample::Message;
 
+    fn wifi_line() -> ScreenElement {
+        ScreenElement {
+            label: "Wi-Fi".into(),
+            point: crate::protocol::Point::new(251.0, 90.0),
+            checked: Some(false),
+        }
+    }
+
     fn sample_with(profile: Profile, dir: &Path) -> Sample {
         let prompt = Prompt::new(
             &Task::Navigation {
                 goal: "Turn on Wi-Fi.",
                 step_instruction: None,
                 history: &[],
-                screen: &[],
+                screen: &[wifi_line()],
             },
             profile,
             None,
@@ -170,9 +185,26 @@ mod tests {
     #[test]
     fn each_sample_is_decoded_in_the_action_space_its_prompt_lists() {
         let dir = tempfile::tempdir().unwrap();
-        for profile in [Profile::BtlUi, Profile::BtlExtended] {
+        for profile in [Profile::BtlUi, Profile::BtlExtended, Profile::BtlScreenText] {
             let obs = observation(&sample_with(profile, dir.path()), dir.path()).unwrap();
             assert_eq!(obs.profile, profile);
         }
+    }
+
+    /// A `btl-screen-text` sample is decoded grounded in the lines its
+    /// prompt lists; a line the prompt writer could not have written is
+    /// refused, naming the sample's line.
+    #[test]
+    fn a_screen_text_sample_is_grounded_in_its_listed_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sample = sample_with(Profile::BtlScreenText, dir.path());
+        let obs = observation(&sample, dir.path()).unwrap();
+        assert_eq!(obs.screen, [wifi_line()]);
+        let extended = observation(&sample_with(Profile::BtlExtended, dir.path()), dir.path());
+        assert!(extended.unwrap().screen.is_empty());
+        let user = &mut sample.messages[1].content;
+        *user = user.replace("[251, 90] off", "[251, 90] dimmed");
+        let err = observation(&sample, dir.path()).err().unwrap().to_string();
+        assert!(err.contains("line 1") && err.contains("dimmed"), "{err}");
     }
 }

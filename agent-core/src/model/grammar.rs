@@ -11,6 +11,11 @@
 //! `\`, control characters and `<` (raw UTF-8, as the renderer writes them),
 //! or a two-character escape; without `<` no string can close a tag early.
 //!
+//! In `btl-screen-text` the prompt lists the screen's elements, and the
+//! link is grounded in that list: a Plan that starts quoting a line
+//! (`Tap "Dmitri King".`) can only quote a listed one, and its action is
+//! bound to that line's point ([`btl_grammar`]'s `screen`).
+//!
 //! The answer is bounded in bytes ([`GrammarLimits::max_answer_bytes`]):
 //! every token a model samples decodes to at least one byte, so an answer
 //! under the grammar always closes within that many tokens, whatever the
@@ -19,7 +24,8 @@
 //! Pure: it only builds text; `LlamaPolicy` hands it to llama.cpp's grammar
 //! sampler.
 
-use crate::protocol::{Profile, Size};
+use crate::protocol::prompt::{QUOTING_VERBS, ScreenElement, quoting_plan, quoting_verb};
+use crate::protocol::{Action, Link, Profile, Size};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
@@ -178,8 +184,16 @@ impl GrammarLimits {
     }
 }
 
-/// The grammar for answers on a model frame of `frame` pixels.
-pub fn btl_grammar(frame: Size, profile: Profile, limits: &GrammarLimits) -> String {
+/// The grammar for answers on a model frame of `frame` pixels. `screen`
+/// is the prompt's `## Screen Elements` list (empty when the profile lists
+/// none, or the device has no UI tree); with it the link is grounded, see
+/// `grounded_plans`.
+pub fn btl_grammar(
+    frame: Size,
+    profile: Profile,
+    limits: &GrammarLimits,
+    screen: &[ScreenElement],
+) -> String {
     let mut g = String::new();
     let blink = match limits.max_regions {
         0 => String::new(),
@@ -188,7 +202,7 @@ pub fn btl_grammar(frame: Size, profile: Profile, limits: &GrammarLimits) -> Str
     };
     let _ = writeln!(
         g,
-        "root ::= \"<blink>```json\\n[\" {blink} \"]\\n```</blink>\\n<think>\" think \"</think>\\n<link>```json\\n[{{\\\"Plan\\\": \" string \", \\\"Action\\\": \" action \"}}]\\n```</link>\""
+        "root ::= \"<blink>```json\\n[\" {blink} \"]\\n```</blink>\\n<think>\" think \"</think>\\n<link>```json\\n[{{\\\"Plan\\\": \" link \"}}]\\n```</link>\""
     );
     let _ = writeln!(
         g,
@@ -210,6 +224,36 @@ pub fn btl_grammar(frame: Size, profile: Profile, limits: &GrammarLimits) -> Str
     // writes it only for control characters, and it would triple a
     // character's worst-case length).
     g.push_str("char ::= [^\"\\\\<\\x00-\\x1F] | \"\\\\\" [\"\\\\/bfnrt]\n");
+    let then_action = "\", \\\"Action\\\": \" action";
+    if profile.lists_screen() && !screen.is_empty() {
+        let quoted = grounded_plans(screen, frame, limits);
+        let free = format!("\"\\\"\" free-plan \"\\\"\" {then_action}");
+        if quoted.is_empty() {
+            let _ = writeln!(g, "link ::= {free}");
+        } else {
+            let _ = writeln!(g, "link ::= {free} | {}", quoted.join(" | "));
+        }
+        let prefixes: Vec<Vec<Unit>> = QUOTING_VERBS
+            .iter()
+            .map(|verb| {
+                verb.chars()
+                    .map(Unit::Plain)
+                    .chain([Unit::Plain(' '), Unit::Escaped('"')])
+                    .collect()
+            })
+            .collect();
+        let prefixes: Vec<&[Unit]> = prefixes.iter().map(Vec::as_slice).collect();
+        let mut rules = 0;
+        string_without(
+            &mut g,
+            "free-plan",
+            &prefixes,
+            limits.max_string_chars,
+            &mut rules,
+        );
+    } else {
+        let _ = writeln!(g, "link ::= string {then_action}");
+    }
     let point = "\\\"point_2d\\\": [\" x \", \" y \"]";
     let mut actions = vec![
         format!("\"{{\\\"function\\\": \\\"Tap\\\", {point}}}\""),
@@ -230,6 +274,155 @@ pub fn btl_grammar(frame: Size, profile: Profile, limits: &GrammarLimits) -> Str
     let _ = writeln!(g, "x ::= {}", int_upto(frame.width));
     let _ = writeln!(g, "y ::= {}", int_upto(frame.height));
     g
+}
+
+/// The grounded link's quoting alternatives, as GBNF literals of the text
+/// from the Plan's opening quote to the end of the Action: for every
+/// listed line whose label no other line shares, `"Tap \"Dmitri
+/// King\".", "Action": {"function": "Tap", "point_2d": [140, 313]}` and the
+/// same for a long press.
+///
+/// A model that quotes a line in its Plan, as the `btl-screen-text` oracle
+/// does for every tap on one (`model::oracle::quoting_its_line`), then
+/// acts at that line's point: the lookup of the point that follows a
+/// quote in the list is done by decoding, not by the model (the small
+/// models of docs/training.md quote the right line far more often than
+/// they copy its point). Where the Plan starts quoting, only listed lines
+/// can follow, so a misspelt quote cannot be written either. A Plan that
+/// does not start with a quote (a slider's tap, a swipe) is free
+/// (`free-plan`), and so is its action. Lines whose label is shared, or
+/// holds a `<` or a control character, or whose Plan would be longer than
+/// the limits, are not quotable.
+fn grounded_plans(screen: &[ScreenElement], frame: Size, limits: &GrammarLimits) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in screen {
+        let unique = screen.iter().filter(|l| l.label == line.label).count() == 1;
+        let plain = !line.label.chars().any(|c| c == '<' || c.is_control());
+        let whole = |v: f64, max: u32| v.fract() == 0.0 && (0.0..=f64::from(max)).contains(&v);
+        if !unique
+            || !plain
+            || !whole(line.point.x, frame.width)
+            || !whole(line.point.y, frame.height)
+        {
+            continue;
+        }
+        for action in [
+            Action::Tap {
+                point_2d: line.point,
+            },
+            Action::LongPress {
+                point_2d: line.point,
+            },
+        ] {
+            let Some(verb) = quoting_verb(&action) else {
+                continue;
+            };
+            let plan = quoting_plan(verb, &line.label);
+            if plan.chars().count() > limits.max_string_chars {
+                continue;
+            }
+            let json = Link::Action { plan, action }.to_json();
+            if let Some(text) = json
+                .strip_prefix("[{\"Plan\": ")
+                .and_then(|rest| rest.strip_suffix("}]"))
+            {
+                out.push(gbnf_literal(text));
+            }
+        }
+    }
+    out
+}
+
+/// One character of a JSON string as the `char` rule reads it: itself, or
+/// a two-character escape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    Plain(char),
+    Escaped(char),
+}
+
+impl Unit {
+    fn literal(self) -> String {
+        match self {
+            Unit::Plain(c) => gbnf_literal(&c.to_string()),
+            Unit::Escaped(c) => gbnf_literal(&format!("\\{c}")),
+        }
+    }
+}
+
+/// Writes rule `name` (and the rules it needs, numbered by `rules`): the
+/// body of a JSON string of at most `max` characters that starts with
+/// none of `prefixes`, a trie of what it may not begin with.
+fn string_without(g: &mut String, name: &str, prefixes: &[&[Unit]], max: usize, rules: &mut usize) {
+    let mut alternatives = vec!["\"\"".to_string()];
+    if max > 0 {
+        let mut firsts: Vec<Unit> = Vec::new();
+        for unit in prefixes.iter().filter_map(|p| p.first().copied()) {
+            if !firsts.contains(&unit) {
+                firsts.push(unit);
+            }
+        }
+        let rest = match max - 1 {
+            0 => String::new(),
+            n => format!(" char{{0,{n}}}"),
+        };
+        alternatives.push(format!("{}{rest}", char_other_than(&firsts)));
+        for unit in firsts {
+            let tails: Vec<&[Unit]> = prefixes
+                .iter()
+                .filter(|p| p.first() == Some(&unit))
+                .map(|p| &p[1..])
+                .collect();
+            // A prefix that ends with this unit is what the string may not
+            // start with: no branch.
+            if tails.iter().any(|t| t.is_empty()) {
+                continue;
+            }
+            *rules += 1;
+            let child = format!("{name}-{rules}");
+            alternatives.push(format!("{} {child}", unit.literal()));
+            string_without(g, &child, &tails, max - 1, rules);
+        }
+    }
+    let _ = writeln!(g, "{name} ::= {}", alternatives.join(" | "));
+}
+
+/// The `char` rule less `units`.
+fn char_other_than(units: &[Unit]) -> String {
+    let class_char = |c: char| match c {
+        '\\' | ']' | '^' | '-' => format!("\\{c}"),
+        c => c.to_string(),
+    };
+    let plain: String = units
+        .iter()
+        .filter_map(|u| match u {
+            Unit::Plain(c) => Some(class_char(*c)),
+            Unit::Escaped(_) => None,
+        })
+        .collect();
+    let escapes: String = ['"', '\\', '/', 'b', 'f', 'n', 'r', 't']
+        .into_iter()
+        .filter(|c| !units.contains(&Unit::Escaped(*c)))
+        .map(class_char)
+        .collect();
+    format!("([^\"\\\\<\\x00-\\x1F{plain}] | \"\\\\\" [{escapes}])")
+}
+
+/// `text` as a GBNF string literal.
+fn gbnf_literal(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// A GBNF alternation matching the decimal integers 0 to `max` without
@@ -381,15 +574,49 @@ mod tests {
         }
     }
 
+    /// The quoting alternatives, written out by hand: a tap and a long
+    /// press for each line whose label is its own; none for the two lines
+    /// that share "Search", nor for a label with a `<`.
+    #[test]
+    fn each_line_of_its_own_is_quotable_at_its_point() {
+        let line = |label: &str, x: f64, y: f64| ScreenElement {
+            label: label.into(),
+            point: crate::protocol::Point::new(x, y),
+            checked: Some(false),
+        };
+        let screen = [
+            line("Wi-Fi", 251.0, 90.0),
+            line("Search", 10.0, 10.0),
+            line("Search", 250.0, 10.0),
+            line("a <b>", 5.0, 5.0),
+        ];
+        let quoted = grounded_plans(&screen, Size::new(280, 644), &GrammarLimits::default());
+        assert_eq!(
+            quoted,
+            [
+                r#""\"Tap \\\"Wi-Fi\\\".\", \"Action\": {\"function\": \"Tap\", \"point_2d\": [251, 90]}""#,
+                r#""\"Long press \\\"Wi-Fi\\\".\", \"Action\": {\"function\": \"LongPress\", \"point_2d\": [251, 90]}""#,
+            ]
+        );
+        // A point off the frame is not quotable either.
+        let off = [line("Wi-Fi", 281.0, 90.0)];
+        assert!(grounded_plans(&off, Size::new(280, 644), &GrammarLimits::default()).is_empty());
+    }
+
     #[test]
     fn the_grammar_names_only_the_profiles_actions_and_the_frame() {
         let frame = Size::new(1092, 2408);
-        let ui = btl_grammar(frame, Profile::BtlUi, &GrammarLimits::default());
-        let extended = btl_grammar(frame, Profile::BtlExtended, &GrammarLimits::default());
+        let ui = btl_grammar(frame, Profile::BtlUi, &GrammarLimits::default(), &[]);
+        let extended = btl_grammar(frame, Profile::BtlExtended, &GrammarLimits::default(), &[]);
         assert!(!ui.contains("Finish") && !ui.contains("Wait"));
         assert!(extended.contains("Finish") && extended.contains("Wait"));
         // Listing the screen changes the prompt, not the answers.
-        let listed = btl_grammar(frame, Profile::BtlScreenText, &GrammarLimits::default());
+        let listed = btl_grammar(
+            frame,
+            Profile::BtlScreenText,
+            &GrammarLimits::default(),
+            &[],
+        );
         assert_eq!(listed, extended);
         assert!(ui.contains(&format!("x ::= {}", int_upto(1092))));
         assert!(ui.contains(&format!("y ::= {}", int_upto(2408))));

@@ -50,7 +50,7 @@ pub use settings::ModelSettings;
 pub use spec::{LlamaConfig, LoadPolicyError, PolicySpec};
 
 use crate::device::ui::UiNode;
-use crate::protocol::{FrameMap, Profile, Prompt};
+use crate::protocol::{FrameMap, Profile, Prompt, ScreenElement};
 use image::RgbaImage;
 use thiserror::Error;
 
@@ -69,6 +69,10 @@ pub struct Observation<'a> {
     /// as the prompt's `## Screen Elements` (profile `btl-screen-text`);
     /// oracle and hybrid policies read it whole.
     pub ui_tree: Option<&'a UiNode>,
+    /// The prompt's `## Screen Elements` lines; empty when the profile
+    /// lists none or the device has no tree. Constrained decoding binds a
+    /// Plan that quotes one of them to its point (`grammar::btl_grammar`).
+    pub screen: &'a [ScreenElement],
     /// Sampling seed; the agent changes it when it asks again after an
     /// answer it could not use.
     pub seed: u64,

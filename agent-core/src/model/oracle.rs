@@ -12,6 +12,7 @@ use crate::agent::safety::DEFAULT_KEYBOARD_PACKAGES;
 use crate::device::DeviceAction;
 use crate::device::elements::screen_elements;
 use crate::device::ui::UiNode;
+use crate::protocol::prompt::{quoting_plan, quoting_verb};
 use crate::protocol::{
     Action, BBox, BtlOutput, DevicePoint, Direction, FrameMap, Link, Point, Roi, render,
 };
@@ -107,12 +108,13 @@ pub fn answer(step: &OracleStep, frame: &FrameMap) -> BtlOutput {
 /// than at its point, and lines whose label another line shares keep
 /// their plan.
 pub fn quoting_its_line(mut step: OracleStep, screen: &UiNode, frame: &FrameMap) -> OracleStep {
-    let verb = match step.action {
-        DeviceAction::Tap { .. } if step.span.is_none() => "Tap",
-        DeviceAction::LongPress { .. } => "Long press",
-        _ => return step,
+    if step.span.is_some() {
+        return step;
+    }
+    let Link::Action { action, .. } = answer(&step, frame).link else {
+        return step;
     };
-    let Some(point) = answer(&step, frame).link.point() else {
+    let (Some(verb), Some(point)) = (quoting_verb(&action), action.point()) else {
         return step;
     };
     let listed = screen_elements(screen, frame, DEFAULT_KEYBOARD_PACKAGES);
@@ -122,11 +124,6 @@ pub fn quoting_its_line(mut step: OracleStep, screen: &UiNode, frame: &FrameMap)
         step.plan = quoting_plan(verb, &line.label);
     }
     step
-}
-
-/// A Plan that names what it acts on word for word: `Tap "Contacts".`
-pub fn quoting_plan(verb: &str, label: &str) -> String {
-    format!("{verb} \"{label}\".")
 }
 
 /// The model-frame point for a device tap at `at` that may land anywhere in

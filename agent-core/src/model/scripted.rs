@@ -81,6 +81,7 @@ mod tests {
             frame,
             prompt: &prompt,
             ui_tree: None,
+            screen: &[],
             seed,
         };
         let mut policy = ScriptedPolicy::new(["a", "b"]);

@@ -66,7 +66,7 @@ impl Profile {
     /// `None` for other prompts (grounding).
     pub fn of_user_prompt(user: &str) -> Option<Self> {
         let extended = user.contains(&Self::BtlExtended.action_space());
-        if extended && ends_with_screen_section(user) {
+        if extended && screen_section(user).is_some() {
             Some(Self::BtlScreenText)
         } else if extended {
             Some(Self::BtlExtended)
@@ -144,25 +144,101 @@ impl ScreenElement {
         };
         format!("- {label} [{}, {}]{state}", self.point.x, self.point.y)
     }
+
+    /// The element a line of [`Self::line`]'s form lists; `None` for any
+    /// other text.
+    fn from_line(line: &str) -> Option<Self> {
+        let rest = line.strip_prefix("- ")?;
+        let mut values = serde_json::Deserializer::from_str(rest).into_iter::<String>();
+        let label = values.next()?.ok()?;
+        let rest = rest[values.byte_offset()..].strip_prefix(" [")?;
+        let (x, rest) = rest.split_once(", ")?;
+        let (y, state) = rest.split_once(']')?;
+        // Digits only: `u32`'s parser would also take a sign.
+        let whole = |v: &str| {
+            v.bytes()
+                .all(|b| b.is_ascii_digit())
+                .then(|| v.parse::<u32>().ok())
+                .flatten()
+        };
+        let checked = match state {
+            "" => None,
+            " on" => Some(true),
+            " off" => Some(false),
+            _ => return None,
+        };
+        Some(Self {
+            label,
+            point: Point::new(f64::from(whole(x)?), f64::from(whole(y)?)),
+            checked,
+        })
+    }
 }
 
-/// Whether a navigation user prompt ends with the screen section
-/// [`Prompt::new`] writes (its image placeholder may have been taken out, as
-/// in text-only samples). The goal and the history come before the
-/// section, so a goal that quotes its heading does not make one: only
-/// listed lines, or `None`, may stand between the heading and the
-/// screenshots.
-fn ends_with_screen_section(user: &str) -> bool {
+/// The verbs a Plan that quotes a listed line opens with: a tap and a long
+/// press at the line's point.
+pub const QUOTING_VERBS: [&str; 2] = ["Tap", "Long press"];
+
+/// The verb a Plan that quotes a listed line gives `action`; other actions
+/// than a tap or long press quote no line.
+pub fn quoting_verb(action: &Action) -> Option<&'static str> {
+    match action {
+        Action::Tap { .. } => Some(QUOTING_VERBS[0]),
+        Action::LongPress { .. } => Some(QUOTING_VERBS[1]),
+        _ => None,
+    }
+}
+
+/// A Plan that names what it acts on word for word: `Tap "Contacts".`
+pub fn quoting_plan(verb: &str, label: &str) -> String {
+    format!("{verb} \"{label}\".")
+}
+
+/// The lines of the screen section [`Prompt::new`] writes that a navigation
+/// user prompt ends with (`"None"` for an empty screen; its image
+/// placeholder may have been taken out, as in text-only samples). The goal
+/// and the history come before the section, so a goal that quotes its
+/// heading does not make one: only listed lines, or `None`, may stand
+/// between the heading and the screenshots.
+fn screen_section(user: &str) -> Option<&str> {
     let user = user.strip_suffix(IMAGE_PLACEHOLDER).unwrap_or(user);
-    let Some(body) = user.strip_suffix("\n\n## Screenshots\n") else {
-        return false;
-    };
+    let body = user.strip_suffix("\n\n## Screenshots\n")?;
     let heading = format!("\n\n{SCREEN_SECTION}");
-    let Some(at) = body.rfind(&heading) else {
-        return false;
-    };
+    let at = body.rfind(&heading)?;
     let lines = &body[at + heading.len()..];
-    lines == "None" || (!lines.is_empty() && lines.lines().all(|line| line.starts_with("- ")))
+    (lines == "None" || (!lines.is_empty() && lines.lines().all(|line| line.starts_with("- "))))
+        .then_some(lines)
+}
+
+/// A line of the screen section that [`ScreenElement`] does not write.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "screen element line {number} is not `- \"label\" [x, y]` with an optional ` on` or ` off`: {line:?}"
+)]
+pub struct BadScreenLine {
+    /// From 1, within the section.
+    pub number: usize,
+    pub line: String,
+}
+
+/// The elements a navigation user prompt lists, read back from the screen
+/// section [`Prompt::new`] writes in `btl-screen-text`: what a recorded
+/// sample showed its model, so decoding can be grounded in it as on the
+/// phone. Empty for a prompt without the section, or with `None`.
+pub fn listed_screen(user: &str) -> Result<Vec<ScreenElement>, BadScreenLine> {
+    match screen_section(user) {
+        None | Some("None") => Ok(Vec::new()),
+        Some(lines) => lines
+            .lines()
+            .enumerate()
+            .map(|(i, line)| {
+                ScreenElement::from_line(line).ok_or_else(|| BadScreenLine {
+                    number: i + 1,
+                    line: line.to_string(),
+                })
+            })
+            .collect(),
+    }
 }
 
 /// What the model is asked to do at this step.

@@ -698,6 +698,80 @@ fn output() -> impl Strategy<Value = BtlOutput> {
     })
 }
 
+fn screen_element() -> impl Strategy<Value = ScreenElement> {
+    (
+        any::<String>(),
+        0u32..10_000,
+        0u32..10_000,
+        proptest::option::of(any::<bool>()),
+    )
+        .prop_map(|(label, x, y, checked)| ScreenElement {
+            label,
+            point: Point::new(f64::from(x), f64::from(y)),
+            checked,
+        })
+}
+
+proptest! {
+    /// What a screen-text prompt lists reads back as it was written, whatever
+    /// the labels hold (quotes, brackets, new lines, a `- ` of their own);
+    /// other profiles' prompts list nothing.
+    #[test]
+    fn listed_screen_reads_back_what_the_prompt_lists(
+        screen in proptest::collection::vec(screen_element(), 0..6),
+        goal in any::<String>(),
+    ) {
+        let task = Task::Navigation { goal: &goal, step_instruction: None, history: &[], screen: &screen };
+        let user = Prompt::new(&task, Profile::BtlScreenText, None).user;
+        prop_assert_eq!(prompt::listed_screen(&user).unwrap(), screen.clone());
+        let text_only = user.strip_suffix("<image>").unwrap();
+        prop_assert_eq!(prompt::listed_screen(text_only).unwrap(), screen.clone());
+        let extended = Prompt::new(&task, Profile::BtlExtended, None).user;
+        prop_assert!(prompt::listed_screen(&extended).unwrap().is_empty());
+    }
+
+    #[test]
+    fn listed_screen_never_panics(user in ".*", line in ".*") {
+        let _ = prompt::listed_screen(&user);
+        let _ = prompt::listed_screen(&format!("x\n\n## Screen Elements\n- {line}\n\n## Screenshots\n<image>"));
+    }
+}
+
+/// Lines the prompt writer never writes are refused by number; a listed
+/// state other than on or off, a fractional point, a label that is not a
+/// JSON string.
+#[test]
+fn a_malformed_screen_line_is_named() {
+    let with = |lines: &str| format!("g\n\n## Screen Elements\n{lines}\n\n## Screenshots\n<image>");
+    let ok = "- \"Wi-Fi\" [251, 90] off\n- \"OK\" [1, 2]";
+    assert_eq!(
+        prompt::listed_screen(&with(ok)).unwrap(),
+        [
+            ScreenElement {
+                label: "Wi-Fi".into(),
+                point: Point::new(251.0, 90.0),
+                checked: Some(false)
+            },
+            ScreenElement {
+                label: "OK".into(),
+                point: Point::new(1.0, 2.0),
+                checked: None
+            },
+        ]
+    );
+    for (bad, number) in [
+        ("- \"Wi-Fi\" [251, 90] dimmed", 1),
+        ("- \"OK\" [1, 2]\n- \"Wi-Fi\" [251.5, 90]", 2),
+        ("- Wi-Fi [251, 90]", 1),
+        ("- \"Wi-Fi\" [251, -90]", 1),
+        ("- \"Wi-Fi\" [251,90]", 1),
+    ] {
+        let err = prompt::listed_screen(&with(bad)).unwrap_err();
+        assert_eq!(err.number, number, "{bad}");
+        assert!(err.to_string().contains(&format!("line {number}")), "{err}");
+    }
+}
+
 proptest! {
     #[test]
     fn parse_of_render_is_identity(out in output()) {

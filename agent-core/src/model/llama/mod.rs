@@ -629,7 +629,7 @@ impl LlamaPolicy {
             let limits = GrammarLimits::default()
                 .fit(self.config.max_tokens as usize, frame, obs.profile)
                 .map_err(|e| PolicyError::Backend(e.to_string()))?;
-            Some(btl_grammar(frame, obs.profile, &limits))
+            Some(btl_grammar(frame, obs.profile, &limits, obs.screen))
         } else {
             None
         };
@@ -1028,6 +1028,7 @@ mod tests {
             prompt,
             profile,
             ui_tree: None,
+            screen: &[],
             seed,
         }
     }
@@ -1163,8 +1164,11 @@ mod tests {
     #[test]
     #[cfg(feature = "host")]
     fn llama_cpp_grammar_admits_every_oracle_answer() {
+        use crate::agent::safety::DEFAULT_KEYBOARD_PACKAGES;
         use crate::device::Device;
+        use crate::device::elements::screen_elements;
         use crate::device::sim::SimDevice;
+        use crate::model::oracle::quoting_its_line;
         use crate::protocol::{FrameMap, Link, Profile, render};
         use crate::sim::phone::PhoneConfig;
         use crate::sim::tasks::{sample, templates};
@@ -1187,12 +1191,26 @@ mod tests {
                 let device_size = device.screen_size().unwrap();
                 let frame = FrameMap::new(device_size, 4_014_080).unwrap();
                 let grammars = [Profile::BtlUi, Profile::BtlExtended]
-                    .map(|profile| btl_grammar(frame.model, profile, &limits));
+                    .map(|profile| btl_grammar(frame.model, profile, &limits, &[]));
                 for _ in 0..task.max_steps() {
                     let screen = device.ui_tree().unwrap().unwrap();
                     let Some(step) = task.oracle(&screen) else {
                         break;
                     };
+                    // In btl-screen-text the oracle quotes the line it taps,
+                    // and the grammar binds such a quote to the line's point.
+                    let listed = screen_elements(&screen, &frame, DEFAULT_KEYBOARD_PACKAGES);
+                    let quoting = quoting_its_line(step.clone(), &screen, &frame);
+                    answers.push((
+                        format!("{} seed {seed} (screen text)", task.name()),
+                        render(&crate::model::oracle::answer(&quoting, &frame)).unwrap(),
+                        vec![btl_grammar(
+                            frame.model,
+                            Profile::BtlScreenText,
+                            &limits,
+                            &listed,
+                        )],
+                    ));
                     let output = crate::model::oracle::answer(&step, &frame);
                     for roi in &output.blink {
                         label = label.max(roi.label.chars().count());
@@ -1209,7 +1227,7 @@ mod tests {
                     answers.push((
                         format!("{} seed {seed}", task.name()),
                         raw,
-                        grammars.clone(),
+                        grammars.to_vec(),
                     ));
                     device.perform(&step.action).unwrap();
                 }
@@ -1226,10 +1244,16 @@ mod tests {
         let frame = crate::protocol::Size::new(1092, 2408);
         grammar_admits(
             model,
-            &btl_grammar(frame, Profile::BtlExtended, &limits),
+            &btl_grammar(frame, Profile::BtlExtended, &limits, &[]),
             &render(&finish).unwrap(),
         )
         .unwrap();
+        assert!(
+            answers
+                .iter()
+                .any(|(what, raw, _)| what.ends_with("(screen text)") && raw.contains("Tap \\\"")),
+            "no oracle answer quotes a line"
+        );
         println!(
             "{} oracle answers; longest label {label}, plan/think {plan}, typed text {text} characters",
             answers.len()
@@ -1257,7 +1281,7 @@ mod tests {
             for frame in [Size::new(224, 448), Size::new(9999, 9999)] {
                 let limits = GrammarLimits::default();
                 let longest = limits.longest_answer(frame, profile);
-                grammar_admits(model, &btl_grammar(frame, profile, &limits), &longest)
+                grammar_admits(model, &btl_grammar(frame, profile, &limits, &[]), &longest)
                     .unwrap_or_else(|e| panic!("{e}\n{longest}"));
                 assert!(
                     longest.len() <= DEFAULT_MAX_TOKENS as usize,
@@ -1271,8 +1295,89 @@ mod tests {
                 }
                 .longest_answer(frame, profile);
                 assert!(
-                    grammar_admits(model, &btl_grammar(frame, profile, &limits), &more).is_err()
+                    grammar_admits(model, &btl_grammar(frame, profile, &limits, &[]), &more)
+                        .is_err()
                 );
+            }
+        }
+    }
+
+    /// In `btl-screen-text` a Plan that quotes a listed line is bound to
+    /// that line's point and to the verb's action; a Plan that quotes no
+    /// line, or one whose label two lines share, cannot be written; a Plan
+    /// that quotes nothing is free, as before. Other profiles are not
+    /// bound. Checked with llama.cpp's grammar engine on hand-written
+    /// answers.
+    #[test]
+    fn a_quoting_plan_is_bound_to_its_lines_point() {
+        use crate::protocol::{Point, Profile, ScreenElement, Size};
+        let p = policy("tiny-qwen25vl-f16.gguf");
+        let model = p.loaded.borrow_owner();
+        let line = |label: &str, x: f64, y: f64| ScreenElement {
+            label: label.into(),
+            point: Point::new(x, y),
+            checked: None,
+        };
+        let screen = [
+            line("Dmitri King", 140.0, 313.0),
+            line("Dmitri Kim", 140.0, 380.0),
+            line("Search", 10.0, 10.0),
+            line("Search", 250.0, 10.0),
+            line("Say \"hi\"", 60.0, 500.0),
+        ];
+        let frame = Size::new(280, 644);
+        let limits = GrammarLimits::default();
+        let grounded = btl_grammar(frame, Profile::BtlScreenText, &limits, &screen);
+        let answer = |plan: &str, action: &str| {
+            format!(
+                "<blink>```json\n[]\n```</blink>\n<think>t</think>\n<link>```json\n[{{\"Plan\": \"{plan}\", \"Action\": {action}}}]\n```</link>"
+            )
+        };
+        let tap = |x: u32, y: u32| format!("{{\"function\": \"Tap\", \"point_2d\": [{x}, {y}]}}");
+        let long_press =
+            |x: u32, y: u32| format!("{{\"function\": \"LongPress\", \"point_2d\": [{x}, {y}]}}");
+        let admitted = [
+            answer(r#"Tap \"Dmitri King\"."#, &tap(140, 313)),
+            answer(r#"Tap \"Dmitri Kim\"."#, &tap(140, 380)),
+            answer(r#"Long press \"Dmitri Kim\"."#, &long_press(140, 380)),
+            answer(r#"Tap \"Say \"hi\"\"."#, &tap(60, 500)),
+            answer(
+                "Tap the brightness slider at 85% of its length.",
+                &tap(7, 9),
+            ),
+            answer("Tap the second Search.", &tap(250, 10)),
+            answer(
+                r#"Type \"Dmitri\" into the name field."#,
+                r#"{"function": "Type", "text": "Dmitri"}"#,
+            ),
+            answer("Finish the task.", r#"{"function": "Finish"}"#),
+        ];
+        for raw in &admitted {
+            grammar_admits(model, &grounded, raw).unwrap_or_else(|e| panic!("{e}\n{raw}"));
+        }
+        let refused = [
+            // Another line's point, or the quote's line with another verb.
+            answer(r#"Tap \"Dmitri King\"."#, &tap(140, 380)),
+            answer(r#"Tap \"Dmitri King\"."#, &long_press(140, 313)),
+            // A text no line holds, a line's label cut short, a shared label.
+            answer(r#"Tap \"Dmitri Kin\"."#, &tap(140, 313)),
+            answer(r#"Tap \"Dmitri\"."#, &tap(140, 313)),
+            answer(r#"Tap \"Search\"."#, &tap(10, 10)),
+            answer(r#"Long press \"Search\"."#, &long_press(10, 10)),
+        ];
+        for raw in &refused {
+            assert!(
+                grammar_admits(model, &grounded, raw).is_err(),
+                "admitted\n{raw}"
+            );
+        }
+        // Without a list, or in another profile, a quote binds nothing.
+        for free in [
+            btl_grammar(frame, Profile::BtlScreenText, &limits, &[]),
+            btl_grammar(frame, Profile::BtlExtended, &limits, &screen),
+        ] {
+            for raw in admitted.iter().chain(&refused) {
+                grammar_admits(model, &free, raw).unwrap_or_else(|e| panic!("{e}\n{raw}"));
             }
         }
     }
