@@ -24,7 +24,9 @@
 //! Pure: it only builds text; `LlamaPolicy` hands it to llama.cpp's grammar
 //! sampler.
 
-use crate::protocol::prompt::{QUOTING_VERBS, ScreenElement, quoting_plan, quoting_verb};
+use crate::protocol::prompt::{
+    QUOTING_VERBS, ScreenElement, label_is_its_own, quoting_plan, quoting_verb,
+};
 use crate::protocol::{Action, Link, Profile, Size};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
@@ -296,7 +298,7 @@ pub fn btl_grammar(
 fn grounded_plans(screen: &[ScreenElement], frame: Size, limits: &GrammarLimits) -> Vec<String> {
     let mut out = Vec::new();
     for line in screen {
-        let unique = screen.iter().filter(|l| l.label == line.label).count() == 1;
+        let unique = label_is_its_own(screen, &line.label);
         let plain = !line.label.chars().any(|c| c == '<' || c.is_control());
         let whole = |v: f64, max: u32| v.fract() == 0.0 && (0.0..=f64::from(max)).contains(&v);
         if !unique

@@ -12,7 +12,7 @@ use crate::agent::safety::DEFAULT_KEYBOARD_PACKAGES;
 use crate::device::DeviceAction;
 use crate::device::elements::screen_elements;
 use crate::device::ui::UiNode;
-use crate::protocol::prompt::{quoting_plan, quoting_verb};
+use crate::protocol::prompt::{label_is_its_own, quoting_plan, quoting_verb};
 use crate::protocol::{
     Action, BBox, BtlOutput, DevicePoint, Direction, FrameMap, Link, Point, Roi, render,
 };
@@ -119,7 +119,7 @@ pub fn quoting_its_line(mut step: OracleStep, screen: &UiNode, frame: &FrameMap)
     };
     let listed = screen_elements(screen, frame, DEFAULT_KEYBOARD_PACKAGES);
     if let Some(line) = listed.iter().find(|line| line.point == point)
-        && listed.iter().filter(|l| l.label == line.label).count() == 1
+        && label_is_its_own(&listed, &line.label)
     {
         step.plan = quoting_plan(verb, &line.label);
     }

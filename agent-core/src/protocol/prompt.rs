@@ -189,6 +189,12 @@ pub fn quoting_verb(action: &Action) -> Option<&'static str> {
     }
 }
 
+/// Whether no other line of `screen` has `label`: only such a line can be
+/// quoted, by the oracle and under the grounded grammar alike.
+pub fn label_is_its_own(screen: &[ScreenElement], label: &str) -> bool {
+    screen.iter().filter(|l| l.label == label).count() == 1
+}
+
 /// A Plan that names what it acts on word for word: `Tap "Contacts".`
 pub fn quoting_plan(verb: &str, label: &str) -> String {
     format!("{verb} \"{label}\".")
