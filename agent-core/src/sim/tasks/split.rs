@@ -30,6 +30,12 @@
 //!   setup: on a plain phone Wi-Fi and location start on and airplane mode
 //!   off, so "tap the first switch that is off" would pass for reading
 //!   which switch the goal names.
+//! - **Validation**: [`Split::Validation`] is drawn as the held-out split is
+//!   (held-out values, the held-out frame) from seeds of its own, for
+//!   choosing among training variants and checkpoints. A score a variant
+//!   was chosen by is biased upward; the held-out split, measured once on
+//!   the chosen one, is not. Templates without parameters (the toggles)
+//!   put the same goal in both; only their phones' seeds differ.
 
 use super::values::Draw;
 use super::{OracleStep, SettingCheck, Task, Template, fnv};
@@ -50,6 +56,9 @@ pub enum Split {
     Heldout,
     /// Training data with made-up values in place of the pools'.
     TrainOpen,
+    /// What training variants are chosen by, so the held-out split stays
+    /// unbiased.
+    Validation,
 }
 
 /// Instances per split; seeds below the first range are the plain suite.
@@ -106,6 +115,7 @@ impl Split {
             Split::Train => RANGE,
             Split::Heldout => 2 * RANGE,
             Split::TrainOpen => 3 * RANGE,
+            Split::Validation => 4 * RANGE,
         };
         base + k % RANGE
     }
@@ -116,6 +126,7 @@ impl Split {
             Split::Train => "train",
             Split::Heldout => "heldout",
             Split::TrainOpen => "train-open",
+            Split::Validation => "validation",
         }
     }
 
@@ -126,6 +137,7 @@ impl Split {
             1 => Some((Split::Train, seed % RANGE)),
             2 => Some((Split::Heldout, seed % RANGE)),
             3 => Some((Split::TrainOpen, seed % RANGE)),
+            4 => Some((Split::Validation, seed % RANGE)),
             _ => None,
         }
     }
@@ -146,7 +158,7 @@ impl Split {
     fn frames(self) -> &'static [Frame] {
         match self {
             Split::Train | Split::TrainOpen => &[Frame::AsIs, Frame::Please, Frame::INeedYouTo],
-            Split::Heldout => &[Frame::CouldYou],
+            Split::Heldout | Split::Validation => &[Frame::CouldYou],
         }
     }
 }
@@ -193,10 +205,10 @@ pub(super) fn sample(template: &Template, split: Split, k: u64) -> Box<dyn Task>
         let rng = ChaCha8Rng::seed_from_u64(seed);
         (template.sample)(&mut match split {
             Split::TrainOpen => Draw::open(rng),
-            Split::Train | Split::Heldout => Draw::pooled(rng),
+            Split::Train | Split::Heldout | Split::Validation => Draw::pooled(rng),
         })
     };
-    let wanted = split == Split::Heldout;
+    let wanted = matches!(split, Split::Heldout | Split::Validation);
     let task = (0..DRAWS)
         .map(draw)
         .find(|t| names_heldout_value(&t.goal()) == wanted)
@@ -281,8 +293,17 @@ mod tests {
             Split::of(Split::TrainOpen.seed(5)),
             Some((Split::TrainOpen, 5))
         );
-        assert_eq!(Split::of(4 << 40), None);
-        for split in [Split::Train, Split::Heldout, Split::TrainOpen] {
+        assert_eq!(
+            Split::of(Split::Validation.seed(9)),
+            Some((Split::Validation, 9))
+        );
+        assert_eq!(Split::of(5 << 40), None);
+        for split in [
+            Split::Train,
+            Split::Heldout,
+            Split::TrainOpen,
+            Split::Validation,
+        ] {
             let named = clap::ValueEnum::to_possible_value(&split).unwrap();
             assert_eq!(named.get_name(), split.label());
             assert_eq!(serde_json::json!(split), split.label());
@@ -325,16 +346,47 @@ mod tests {
                     train.insert(goal);
                 }
             }
-            for k in 0..50 {
-                let t = sample_seed(template.name, Split::Heldout.seed(k)).unwrap();
-                let goal = t.goal();
-                assert!(goal.starts_with("Could you"), "{}: {goal}", template.name);
-                assert!(!train.contains(&goal), "{}: {goal}", template.name);
-                if parametric {
-                    assert!(names_heldout_value(&goal), "{}: {goal}", template.name);
+            for split in [Split::Heldout, Split::Validation] {
+                for k in 0..50 {
+                    let t = sample_seed(template.name, split.seed(k)).unwrap();
+                    let goal = t.goal();
+                    assert!(goal.starts_with("Could you"), "{}: {goal}", template.name);
+                    assert!(!train.contains(&goal), "{}: {goal}", template.name);
+                    if parametric {
+                        assert!(names_heldout_value(&goal), "{}: {goal}", template.name);
+                    }
                 }
             }
         }
+    }
+
+    /// Validation draws from the held-out values, but its instances are its
+    /// own: over 50 instances of a template with parameters, the two
+    /// splits' goals in instance order differ (the same list twice would
+    /// make choosing on one the same as choosing on the other).
+    #[test]
+    fn validation_instances_are_not_the_held_out_ones() {
+        let goals = |name: &str, split: Split| -> Vec<String> {
+            (0..50)
+                .map(|k| sample_seed(name, split.seed(k)).unwrap().goal())
+                .collect()
+        };
+        for name in ["contact_add", "note_delete", "web_search", "alarm_set"] {
+            let heldout = goals(name, Split::Heldout);
+            let validation = goals(name, Split::Validation);
+            let same = heldout
+                .iter()
+                .zip(&validation)
+                .filter(|(h, v)| h == v)
+                .count();
+            assert!(same < 25, "{name}: {same} of 50 instances alike");
+        }
+        assert_eq!(
+            sample_seed("wifi_on", Split::Validation.seed(2))
+                .unwrap()
+                .params()["split"],
+            "validation"
+        );
     }
 
     #[test]
