@@ -102,7 +102,7 @@ fn an_exported_checkpoint_runs_in_llama_cpp_as_the_trainer_runs_it() {
         ModelSettings {
             profile: Some(Profile::BtlExtended),
             max_pixels: Some(sample_pixels),
-            prompt_version: Some(agent_core::model::settings::PROMPT_VERSION),
+            prompt_version: Some(Profile::BtlExtended.prompt_version()),
         }
     );
     let merged = llama_greedy(&exported.text, mmproj, None, &prompt_text);

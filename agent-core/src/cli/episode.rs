@@ -12,7 +12,7 @@ use crate::device::adb::{AdbDevice, DEFAULT_SERVER_PORT, DEFAULT_TIMEOUT};
 use crate::device::sim::SimDevice;
 use crate::device::{Device, DeviceError};
 use crate::model::grammar::GrammarCheck;
-use crate::model::settings::{PROMPT_VERSION, ScreenshotBudget};
+use crate::model::settings::ScreenshotBudget;
 use crate::model::{
     LlamaConfig, LoadPolicyError, LoraAdapter, ModelSettings, Observation, Policy, PolicyError,
     PolicyOutput, PolicySpec, Relabelled,
@@ -251,9 +251,12 @@ impl AgentArgs {
             ),
             _ => {}
         }
-        if let Some(v) = model.prompt_version.filter(|&v| v != PROMPT_VERSION) {
+        let profile = args.profile.unwrap_or_default();
+        let written = profile.prompt_version();
+        if let Some(v) = model.prompt_version.filter(|&v| v != written) {
             eprintln!(
-                "btl: warning: the model was trained on version {v} of btl's prompts; this btl writes version {PROMPT_VERSION}"
+                "btl: warning: the model was trained on version {v} of btl's {} prompt; this btl writes version {written}",
+                profile.name()
             );
         }
         args
@@ -761,7 +764,7 @@ mod tests {
         let model = ModelSettings {
             profile: Some(Profile::BtlExtended),
             max_pixels: Some(200_704),
-            prompt_version: Some(PROMPT_VERSION),
+            prompt_version: Some(Profile::BtlExtended.prompt_version()),
         };
         let config = agent_args(&[])
             .for_model(&model)

@@ -1,5 +1,6 @@
 //! How a model file says it must be run: the prompt profile and screenshot
-//! size it was trained with, and the version of btl's prompt text, as GGUF
+//! size it was trained with, and the version of that profile's prompt text
+//! ([`Profile::prompt_version`]), as GGUF
 //! metadata (`btl-train export` writes it). `btl run`, `bench` and
 //! `collect` take them for the settings the user did not give, and warn
 //! when a given one differs, so a model runs as it was trained.
@@ -12,11 +13,6 @@ use crate::protocol::{Profile, TRAINING_MAX_PIXELS};
 pub const PROFILE_KEY: &str = "btl.profile";
 pub const MAX_PIXELS_KEY: &str = "btl.max_pixels";
 pub const PROMPT_VERSION_KEY: &str = "btl.prompt_version";
-
-/// The version of the prompt text btl writes (`protocol::prompt`); it
-/// changes whenever a prompt's bytes change, since a model is trained on
-/// exact bytes.
-pub const PROMPT_VERSION: u32 = 1;
 
 /// How many pixels of a screenshot the model may see (max_pixels), by the
 /// step time a device affords. The vision encoder's and the prompt's cost

@@ -29,7 +29,8 @@ pub enum Profile {
     #[serde(rename = "btl-extended")]
     BtlExtended,
     /// `btl-extended` plus a `## Screen Elements` section listing what the
-    /// accessibility tree shows (label, point, switch state).
+    /// accessibility tree shows (label, point, switch state), and the
+    /// instruction once more after the screenshot.
     #[serde(rename = "btl-screen-text")]
     BtlScreenText,
 }
@@ -52,6 +53,17 @@ impl Profile {
     /// has to read the UI tree for every step.
     pub fn lists_screen(self) -> bool {
         self == Self::BtlScreenText
+    }
+
+    /// The version of the text btl writes for this profile; a model is
+    /// trained on exact bytes, so it changes whenever they do.
+    /// `btl-screen-text` is at 2 since it repeats the instruction after the
+    /// screenshot.
+    pub fn prompt_version(self) -> u32 {
+        match self {
+            Self::BtlUi | Self::BtlExtended => 1,
+            Self::BtlScreenText => 2,
+        }
     }
 
     /// Whether the action belongs to this profile's action space.
@@ -119,6 +131,11 @@ const ACTIONS_EXTENDED: &str = "\nAction 7: Wait\n - format: {'function': 'Wait'
 
 /// The heading of the section `btl-screen-text` adds to the user message.
 const SCREEN_SECTION: &str = "## Screen Elements\n";
+
+/// The goal's heading, as it opens the goal's section and, in
+/// `btl-screen-text`, as it repeats the goal after the screenshot.
+const INSTRUCTION_HEADING: &str = "\n\n## User Instruction\n";
+const HISTORY_HEADING: &str = "\n\n## Action History\n";
 
 /// One line of the `## Screen Elements` section: what the accessibility
 /// tree calls an element, the model-frame point a finger aims at (the
@@ -201,12 +218,14 @@ pub fn quoting_plan(verb: &str, label: &str) -> String {
 }
 
 /// The lines of the screen section [`Prompt::new`] writes that a navigation
-/// user prompt ends with (`"None"` for an empty screen; its image
-/// placeholder may have been taken out, as in text-only samples). The goal
-/// and the history come before the section, so a goal that quotes its
-/// heading does not make one: only listed lines, or `None`, may stand
-/// between the heading and the screenshots.
+/// user prompt ends with, before the screenshot and the repeated
+/// instruction (`"None"` for an empty screen; its image placeholder may have
+/// been taken out, as in text-only samples; prompts of version 1 end at the
+/// screenshot). The goal and the history come before the section, so a goal
+/// that quotes its heading does not make one: only listed lines, or `None`,
+/// may stand between the heading and the screenshots.
 fn screen_section(user: &str) -> Option<&str> {
+    let user = without_repeated_instruction(user);
     let user = user.strip_suffix(IMAGE_PLACEHOLDER).unwrap_or(user);
     let body = user.strip_suffix("\n\n## Screenshots\n")?;
     let heading = format!("\n\n{SCREEN_SECTION}");
@@ -214,6 +233,29 @@ fn screen_section(user: &str) -> Option<&str> {
     let lines = &body[at + heading.len()..];
     (lines == "None" || (!lines.is_empty() && lines.lines().all(|line| line.starts_with("- "))))
         .then_some(lines)
+}
+
+/// `user` without the instruction `btl-screen-text` repeats at its end: the
+/// text of the first instruction section, under the same heading. As it is
+/// when it does not end so. The instruction is the user's and may hold
+/// either heading itself, so the repeat is the longest ending that also
+/// stands between the first instruction heading and a history heading.
+fn without_repeated_instruction(user: &str) -> &str {
+    let Some(first) = user.find(INSTRUCTION_HEADING) else {
+        return user;
+    };
+    let sections = &user[first + INSTRUCTION_HEADING.len()..];
+    sections
+        .match_indices(INSTRUCTION_HEADING)
+        .map(|(at, _)| at)
+        .find(|&at| {
+            let instruction = &sections[at + INSTRUCTION_HEADING.len()..];
+            sections
+                .strip_prefix(instruction)
+                .and_then(|rest| rest.strip_prefix(HISTORY_HEADING))
+                .is_some_and(|rest| rest.len() >= sections.len() - at)
+        })
+        .map_or(user, |at| &user[..first + INSTRUCTION_HEADING.len() + at])
 }
 
 /// A line of the screen section that [`ScreenElement`] does not write.
@@ -294,13 +336,20 @@ impl Prompt {
                     Some(step) => format!("{goal}\n{step}"),
                     None => goal.to_string(),
                 };
-                let screen = if profile.lists_screen() {
-                    format!("{SCREEN_SECTION}{}\n\n", render_screen(screen))
+                // A small model reads the goal some 400 tokens back, across
+                // the list and the screenshot; repeated right before the
+                // answer it picks the line the goal names far more often
+                // (docs/training.md, "The goal again after the screenshot").
+                let (screen, repeated) = if profile.lists_screen() {
+                    (
+                        format!("{SCREEN_SECTION}{}\n\n", render_screen(screen)),
+                        format!("{INSTRUCTION_HEADING}{instruction}"),
+                    )
                 } else {
-                    String::new()
+                    (String::new(), String::new())
                 };
                 let user = format!(
-                    "{USER_NAVIGATION_INTRO}{actions}\n\n## User Instruction\n{instruction}\n\n## Action History\n{history}\n\n{screen}## Screenshots\n{IMAGE_PLACEHOLDER}",
+                    "{USER_NAVIGATION_INTRO}{actions}{INSTRUCTION_HEADING}{instruction}{HISTORY_HEADING}{history}\n\n{screen}## Screenshots\n{IMAGE_PLACEHOLDER}{repeated}",
                     actions = profile.action_space(),
                     history = render_history(history),
                 );

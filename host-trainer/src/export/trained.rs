@@ -18,9 +18,7 @@ use crate::error::{Error, Result};
 use crate::grpo::checkpoint::{adapter_weights, load_trained};
 use crate::grpo::config::TrainConfig;
 use crate::weights::Checkpoint;
-use agent_core::model::settings::{
-    MAX_PIXELS_KEY, PROFILE_KEY, PROMPT_VERSION, PROMPT_VERSION_KEY,
-};
+use agent_core::model::settings::{MAX_PIXELS_KEY, PROFILE_KEY, PROMPT_VERSION_KEY};
 use agent_core::protocol::Profile;
 
 /// How the exported model is to be run, written into the text GGUF
@@ -147,7 +145,7 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
     let metadata = [
         (PROFILE_KEY, Value::String(profile.name().to_owned())),
         (MAX_PIXELS_KEY, Value::U64(max_pixels)),
-        (PROMPT_VERSION_KEY, Value::U32(PROMPT_VERSION)),
+        (PROMPT_VERSION_KEY, Value::U32(profile.prompt_version())),
     ];
     write_gguf_from_template_with(
         options.text_template,
