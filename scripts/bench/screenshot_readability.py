@@ -113,7 +113,7 @@ def main():
             path = os.path.join(root, episode)
             if not os.path.isdir(path):
                 continue
-            template = re.sub(r"-(heldout|train-open|train)-s\d+$", "", episode)
+            template = re.sub(r"-(heldout|train-open|train|validation)-s\d+$", "", episode)
             for name in sorted(os.listdir(path)):
                 if not name.endswith(".xml"):
                     continue

@@ -130,8 +130,8 @@ class BtlEnv:
         self.name = name
 
     def reset(self, task, seed=0, split=None, **options):
-        """Starts an episode of `task` (instance `seed` of `split`, "train"
-        or "heldout", or of the plain suite); options: profile, max_pixels,
+        """Starts an episode of `task` (instance `seed` of `split`, "train",
+        "heldout", "train-open" or "validation", or of the plain suite); options: profile, max_pixels,
         max_steps, image ("path" or "base64"), teacher. The response holds
         the goal and the first observation."""
         fields = {"task": task, "seed": seed, **options}

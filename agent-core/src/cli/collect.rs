@@ -50,8 +50,8 @@ pub struct Args {
     episodes: u32,
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Draw the tasks from the training or the held-out split (other
-    /// seeds, parameter values and goal phrasings; see `btl sim tasks`)
+    /// Draw the tasks from a split: training, held-out or validation
+    /// (other seeds, parameter values and goal phrasings; see `btl sim tasks`)
     /// instead of the plain suite.
     #[arg(long, value_enum)]
     split: Option<Split>,

@@ -251,7 +251,9 @@ impl AgentArgs {
             ),
             _ => {}
         }
-        let profile = args.profile.unwrap_or_default();
+        // The version is of the model's own profile's text; running it in
+        // another profile is warned about above.
+        let profile = model.profile.or(args.profile).unwrap_or_default();
         let written = profile.prompt_version();
         if let Some(v) = model.prompt_version.filter(|&v| v != written) {
             eprintln!(

@@ -56,8 +56,8 @@ pub struct TasksArgs {
     /// One JSON object per template, with the instance's parameters.
     #[arg(long)]
     json: bool,
-    /// Show the instance `--seed` of a split (training, held-out, or
-    /// training with made-up values).
+    /// Show the instance `--seed` of a split (training, held-out,
+    /// training with made-up values, or validation).
     #[arg(long, value_enum)]
     split: Option<Split>,
     #[arg(long, default_value_t = 0)]

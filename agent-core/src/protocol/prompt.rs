@@ -89,6 +89,20 @@ impl Profile {
         }
     }
 
+    /// The profile a navigation user prompt was written in, as
+    /// [`Self::of_user_prompt`], and the version of that profile's text it
+    /// was written by: a `btl-screen-text` prompt without the repeated
+    /// instruction is version 1's, recorded before the repeat.
+    pub fn with_version_of_user_prompt(user: &str) -> Option<(Self, u32)> {
+        let profile = Self::of_user_prompt(user)?;
+        let repeats = without_repeated_instruction(user).len() < user.len();
+        let version = match profile {
+            Self::BtlScreenText if !repeats => 1,
+            _ => profile.prompt_version(),
+        };
+        Some((profile, version))
+    }
+
     fn action_space(self) -> String {
         match self {
             Self::BtlUi => ACTIONS_BTL_UI.to_string(),
@@ -336,9 +350,10 @@ impl Prompt {
                     Some(step) => format!("{goal}\n{step}"),
                     None => goal.to_string(),
                 };
-                // A small model reads the goal some 400 tokens back, across
-                // the list and the screenshot; repeated right before the
-                // answer it picks the line the goal names far more often
+                // The goal otherwise stands some 400 tokens back, across the
+                // list and the screenshot; trained with it repeated right
+                // before the answer, a small model completed all 80
+                // held-out toggle episodes against 59 without
                 // (docs/training.md, "The goal again after the screenshot").
                 let (screen, repeated) = if profile.lists_screen() {
                     (

@@ -182,21 +182,43 @@ fn without_image(user: &str, profile: Profile, goal: &str) -> String {
 }
 
 /// Prompts btl-screen-text wrote before version 2, which ended at the
-/// screenshot, still list their lines (samples recorded then).
+/// screenshot, still list their lines and tell their profile (samples
+/// recorded then), and say which version they are.
 #[test]
 fn a_version_1_screen_text_prompt_still_reads() {
-    let user = "## Action Space\nAction 1: Tap\n\n## User Instruction\ng\n\n## Action History\n\n\n## Screen Elements\n- \"OK\" [1, 2]\n\n## Screenshots\n<image>";
     let ok = [ScreenElement {
         label: "OK".into(),
         point: Point::new(1.0, 2.0),
         checked: None,
     }];
-    assert_eq!(prompt::listed_screen(user).unwrap(), ok);
+    let task = Task::Navigation {
+        goal: "Tap OK.",
+        step_instruction: Some("Tap the button."),
+        history: &[],
+        screen: &ok,
+    };
+    let user = Prompt::new(&task, Profile::BtlScreenText, None).user;
+    let repeat = "\n\n## User Instruction\nTap OK.\nTap the button.";
+    let version_1 = user.strip_suffix(repeat).unwrap();
+    assert!(version_1.ends_with("## Screenshots\n<image>"));
+    assert_eq!(prompt::listed_screen(version_1).unwrap(), ok);
+    assert_eq!(
+        Profile::with_version_of_user_prompt(version_1),
+        Some((Profile::BtlScreenText, 1))
+    );
+    assert_eq!(
+        Profile::with_version_of_user_prompt(&user),
+        Some((Profile::BtlScreenText, 2))
+    );
+    let extended = Prompt::new(&task, Profile::BtlExtended, None).user;
+    assert_eq!(
+        Profile::with_version_of_user_prompt(&extended),
+        Some((Profile::BtlExtended, 1))
+    );
     // An ending that repeats another text than the goal is not a repeat.
-    let other = format!("{user}\n\n## User Instruction\nh");
+    let other = format!("{version_1}\n\n## User Instruction\nTap OK.");
     assert!(prompt::listed_screen(&other).unwrap().is_empty());
-    assert_eq!(Profile::BtlScreenText.prompt_version(), 2);
-    assert_eq!(Profile::BtlExtended.prompt_version(), 1);
+    assert_eq!(Profile::of_user_prompt(&other), Some(Profile::BtlExtended));
 }
 
 #[test]

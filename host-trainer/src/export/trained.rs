@@ -20,6 +20,7 @@ use crate::grpo::config::TrainConfig;
 use crate::weights::Checkpoint;
 use agent_core::model::settings::{MAX_PIXELS_KEY, PROFILE_KEY, PROMPT_VERSION_KEY};
 use agent_core::protocol::Profile;
+use agent_core::sample::Sample;
 
 /// How the exported model is to be run, written into the text GGUF
 /// (`btl.profile`, `btl.max_pixels`, `btl.prompt_version`); `None` takes
@@ -89,23 +90,28 @@ fn describes_model(name: &str) -> bool {
 /// TRL; recognised by its `config.json`), whose weights are taken as they
 /// are and whose run settings must be given.
 pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Exported> {
-    let (base, model, (profile, max_pixels)) = if checkpoint.join("config.json").is_file() {
-        let given = options.settings;
-        let (Some(profile), Some(max_pixels)) = (given.profile, given.max_pixels) else {
-            return Err(Error::Input(format!(
-                "{} is a Hugging Face checkpoint, which does not say how it was trained: \
+    let (base, model, (profile, max_pixels, prompt_version)) =
+        if checkpoint.join("config.json").is_file() {
+            let given = options.settings;
+            let (Some(profile), Some(max_pixels)) = (given.profile, given.max_pixels) else {
+                return Err(Error::Input(format!(
+                    "{} is a Hugging Face checkpoint, which does not say how it was trained: \
                  give --profile and --max-pixels",
-                checkpoint.display()
-            )));
+                    checkpoint.display()
+                )));
+            };
+            let model =
+                crate::Qwen25Vl::from_checkpoint(checkpoint, tch::Device::Cpu, tch::Kind::Float)?;
+            (
+                checkpoint.to_owned(),
+                model,
+                (profile, max_pixels, profile.prompt_version()),
+            )
+        } else {
+            let (config, model) = load_trained(checkpoint)?;
+            let settings = run_settings(&config, options.settings)?;
+            (config.model.checkpoint.clone(), model, settings)
         };
-        let model =
-            crate::Qwen25Vl::from_checkpoint(checkpoint, tch::Device::Cpu, tch::Kind::Float)?;
-        (checkpoint.to_owned(), model, (profile, max_pixels))
-    } else {
-        let (config, model) = load_trained(checkpoint)?;
-        let settings = run_settings(&config, options.settings)?;
-        (config.model.checkpoint.clone(), model, settings)
-    };
     let merged: HashMap<String, Tensor> = model.merged_weights()?.into_iter().collect();
     let out = options.out;
     std::fs::create_dir_all(out).map_err(io(out))?;
@@ -145,7 +151,7 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
     let metadata = [
         (PROFILE_KEY, Value::String(profile.name().to_owned())),
         (MAX_PIXELS_KEY, Value::U64(max_pixels)),
-        (PROMPT_VERSION_KEY, Value::U32(profile.prompt_version())),
+        (PROMPT_VERSION_KEY, Value::U32(prompt_version)),
     ];
     write_gguf_from_template_with(
         options.text_template,
@@ -188,47 +194,145 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
 }
 
 /// The profile and screenshot size the model is run with: `given`, else
-/// the training run's (see [`RunSettings`]).
-fn run_settings(config: &TrainConfig, given: RunSettings) -> Result<(Profile, u64)> {
+/// the training run's (see [`RunSettings`]); and the version of the
+/// profile's prompt text it was trained on: its first sample's when that
+/// sample is in the profile (samples recorded before a prompt changed keep
+/// their old text), else this btl's (an online run's episodes are played
+/// in it).
+fn run_settings(config: &TrainConfig, given: RunSettings) -> Result<(Profile, u64, u32)> {
+    let version = |profile: Profile, listed: Option<(Profile, u32)>| match listed {
+        Some((p, v)) if p == profile && config.online.is_none() => v,
+        _ => profile.prompt_version(),
+    };
     if let (Some(profile), Some(max_pixels)) = (given.profile, given.max_pixels) {
-        return Ok((profile, max_pixels));
+        let listed = first_sample(config).ok().and_then(|s| listed_profile(&s));
+        return Ok((profile, max_pixels, version(profile, listed)));
     }
-    // An online run's episodes were played with its profile and size.
     if let Some(online) = &config.online {
+        let profile = given.profile.unwrap_or(online.profile);
         return Ok((
-            given.profile.unwrap_or(online.profile),
+            profile,
             given
                 .max_pixels
                 .or(config.data.max_pixels)
                 .unwrap_or(agent_core::protocol::TRAINING_MAX_PIXELS),
+            profile.prompt_version(),
         ));
     }
-    let first = config.data.samples.first().ok_or_else(|| {
-        Error::Input(
-            "the training run names no sample file; give --profile and --max-pixels".into(),
-        )
-    })?;
-    let samples = load_samples(first).map_err(|e| Error::Input(e.to_string()))?;
-    let sample = samples.first().ok_or_else(|| {
-        Error::Input(format!(
-            "{} holds no sample; give --profile and --max-pixels",
-            first.display()
-        ))
-    })?;
-    let listed = sample
-        .messages
-        .iter()
-        .find(|m| m.role == "user")
-        .and_then(|m| Profile::of_user_prompt(&m.content));
-    let profile = given.profile.or(listed).ok_or_else(|| {
+    let sample = first_sample(config)?;
+    let listed = listed_profile(&sample);
+    let profile = given.profile.or(listed.map(|(p, _)| p)).ok_or_else(|| {
         Error::Input(format!(
             "the prompt of {}'s first sample lists no known action space; give --profile",
-            first.display()
+            config.data.samples[0].display()
         ))
     })?;
     let max_pixels = given
         .max_pixels
         .or(config.data.max_pixels)
         .unwrap_or(sample.max_pixels);
-    Ok((profile, max_pixels))
+    Ok((profile, max_pixels, version(profile, listed)))
+}
+
+/// The first sample of the run's first sample file.
+fn first_sample(config: &TrainConfig) -> Result<Sample> {
+    let first = config.data.samples.first().ok_or_else(|| {
+        Error::Input(
+            "the training run names no sample file; give --profile and --max-pixels".into(),
+        )
+    })?;
+    let samples = load_samples(first).map_err(|e| Error::Input(e.to_string()))?;
+    samples.into_iter().next().ok_or_else(|| {
+        Error::Input(format!(
+            "{} holds no sample; give --profile and --max-pixels",
+            first.display()
+        ))
+    })
+}
+
+/// The profile a sample's user prompt lists and the version of its text.
+fn listed_profile(sample: &Sample) -> Option<(Profile, u32)> {
+    sample
+        .messages
+        .iter()
+        .find(|m| m.role == "user")
+        .and_then(|m| Profile::with_version_of_user_prompt(&m.content))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_core::protocol::prompt::{Prompt, Task};
+
+    /// A run trained on one sample whose user prompt is `user`.
+    fn run_on(dir: &Path, user: &str) -> TrainConfig {
+        let samples = dir.join("samples.json");
+        let sample = serde_json::json!([{
+            "bbox": [],
+            "images": [],
+            "image_sizes": [[1080, 2400]],
+            "max_pixels": 200_704,
+            "messages": [{"role": "user", "content": user}],
+            "solution": "[{\"Plan\": \"Go back.\", \"Action\": {\"function\": \"Back\"}}]",
+        }]);
+        std::fs::write(&samples, sample.to_string()).unwrap();
+        TrainConfig::from_toml(&format!(
+            "[model]\ncheckpoint = \"c\"\n[data]\nsamples = [{:?}]\n[run]\nsteps = 1\noutput_dir = \"o\"\n",
+            samples.display().to_string()
+        ))
+        .unwrap()
+    }
+
+    /// The prompt version written is the one the samples were written in:
+    /// screen-text samples recorded before the goal was repeated are
+    /// version 1, new ones 2; a profile given over the samples' own gets
+    /// this btl's version of it.
+    #[test]
+    fn the_version_written_is_the_samples() {
+        let dir = tempfile::tempdir().unwrap();
+        let task = Task::Navigation {
+            goal: "Go back.",
+            step_instruction: None,
+            history: &[],
+            screen: &[],
+        };
+        let v2 = Prompt::new(&task, Profile::BtlScreenText, None).user;
+        let v1 = v2
+            .strip_suffix("\n\n## User Instruction\nGo back.")
+            .unwrap()
+            .to_owned();
+        let extended = Prompt::new(&task, Profile::BtlExtended, None).user;
+        let none = RunSettings::default();
+        let given = |profile| RunSettings {
+            profile: Some(profile),
+            max_pixels: Some(50_176),
+        };
+        for (user, settings, want) in [
+            (&v2, none, (Profile::BtlScreenText, 200_704, 2)),
+            (&v1, none, (Profile::BtlScreenText, 200_704, 1)),
+            (&extended, none, (Profile::BtlExtended, 200_704, 1)),
+            (
+                &v1,
+                given(Profile::BtlScreenText),
+                (Profile::BtlScreenText, 50_176, 1),
+            ),
+            (
+                &v1,
+                given(Profile::BtlExtended),
+                (Profile::BtlExtended, 50_176, 1),
+            ),
+            (
+                &extended,
+                given(Profile::BtlScreenText),
+                (Profile::BtlScreenText, 50_176, 2),
+            ),
+        ] {
+            let config = run_on(dir.path(), user);
+            assert_eq!(
+                run_settings(&config, settings).unwrap(),
+                want,
+                "{settings:?}"
+            );
+        }
+    }
 }

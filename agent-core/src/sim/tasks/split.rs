@@ -33,9 +33,12 @@
 //! - **Validation**: [`Split::Validation`] is drawn as the held-out split is
 //!   (held-out values, the held-out frame) from seeds of its own, for
 //!   choosing among training variants and checkpoints. A score a variant
-//!   was chosen by is biased upward; the held-out split, measured once on
-//!   the chosen one, is not. Templates without parameters (the toggles)
-//!   put the same goal in both; only their phones' seeds differ.
+//!   was chosen by is biased upward by the luck of the very instances
+//!   scored; validation's are new draws and phones, so the held-out score
+//!   of the chosen variant is free of that luck. It is not free of the
+//!   values: both splits name the same held-out values (a template may
+//!   have only a few, three search queries), and the toggles put the same
+//!   goal in both, only their phones' seeds differ.
 
 use super::values::Draw;
 use super::{OracleStep, SettingCheck, Task, Template, fnv};
@@ -363,7 +366,8 @@ mod tests {
     /// Validation draws from the held-out values, but its instances are its
     /// own: over 50 instances of a template with parameters, the two
     /// splits' goals in instance order differ (the same list twice would
-    /// make choosing on one the same as choosing on the other).
+    /// make choosing on one the same as choosing on the other). The goals'
+    /// sets may be alike: both splits name the same held-out values.
     #[test]
     fn validation_instances_are_not_the_held_out_ones() {
         let goals = |name: &str, split: Split| -> Vec<String> {
