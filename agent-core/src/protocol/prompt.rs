@@ -165,9 +165,13 @@ pub struct ScreenElement {
 impl ScreenElement {
     /// `- "label" [x, y]`, then ` on` or ` off` for a switch. The label is a
     /// JSON string, so no screen text can end the line or open a section of
-    /// its own.
+    /// its own; its `<` is escaped (`\u003c`), so no screen text can be
+    /// read as the image marker (`<image>`, llama.cpp's `<__media__>`) or a
+    /// chat token (`<|im_end|>`), which the model's tokenizer parses.
     fn line(&self) -> String {
-        let label = serde_json::to_string(&self.label).unwrap_or_default();
+        let label = serde_json::to_string(&self.label)
+            .unwrap_or_default()
+            .replace('<', "\\u003c");
         let state = match self.checked {
             Some(true) => " on",
             Some(false) => " off",
