@@ -95,9 +95,8 @@ impl Profile {
     /// instruction is version 1's, recorded before the repeat.
     pub fn with_version_of_user_prompt(user: &str) -> Option<(Self, u32)> {
         let profile = Self::of_user_prompt(user)?;
-        let repeats = without_repeated_instruction(user).len() < user.len();
         let version = match profile {
-            Self::BtlScreenText if !repeats => 1,
+            Self::BtlScreenText if without_repeated_instruction(user).len() == user.len() => 1,
             _ => profile.prompt_version(),
         };
         Some((profile, version))

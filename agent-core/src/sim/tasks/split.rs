@@ -158,10 +158,17 @@ impl Split {
         frames[(k % frames.len() as u64) as usize]
     }
 
+    /// Whether the split's instances are measured rather than trained on:
+    /// they name held-out values in the held-out frame.
+    fn is_measured(self) -> bool {
+        matches!(self, Split::Heldout | Split::Validation)
+    }
+
     fn frames(self) -> &'static [Frame] {
-        match self {
-            Split::Train | Split::TrainOpen => &[Frame::AsIs, Frame::Please, Frame::INeedYouTo],
-            Split::Heldout | Split::Validation => &[Frame::CouldYou],
+        if self.is_measured() {
+            &[Frame::CouldYou]
+        } else {
+            &[Frame::AsIs, Frame::Please, Frame::INeedYouTo]
         }
     }
 }
@@ -211,7 +218,7 @@ pub(super) fn sample(template: &Template, split: Split, k: u64) -> Box<dyn Task>
             Split::Train | Split::Heldout | Split::Validation => Draw::pooled(rng),
         })
     };
-    let wanted = matches!(split, Split::Heldout | Split::Validation);
+    let wanted = split.is_measured();
     let task = (0..DRAWS)
         .map(draw)
         .find(|t| names_heldout_value(&t.goal()) == wanted)
