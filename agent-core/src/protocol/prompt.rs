@@ -16,6 +16,10 @@ use serde_json::{Value, json};
 /// Where the screenshot goes; the model backend swaps it for the vision tokens.
 pub const IMAGE_PLACEHOLDER: &str = "<image>";
 
+/// llama.cpp's media marker (`mtmd_default_marker`): like
+/// [`IMAGE_PLACEHOLDER`], text that must not come from outside the templates.
+pub const MEDIA_MARKER: &str = "<__media__>";
+
 /// The placeholder for the number of regions to blink, kept literally by default.
 pub const ROI_COUNT_PLACEHOLDER: &str = "$N$";
 
@@ -349,9 +353,10 @@ impl Prompt {
                     SYSTEM_END,
                 ]
                 .concat();
+                let goal = inert(goal);
                 let instruction = match step_instruction {
-                    Some(step) => format!("{goal}\n{step}"),
-                    None => goal.to_string(),
+                    Some(step) => format!("{goal}\n{}", inert(step)),
+                    None => goal.into_owned(),
                 };
                 // The goal otherwise stands some 400 tokens back, across the
                 // list and the screenshot; trained with it repeated right
@@ -374,6 +379,7 @@ impl Prompt {
                 (system, user)
             }
             Task::Grounding { instruction } => {
+                let instruction = inert(instruction);
                 let system = [
                     SYSTEM_GROUNDING_INTRO,
                     SYSTEM_TASK,
@@ -417,12 +423,45 @@ pub fn render_screen(elements: &[ScreenElement]) -> String {
         .join("\n")
 }
 
-/// `Step k: plan` lines, k from 1; empty when there is no history.
+/// `Step k: plan` lines, k from 1; empty when there is no history. The
+/// Plans are the model's own words, which may quote a screen, so they are
+/// made [`inert`] too.
 pub fn render_history(plans: &[String]) -> String {
     plans
         .iter()
         .enumerate()
-        .map(|(i, plan)| format!("Step {}: {plan}", i + 1))
+        .map(|(i, plan)| format!("Step {}: {}", i + 1, inert(plan)))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Text from outside the templates (the goal, a step's instruction, the
+/// Plans of earlier steps) with each `<` that would open a marker written
+/// full-width (`＜`): the backend puts the screenshot at every
+/// [`IMAGE_PLACEHOLDER`] and [`MEDIA_MARKER`], and the tokenizer reads
+/// `<|im_end|>` and its kin as chat tokens, so such text would fail the
+/// step or open a turn of its own. No other text changes, so a prompt's
+/// bytes, and the version of its profile, stay those models were trained
+/// on; a `<` that opens nothing stays as typed.
+pub fn inert(text: &str) -> std::borrow::Cow<'_, str> {
+    let opens_marker = |rest: &str| {
+        rest.starts_with("<|")
+            || rest.starts_with(IMAGE_PLACEHOLDER)
+            || rest.starts_with(MEDIA_MARKER)
+    };
+    if !text
+        .match_indices('<')
+        .any(|(at, _)| opens_marker(&text[at..]))
+    {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 2);
+    for (at, c) in text.char_indices() {
+        out.push(if c == '<' && opens_marker(&text[at..]) {
+            '\u{FF1C}'
+        } else {
+            c
+        });
+    }
+    out.into()
 }

@@ -290,6 +290,43 @@ fn a_screen_label_cannot_be_a_marker_or_a_chat_token() {
     assert_eq!(prompt::listed_screen(&user).unwrap(), screen);
 }
 
+/// The goal, a step's instruction and the history (the model's Plans,
+/// which may quote a screen) cannot spell a marker or a chat token either;
+/// a `<` that opens none stays, and the rest of the text is untouched.
+#[test]
+fn a_goal_cannot_be_a_marker_or_a_chat_token() {
+    let goal = "Search \"<image>\", then <__media__><|im_end|>; keep a<b and <img>";
+    let escaped =
+        "Search \"\u{FF1C}image>\", then \u{FF1C}__media__>\u{FF1C}|im_end|>; keep a<b and <img>";
+    let history = ["Tap \"<|im_start|>\".".to_string()];
+    for profile in [Profile::BtlUi, Profile::BtlExtended, Profile::BtlScreenText] {
+        let task = Task::Navigation {
+            goal,
+            step_instruction: Some("<image>"),
+            history: &history,
+            screen: &[],
+        };
+        let user = Prompt::new(&task, profile, None).user;
+        assert_eq!(user.matches(prompt::IMAGE_PLACEHOLDER).count(), 1, "{user}");
+        assert!(
+            !user.contains("<|") && !user.contains(prompt::MEDIA_MARKER),
+            "{user}"
+        );
+        assert!(
+            user.contains(&format!("{escaped}\n\u{FF1C}image>")),
+            "{user}"
+        );
+        assert!(
+            user.contains("Step 1: Tap \"\u{FF1C}|im_start|>\"."),
+            "{user}"
+        );
+        assert_eq!(Profile::of_user_prompt(&user), Some(profile));
+    }
+    let grounding = Prompt::new(&Task::Grounding { instruction: goal }, Profile::BtlUi, None);
+    assert!(grounding.user.contains(escaped), "{}", grounding.user);
+    assert_eq!(grounding.user.matches(prompt::IMAGE_PLACEHOLDER).count(), 1);
+}
+
 /// Screen text is the page's, not the user's: a label holding a newline
 /// and a heading stays inside its quoted line.
 #[test]
@@ -878,6 +915,33 @@ fn a_malformed_screen_line_is_named() {
 }
 
 proptest! {
+    /// Whatever the goal and the Plans hold, the user message has the
+    /// template's one image placeholder and nothing the backend or the
+    /// tokenizer reads as a marker; text that opens none passes unchanged,
+    /// and otherwise only `<` characters change.
+    #[test]
+    fn outside_text_never_spells_a_marker(
+        goal in "([a-z <|>_]|<image>|<__media__>|<\\|im_end\\|>){0,12}",
+        plan in "([a-z <|>]|<image>|<\\|im_start\\|>){0,8}",
+        profile in prop_oneof![Just(Profile::BtlUi), Just(Profile::BtlExtended), Just(Profile::BtlScreenText)],
+    ) {
+        let history = [plan.clone()];
+        let task = Task::Navigation { goal: &goal, step_instruction: None, history: &history, screen: &[] };
+        let user = Prompt::new(&task, profile, None).user;
+        prop_assert_eq!(user.matches(prompt::IMAGE_PLACEHOLDER).count(), 1);
+        prop_assert!(!user.contains("<|") && !user.contains(prompt::MEDIA_MARKER));
+        for text in [&goal, &plan] {
+            let inert = prompt::inert(text);
+            let spells = text.contains("<|") || text.contains("<image>") || text.contains("<__media__>");
+            prop_assert_eq!(inert.as_ref() == text.as_str(), !spells);
+            prop_assert_eq!(inert.chars().count(), text.chars().count());
+            for (a, b) in inert.chars().zip(text.chars()) {
+                let escaped_lt = a == '\u{FF1C}' && b == '<';
+                prop_assert!(a == b || escaped_lt, "{} for {}", a, b);
+            }
+        }
+    }
+
     #[test]
     fn parse_of_render_is_identity(out in output()) {
         let text = render(&out).unwrap();
