@@ -102,7 +102,8 @@ impl Default for AgentConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
 pub enum StopReason {
-    /// The model answered Finish (profile `btl-extended`).
+    /// The policy answered Finish (profile `btl-extended`): a model, or the
+    /// oracle that demonstrates it.
     Finished {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         answer: Option<String>,
@@ -141,8 +142,8 @@ impl StopReason {
 impl std::fmt::Display for StopReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Finished { answer: None } => f.write_str("the model finished"),
-            Self::Finished { answer: Some(a) } => write!(f, "the model finished: {a}"),
+            Self::Finished { answer: None } => f.write_str("the policy said Finish"),
+            Self::Finished { answer: Some(a) } => write!(f, "the policy said Finish: {a}"),
             Self::Succeeded => f.write_str("the task checker reports success"),
             Self::StepBudget { max_steps } => write!(f, "step budget of {max_steps} used up"),
             Self::RepeatedAction { action, times } => write!(
