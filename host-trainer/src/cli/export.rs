@@ -80,6 +80,9 @@ pub fn run_export(args: &ExportArgs) -> Outcome {
         }
         other => Failure::BadInput(other.into()),
     })?;
+    for warning in &exported.warnings {
+        eprintln!("btl-train: warning: {warning}");
+    }
     println!("merged checkpoint: {}", exported.hf.display());
     println!("text model: {}", exported.text.display());
     if let Some(m) = &exported.mmproj {

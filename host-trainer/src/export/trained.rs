@@ -3,7 +3,7 @@
 //! model + projector (from the user's base GGUFs as templates), and,
 //! optionally, the adapter alone as a GGUF LoRA adapter.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use tch::Tensor;
@@ -54,6 +54,8 @@ pub struct Exported {
     pub text: PathBuf,
     pub mmproj: Option<PathBuf>,
     pub lora: Option<PathBuf>,
+    /// What the caller should be told (samples in mixed prompt versions).
+    pub warnings: Vec<String>,
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
@@ -90,28 +92,32 @@ fn describes_model(name: &str) -> bool {
 /// TRL; recognised by its `config.json`), whose weights are taken as they
 /// are and whose run settings must be given.
 pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Exported> {
-    let (base, model, (profile, max_pixels, prompt_version)) =
-        if checkpoint.join("config.json").is_file() {
-            let given = options.settings;
-            let (Some(profile), Some(max_pixels)) = (given.profile, given.max_pixels) else {
-                return Err(Error::Input(format!(
-                    "{} is a Hugging Face checkpoint, which does not say how it was trained: \
+    let (base, model, settings) = if checkpoint.join("config.json").is_file() {
+        let given = options.settings;
+        let (Some(profile), Some(max_pixels)) = (given.profile, given.max_pixels) else {
+            return Err(Error::Input(format!(
+                "{} is a Hugging Face checkpoint, which does not say how it was trained: \
                  give --profile and --max-pixels",
-                    checkpoint.display()
-                )));
-            };
-            let model =
-                crate::Qwen25Vl::from_checkpoint(checkpoint, tch::Device::Cpu, tch::Kind::Float)?;
-            (
-                checkpoint.to_owned(),
-                model,
-                (profile, max_pixels, profile.prompt_version()),
-            )
-        } else {
-            let (config, model) = load_trained(checkpoint)?;
-            let settings = run_settings(&config, options.settings)?;
-            (config.model.checkpoint.clone(), model, settings)
+                checkpoint.display()
+            )));
         };
+        let model =
+            crate::Qwen25Vl::from_checkpoint(checkpoint, tch::Device::Cpu, tch::Kind::Float)?;
+        (
+            checkpoint.to_owned(),
+            model,
+            Written {
+                profile,
+                max_pixels,
+                prompt_version: profile.prompt_version(),
+                mixed_versions: None,
+            },
+        )
+    } else {
+        let (config, model) = load_trained(checkpoint)?;
+        let settings = run_settings(&config, options.settings)?;
+        (config.model.checkpoint.clone(), model, settings)
+    };
     let merged: HashMap<String, Tensor> = model.merged_weights()?.into_iter().collect();
     let out = options.out;
     std::fs::create_dir_all(out).map_err(io(out))?;
@@ -149,9 +155,12 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
     let tag = suffix(options.precision);
     let text = out.join(format!("model-{tag}.gguf"));
     let metadata = [
-        (PROFILE_KEY, Value::String(profile.name().to_owned())),
-        (MAX_PIXELS_KEY, Value::U64(max_pixels)),
-        (PROMPT_VERSION_KEY, Value::U32(prompt_version)),
+        (
+            PROFILE_KEY,
+            Value::String(settings.profile.name().to_owned()),
+        ),
+        (MAX_PIXELS_KEY, Value::U64(settings.max_pixels)),
+        (PROMPT_VERSION_KEY, Value::U32(settings.prompt_version)),
     ];
     write_gguf_from_template_with(
         options.text_template,
@@ -190,48 +199,98 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
         text,
         mmproj,
         lora,
+        warnings: settings.mixed_versions.into_iter().collect(),
     })
+}
+
+/// How the exported model is to be run, as written into its text GGUF.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Written {
+    profile: Profile,
+    max_pixels: u64,
+    prompt_version: u32,
+    /// Said when the run's samples were written in more than one version
+    /// of the profile's prompt: the model learnt both texts, and the file
+    /// can name one.
+    mixed_versions: Option<String>,
 }
 
 /// The profile and screenshot size the model is run with: `given`, else
 /// the training run's (see [`RunSettings`]); and the version of the
-/// profile's prompt text it was trained on: its first sample's when that
-/// sample is in the profile (samples recorded before a prompt changed keep
-/// their old text), else this btl's (an online run's episodes are played
-/// in it).
-fn run_settings(config: &TrainConfig, given: RunSettings) -> Result<(Profile, u64, u32)> {
-    let version = |profile: Profile, listed: Option<(Profile, u32)>| match listed {
-        Some((p, v)) if p == profile && config.online.is_none() => v,
-        _ => profile.prompt_version(),
+/// profile's prompt text it was trained on: the one most of its samples in
+/// that profile were written in (samples recorded before a prompt changed
+/// keep their old text), else this btl's (an online run's episodes are
+/// played in it).
+fn run_settings(config: &TrainConfig, given: RunSettings) -> Result<Written> {
+    let written = |profile: Profile, max_pixels: u64, counts: BTreeMap<u32, usize>| {
+        let most = counts
+            .iter()
+            .max_by_key(|&(&v, &n)| (n, v))
+            .map(|(&v, _)| v);
+        let mixed_versions = (counts.len() > 1).then(|| {
+            let held = counts
+                .iter()
+                .map(|(v, n)| format!("{n} in version {v}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!(
+                "the run's {} samples were written in more than one version of its prompt \
+                 ({held}); the model file says version {}, which most of them hold",
+                profile.name(),
+                most.unwrap_or_default()
+            )
+        });
+        Written {
+            profile,
+            max_pixels,
+            prompt_version: most.unwrap_or(profile.prompt_version()),
+            mixed_versions,
+        }
     };
-    if let (Some(profile), Some(max_pixels)) = (given.profile, given.max_pixels) {
-        let listed = first_sample(config).ok().and_then(|s| listed_profile(&s));
-        return Ok((profile, max_pixels, version(profile, listed)));
-    }
     if let Some(online) = &config.online {
         let profile = given.profile.unwrap_or(online.profile);
-        return Ok((
-            profile,
-            given
-                .max_pixels
-                .or(config.data.max_pixels)
-                .unwrap_or(agent_core::protocol::TRAINING_MAX_PIXELS),
-            profile.prompt_version(),
-        ));
+        let max_pixels = given
+            .max_pixels
+            .or(config.data.max_pixels)
+            .unwrap_or(agent_core::protocol::TRAINING_MAX_PIXELS);
+        return Ok(written(profile, max_pixels, BTreeMap::new()));
+    }
+    if let (Some(profile), Some(max_pixels)) = (given.profile, given.max_pixels) {
+        // Both given, the samples are only asked for their version.
+        let counts = versions_of(config, profile).unwrap_or_default();
+        return Ok(written(profile, max_pixels, counts));
     }
     let sample = first_sample(config)?;
-    let listed = listed_profile(&sample);
-    let profile = given.profile.or(listed.map(|(p, _)| p)).ok_or_else(|| {
-        Error::Input(format!(
-            "the prompt of {}'s first sample lists no known action space; give --profile",
-            config.data.samples[0].display()
-        ))
-    })?;
+    let profile = given
+        .profile
+        .or(listed_profile(&sample).map(|(p, _)| p))
+        .ok_or_else(|| {
+            Error::Input(format!(
+                "the prompt of {}'s first sample lists no known action space; give --profile",
+                config.data.samples[0].display()
+            ))
+        })?;
     let max_pixels = given
         .max_pixels
         .or(config.data.max_pixels)
         .unwrap_or(sample.max_pixels);
-    Ok((profile, max_pixels, version(profile, listed)))
+    Ok(written(profile, max_pixels, versions_of(config, profile)?))
+}
+
+/// How many of the run's samples in `profile` were written in each
+/// version of its prompt.
+fn versions_of(config: &TrainConfig, profile: Profile) -> Result<BTreeMap<u32, usize>> {
+    let mut counts = BTreeMap::new();
+    for file in &config.data.samples {
+        for sample in load_samples(file).map_err(|e| Error::Input(e.to_string()))? {
+            if let Some((listed, version)) = listed_profile(&sample)
+                && listed == profile
+            {
+                *counts.entry(version).or_default() += 1;
+            }
+        }
+    }
+    Ok(counts)
 }
 
 /// The first sample of the run's first sample file.
@@ -264,18 +323,23 @@ mod tests {
     use super::*;
     use agent_core::protocol::prompt::{Prompt, Task};
 
-    /// A run trained on one sample whose user prompt is `user`.
-    fn run_on(dir: &Path, user: &str) -> TrainConfig {
+    /// A run trained on one sample file, a sample per user prompt of `users`.
+    fn run_on(dir: &Path, users: &[&str]) -> TrainConfig {
         let samples = dir.join("samples.json");
-        let sample = serde_json::json!([{
-            "bbox": [],
-            "images": [],
-            "image_sizes": [[1080, 2400]],
-            "max_pixels": 200_704,
-            "messages": [{"role": "user", "content": user}],
-            "solution": "[{\"Plan\": \"Go back.\", \"Action\": {\"function\": \"Back\"}}]",
-        }]);
-        std::fs::write(&samples, sample.to_string()).unwrap();
+        let sample: Vec<_> = users
+            .iter()
+            .map(|user| {
+                serde_json::json!({
+                    "bbox": [],
+                    "images": [],
+                    "image_sizes": [[1080, 2400]],
+                    "max_pixels": 200_704,
+                    "messages": [{"role": "user", "content": user}],
+                    "solution": "[{\"Plan\": \"Go back.\", \"Action\": {\"function\": \"Back\"}}]",
+                })
+            })
+            .collect();
+        std::fs::write(&samples, serde_json::Value::from(sample).to_string()).unwrap();
         TrainConfig::from_toml(&format!(
             "[model]\ncheckpoint = \"c\"\n[data]\nsamples = [{:?}]\n[run]\nsteps = 1\noutput_dir = \"o\"\n",
             samples.display().to_string()
@@ -327,12 +391,43 @@ mod tests {
                 (Profile::BtlScreenText, 50_176, 2),
             ),
         ] {
-            let config = run_on(dir.path(), user);
-            assert_eq!(
-                run_settings(&config, settings).unwrap(),
-                want,
-                "{settings:?}"
-            );
+            let config = run_on(dir.path(), &[user]);
+            let written = run_settings(&config, settings).unwrap();
+            let got = (written.profile, written.max_pixels, written.prompt_version);
+            assert_eq!(got, want, "{settings:?}");
+            assert_eq!(written.mixed_versions, None);
         }
+    }
+
+    /// Samples of one profile in two versions of its prompt (lessons
+    /// rebuilt in the new text beside episodes recorded in the old): the
+    /// file says the version most of them hold, and the export says so.
+    #[test]
+    fn mixed_versions_are_said_and_the_most_held_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let task = Task::Navigation {
+            goal: "Go back.",
+            step_instruction: None,
+            history: &[],
+            screen: &[],
+        };
+        let v2 = Prompt::new(&task, Profile::BtlScreenText, None).user;
+        let v1 = v2
+            .strip_suffix("\n\n## User Instruction\nGo back.")
+            .unwrap();
+        let extended = Prompt::new(&task, Profile::BtlExtended, None).user;
+        let config = run_on(dir.path(), &[v1, &v2, &extended, &v2]);
+        let written = run_settings(&config, RunSettings::default()).unwrap();
+        assert_eq!(written.profile, Profile::BtlScreenText);
+        assert_eq!(written.prompt_version, 2);
+        let said = written.mixed_versions.unwrap();
+        assert!(said.contains("1 in version 1, 2 in version 2"), "{said}");
+        let config = run_on(dir.path(), &[v1, v1, &v2]);
+        assert_eq!(
+            run_settings(&config, RunSettings::default())
+                .unwrap()
+                .prompt_version,
+            1
+        );
     }
 }
