@@ -59,6 +59,44 @@ fn predictions_for_every_sample_are_scored_by_btl_metrics() {
     assert_eq!(report["steps"], 2, "{report}");
 }
 
+/// A text-only sample (no image, its prompt without the placeholder, as
+/// `btl-train data augment-typed --text-only` writes) is answered from its
+/// prompt alone, beside one with its screenshot.
+#[cfg(feature = "llama")]
+#[test]
+fn a_text_only_sample_is_answered_without_an_image() {
+    let dir = Dir::new();
+    let samples = samples(&dir);
+    let mut list: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(&samples).unwrap()).unwrap();
+    list[1]["images"] = serde_json::json!([]);
+    for message in list[1]["messages"].as_array_mut().unwrap() {
+        if message["role"] == "user" {
+            let user = message["content"].as_str().unwrap().replace("<image>", "");
+            message["content"] = user.into();
+        }
+    }
+    let samples = dir.write("samples.json", &serde_json::to_string(&list).unwrap());
+    let run = dir.btl([
+        "predict",
+        "--samples",
+        path_str(&samples),
+        "--max-tokens",
+        "300",
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let lines: Vec<Value> = stdout(&run)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["completion"].as_str().is_some_and(|c| !c.is_empty()))
+    );
+}
+
 #[test]
 fn a_missing_image_is_bad_input_naming_the_sample() {
     let dir = Dir::new();

@@ -55,7 +55,7 @@ fn episode(reuse_prefix: bool, max_pixels: u64) -> (f64, u32) {
         );
         let answer = policy
             .act(&Observation {
-                screenshot: &screenshot,
+                screenshot: Some(&screenshot),
                 frame,
                 prompt: &prompt,
                 profile: Profile::BtlUi,

@@ -627,7 +627,7 @@ impl Agent {
                 .map(|c| attempt_seed(self.config().seed, record.index, round * per_round + c))
                 .collect();
             let obs = Observation {
-                screenshot,
+                screenshot: Some(screenshot),
                 profile: self.config().profile,
                 frame: record.frame,
                 prompt: &record.prompt,

@@ -6,7 +6,10 @@
 //! used, decoding is constrained to the action space that prompt lists,
 //! and its coordinates frame is `smart_resize` of the image at the
 //! sample's `max_pixels`, exactly what the answers are scored in. Image
-//! paths are relative to the samples file.
+//! paths are relative to the samples file. A text-only sample (no image,
+//! its prompt without the placeholder, as `btl-train data augment-typed
+//! --text-only` writes) is answered without one, in the frame its
+//! `image_sizes` gives.
 
 use super::episode::{PolicyArgs, PolicyKind, load_policy};
 use super::{Failure, Outcome, in_file, json_line, read_input};
@@ -54,7 +57,7 @@ pub fn run(args: &Args) -> Outcome {
             .map_err(Failure::BadInput)?;
         let raw = policy
             .act(&Observation {
-                screenshot: &obs.screenshot,
+                screenshot: obs.screenshot.as_ref(),
                 profile: obs.profile,
                 frame: obs.frame,
                 prompt: &obs.prompt,
@@ -80,7 +83,8 @@ pub fn run(args: &Args) -> Outcome {
 
 /// What the policy is shown for one sample.
 struct SampleObservation {
-    screenshot: image::RgbaImage,
+    /// `None` for a text-only sample.
+    screenshot: Option<image::RgbaImage>,
     frame: FrameMap,
     prompt: Prompt,
     /// The action space the sample's prompt lists, so constrained decoding
@@ -103,21 +107,32 @@ fn observation(sample: &Sample, base: &Path) -> anyhow::Result<SampleObservation
         system: message("system").unwrap_or_default(),
         user: message("user").ok_or_else(|| anyhow!("no user message"))?,
     };
-    let image_path = base.join(sample.images.first().ok_or_else(|| anyhow!("no image"))?);
-    let screenshot = image::open(&image_path)
-        .with_context(|| format!("cannot read image {}", image_path.display()))?
-        .to_rgba8();
-    let size = Size::new(screenshot.width(), screenshot.height());
-    if let Some(&[w, h]) = sample.image_sizes.first()
-        && (w, h) != (size.width, size.height)
-    {
-        return Err(anyhow!(
-            "image {} is {}×{} but the sample says {w}×{h}: its coordinates would not match",
-            image_path.display(),
-            size.width,
-            size.height
-        ));
-    }
+    let (screenshot, size) = match sample.images.first() {
+        Some(image) => {
+            let image_path = base.join(image);
+            let screenshot = image::open(&image_path)
+                .with_context(|| format!("cannot read image {}", image_path.display()))?
+                .to_rgba8();
+            let size = Size::new(screenshot.width(), screenshot.height());
+            if let Some(&[w, h]) = sample.image_sizes.first()
+                && (w, h) != (size.width, size.height)
+            {
+                return Err(anyhow!(
+                    "image {} is {}×{} but the sample says {w}×{h}: its coordinates would not match",
+                    image_path.display(),
+                    size.width,
+                    size.height
+                ));
+            }
+            (Some(screenshot), size)
+        }
+        None => {
+            let &[w, h] = sample.image_sizes.first().ok_or_else(|| {
+                anyhow!("no image, and no image_sizes to give a text-only sample its frame")
+            })?;
+            (None, Size::new(w, h))
+        }
+    };
     // The official samples' prompts are the btl-ui profile's; so are the
     // grounding prompts, which list no actions.
     let profile = Profile::of_user_prompt(&prompt.user).unwrap_or(Profile::BtlUi);
@@ -189,6 +204,26 @@ mod tests {
             let obs = observation(&sample_with(profile, dir.path()), dir.path()).unwrap();
             assert_eq!(obs.profile, profile);
         }
+    }
+
+    /// A text-only sample is shown no image, in the frame of the size it
+    /// records; one that records no size is refused, naming what is missing.
+    #[test]
+    fn a_text_only_sample_has_its_recorded_frame_and_no_image() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sample = sample_with(Profile::BtlExtended, dir.path());
+        sample.images.clear();
+        sample.image_sizes = vec![[1080, 2400]];
+        let user = &mut sample.messages[1].content;
+        *user = user.replace(crate::protocol::prompt::IMAGE_PLACEHOLDER, "");
+        let obs = observation(&sample, dir.path()).unwrap();
+        assert!(obs.screenshot.is_none());
+        assert_eq!(obs.frame.device, Size::new(1080, 2400));
+        assert_eq!(obs.frame.model, Size::new(280, 644));
+        assert_eq!(obs.profile, Profile::BtlExtended);
+        sample.image_sizes.clear();
+        let err = observation(&sample, dir.path()).err().unwrap().to_string();
+        assert!(err.contains("image_sizes"), "{err}");
     }
 
     /// A `btl-screen-text` sample is decoded grounded in the lines its

@@ -59,7 +59,9 @@ use thiserror::Error;
 pub struct Observation<'a> {
     /// The screenshot in device pixels; the backend resizes it to
     /// `frame.model` itself, so it can pick its own resampling filter.
-    pub screenshot: &'a RgbaImage,
+    /// `None` for a text-only sample (`btl predict` on samples recorded
+    /// without it), whose prompt then holds no image placeholder.
+    pub screenshot: Option<&'a RgbaImage>,
     pub frame: FrameMap,
     pub prompt: &'a Prompt,
     /// The prompt's action space: constrained decoding admits only its

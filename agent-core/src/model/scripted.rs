@@ -77,7 +77,7 @@ mod tests {
         let frame = FrameMap::new(Size::new(56, 56), TRAINING_MAX_PIXELS).unwrap();
         let obs = |seed| Observation {
             profile: crate::protocol::Profile::BtlUi,
-            screenshot: &image,
+            screenshot: Some(&image),
             frame,
             prompt: &prompt,
             ui_tree: None,

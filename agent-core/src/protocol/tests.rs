@@ -175,10 +175,11 @@ fn line_at_1_2(label: &str) -> ScreenElement {
 }
 
 /// `user` as a text-only sample holds it: without the image placeholder
-/// that stands before the repeated goal (`btl-screen-text`) or at the end.
+/// that stands before the repeated goal (`btl-screen-text`, the goal as the
+/// prompt writes it) or at the end.
 fn without_image(user: &str, profile: Profile, goal: &str) -> String {
     let after = if profile.lists_screen() {
-        format!("\n\n## User Instruction\n{goal}")
+        format!("\n\n## User Instruction\n{}", prompt::inert(goal))
     } else {
         String::new()
     };

@@ -150,7 +150,7 @@ pub fn observation_sample(
         goal,
         max_pixels,
         image: id.clone(),
-        image_size: Size::new(obs.screenshot.width(), obs.screenshot.height()),
+        image_size: obs.frame.device,
         id,
         lambda: DEFAULT_LAMBDA,
     };

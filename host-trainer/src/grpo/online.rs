@@ -430,7 +430,12 @@ impl Policy for StatePolicy {
             slot: self.slot,
             index: self.calls,
             seed: obs.seed,
-            screenshot: obs.screenshot.clone(),
+            screenshot: obs
+                .screenshot
+                .ok_or_else(|| {
+                    PolicyError::Backend("an online rollout's step has no screenshot".into())
+                })?
+                .clone(),
             max_pixels: self.max_pixels,
             target: sample,
             done: (self.done)(),

@@ -609,19 +609,41 @@ impl LlamaPolicy {
     }
 
     /// What `act` and `act_many` feed the model: the screenshot at the
-    /// model frame, the prompt in chat format and the BTL grammar.
-    fn inputs(&self, obs: &Observation) -> Result<(RgbImage, String, Option<String>), PolicyError> {
+    /// model frame (none for a text-only observation), the prompt in chat
+    /// format and the BTL grammar.
+    fn inputs(
+        &self,
+        obs: &Observation,
+    ) -> Result<(Option<RgbImage>, String, Option<String>), PolicyError> {
         let frame = obs.frame.model;
-        // Screenshots are opaque: dropping alpha is what transformers'
-        // RGB conversion does to them. BTL-UI was trained before Pillow 13.
-        let screenshot: RgbImage = obs.screenshot.convert();
-        let rgb = resize_bicubic_pil(
-            &screenshot,
-            frame.width,
-            frame.height,
-            PillowVersion::Pillow12,
-        )
-        .map_err(|e| PolicyError::Backend(format!("cannot resize the screenshot: {e}")))?;
+        // mtmd would refuse the mismatch too, in words about bitmaps.
+        let placeholders = obs.prompt.user.matches(IMAGE_PLACEHOLDER).count();
+        if placeholders != usize::from(obs.screenshot.is_some()) {
+            let screenshot = match obs.screenshot {
+                Some(_) => "a screenshot",
+                None => "no screenshot",
+            };
+            return Err(PolicyError::Backend(format!(
+                "the prompt holds {placeholders} image placeholders ({IMAGE_PLACEHOLDER}) for \
+                 {screenshot}: it takes one exactly when there is a screenshot"
+            )));
+        }
+        let rgb = obs
+            .screenshot
+            .map(|screenshot| {
+                // Screenshots are opaque: dropping alpha is what
+                // transformers' RGB conversion does to them. BTL-UI was
+                // trained before Pillow 13.
+                let screenshot: RgbImage = screenshot.convert();
+                resize_bicubic_pil(
+                    &screenshot,
+                    frame.width,
+                    frame.height,
+                    PillowVersion::Pillow12,
+                )
+                .map_err(|e| PolicyError::Backend(format!("cannot resize the screenshot: {e}")))
+            })
+            .transpose()?;
         let prompt = Self::chat_text(&obs.prompt.system, &obs.prompt.user);
         let grammar = if self.config.grammar {
             // Limits whose longest answer fits the budget, so a constrained
@@ -694,7 +716,7 @@ impl Policy for LlamaPolicy {
     ) -> Result<Vec<PolicyOutput>, PolicyError> {
         let (rgb, prompt, grammar) = self.inputs(obs)?;
         let generations = self
-            .generate_many(&prompt, Some(&rgb), seeds, grammar.as_deref())
+            .generate_many(&prompt, rgb.as_ref(), seeds, grammar.as_deref())
             .map_err(|e| PolicyError::Backend(e.to_string()))?;
         Ok(generations
             .into_iter()
@@ -1063,7 +1085,7 @@ mod tests {
         seed: u64,
     ) -> Observation<'a> {
         Observation {
-            screenshot,
+            screenshot: Some(screenshot),
             frame: crate::protocol::FrameMap::new(
                 crate::protocol::Size::new(224, 448),
                 crate::protocol::TRAINING_MAX_PIXELS,
@@ -1088,6 +1110,47 @@ mod tests {
             profile,
             None,
         )
+    }
+
+    /// A text-only observation (a sample recorded without its screenshot)
+    /// is answered from the prompt alone; a screenshot and placeholders
+    /// that do not pair up are refused in words, before mtmd's.
+    #[test]
+    fn a_text_only_observation_is_answered_without_an_image() {
+        use crate::protocol::{Profile, Prompt};
+        // The fixture's 32-token answers are too short for the grammar.
+        let mut config = fixture_config("tiny-qwen25vl-f16.gguf");
+        config.grammar = false;
+        let mut p = LlamaPolicy::load(config).unwrap();
+        let screenshot: image::RgbaImage = screenshot().convert();
+        let prompt = btl_prompt(Profile::BtlExtended);
+        let text_only = Prompt {
+            system: prompt.system.clone(),
+            user: prompt.user.replace(IMAGE_PLACEHOLDER, ""),
+        };
+        let with_image = p
+            .act(&observe(&screenshot, &prompt, Profile::BtlExtended, 0))
+            .unwrap()
+            .stats;
+        let mut obs = observe(&screenshot, &text_only, Profile::BtlExtended, 0);
+        let err = p.act(&obs).unwrap_err().to_string();
+        assert!(err.contains("holds 0 image placeholders"), "{err}");
+        obs.screenshot = None;
+        let text = p.act(&obs).unwrap().stats;
+        assert_eq!(text.encode_ms, 0.0, "{text:?}");
+        // The fixture's 224 × 448 screenshot is 8 × 16 merged patches.
+        assert!(
+            with_image.prompt_tokens >= text.prompt_tokens + 128,
+            "{with_image:?} {text:?}"
+        );
+        let obs = observe(&screenshot, &prompt, Profile::BtlExtended, 0);
+        let err = p
+            .act(&Observation {
+                screenshot: None,
+                ..obs
+            })
+            .unwrap_err();
+        assert!(err.to_string().contains("for no screenshot"), "{err}");
     }
 
     fn sampling_policy(temperature: f32) -> LlamaPolicy {

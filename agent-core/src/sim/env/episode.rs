@@ -434,13 +434,16 @@ impl ClientPolicy {
         turn: u32,
         target: &str,
     ) -> Result<Value, PolicyError> {
-        let png = encode_png(obs.screenshot)
+        let screenshot = obs.screenshot.ok_or_else(|| {
+            PolicyError::Backend("a client is shown the screen, and this step has none".into())
+        })?;
+        let png = encode_png(screenshot)
             .map_err(|e| PolicyError::Backend(format!("cannot encode the screenshot: {e}")))?;
         let mut observation = json!({
             "turn": turn,
             "step": lock(&self.turns).steps + 1,
             "seed": obs.seed,
-            "image_size": [obs.screenshot.width(), obs.screenshot.height()],
+            "image_size": [screenshot.width(), screenshot.height()],
             "max_pixels": self.max_pixels,
             "prompt": {"system": obs.prompt.system, "user": obs.prompt.user},
         });
