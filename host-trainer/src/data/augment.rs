@@ -31,6 +31,9 @@ const IMAGE_MARK: &str = "<image>";
 /// action history (spec §1's navigation prompt).
 const INSTRUCTION: &str = "## User Instruction\n";
 
+/// The heading of the Plans of earlier steps, after the goal.
+const HISTORY: &str = "## Action History\n";
+
 /// Draws of a replacement before a sample is given up (a held-out value
 /// can only come up by chance, so this is never reached in practice).
 const DRAWS: usize = 64;
@@ -96,10 +99,7 @@ pub fn augment_typed(
             let mut augmented = sample.clone();
             augmented.id = Some(format!("{name}/copy-{copy}"));
             for message in &mut augmented.messages {
-                if let Some(at) = message.content.find(INSTRUCTION) {
-                    let tail = message.content[at..].replace(value, &new);
-                    message.content.replace_range(at.., &tail);
-                }
+                message.content = with_value_replaced(&message.content, value, &new);
             }
             augmented.solution = Link::Action {
                 plan: plan.replace(value, &new),
@@ -113,6 +113,37 @@ pub fn augment_typed(
         }
     }
     Ok((out, report))
+}
+
+/// `content` with `value` replaced by `new` where the task's own words
+/// name it: the goal (also where `btl-screen-text` repeats it) and the
+/// Plans of the history. Not in the steps' numbers, the listed screen's
+/// points, the image mark or the fixed text around them, where a short
+/// value such as `7` or `35` also occurs. Content without a goal stays.
+fn with_value_replaced(content: &str, value: &str, new: &str) -> String {
+    let Some(start) = content.find(INSTRUCTION) else {
+        return content.to_owned();
+    };
+    let mut out = content[..start].to_owned();
+    let mut section = "";
+    for line in content[start..].split_inclusive('\n') {
+        if line.starts_with("## ") {
+            section = line;
+            out.push_str(line);
+        } else if section == INSTRUCTION {
+            out.push_str(&line.replace(value, new));
+        } else if section == HISTORY
+            && let Some((step, plan)) = line.split_once(": ")
+            && step.starts_with("Step ")
+        {
+            out.push_str(step);
+            out.push_str(": ");
+            out.push_str(&plan.replace(value, new));
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
 }
 
 /// `sample` without its screenshot: no image and no `<image>` mark in its
@@ -276,6 +307,38 @@ mod tests {
             assert!(user.starts_with("## Action Space\nType 09\n"), "{user}");
             assert_eq!(copy.messages[0], sample.messages[0]);
             assert_eq!(copy.images, sample.images);
+        }
+    }
+
+    /// A one-digit value stands in many places of a screen-text prompt;
+    /// only the goal, its repeat and the Plans are the task's words.
+    #[test]
+    fn a_short_value_changes_in_the_tasks_words_only() {
+        let mut sample = typing(
+            "Set the timer to 3 minutes.",
+            "Step 1: Tap \"Timer\".\nStep 2: Tap \"3\".\nStep 3: Tap \"OK\".",
+            "Type 3 as the minutes.",
+            "3",
+        );
+        let user = |goal: &str, key: &str| {
+            format!(
+                "## Action Space\nType 09\n\n## User Instruction\n{goal}\n\n## Action History\n\
+                 Step 1: Tap \"Timer\".\nStep 2: Tap \"{key}\".\nStep 3: Tap \"OK\".\n\n\
+                 ## Screen Elements\n- \"3\" [133, 313]\n\n## Screenshots\n<image>\n\n\
+                 ## User Instruction\n{goal}"
+            )
+        };
+        sample.messages[1].content = user("Set the timer to 3 minutes.", "3");
+        let (copies, _) = augment_typed(&[sample], 2, 5, Path::new("s.json")).unwrap();
+        assert_eq!(copies.len(), 2);
+        for copy in &copies {
+            let (plan, text) = typed_text(copy);
+            assert!(text.len() == 1 && text != "3", "{text}");
+            assert_eq!(plan, format!("Type {text} as the minutes."));
+            assert_eq!(
+                copy.messages[1].content,
+                user(&format!("Set the timer to {text} minutes."), &text)
+            );
         }
     }
 
