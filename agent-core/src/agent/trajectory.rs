@@ -155,7 +155,7 @@ pub struct Executed {
 pub enum StepOutcome {
     /// The action ran on the device.
     Performed,
-    /// The model said Finish.
+    /// The policy said Finish.
     Finished,
     /// The screenshot was one colour (a secure or blank screen); the model
     /// was not asked.

@@ -142,7 +142,7 @@ impl Endings {
 }
 
 /// How an episode recorded with `task_done` verdicts ended: `finished_at`
-/// is the index (from 1) of the Finish step, if the model said Finish;
+/// is the index (from 1) of the Finish step, if the policy said Finish;
 /// `done_after[i]` the checker's verdict after step i + 1.
 pub fn ending(finished_at: Option<u32>, done_after: &[bool]) -> Ending {
     let Some(f) = finished_at else {
@@ -260,7 +260,7 @@ struct TaskResult {
     successes: usize,
     episodes: usize,
     interval95: [f64; 2],
-    /// With `--until-finish`: when the model said Finish.
+    /// With `--until-finish`: when the policy said Finish.
     #[serde(skip_serializing_if = "Option::is_none")]
     endings: Option<Endings>,
     steps_per_episode: f64,

@@ -7,14 +7,14 @@
 //! and its coordinates frame is `smart_resize` of the image at the
 //! sample's `max_pixels`, exactly what the answers are scored in. Image
 //! paths are relative to the samples file. A text-only sample (no image,
-//! its prompt without the placeholder, as `btl-train data augment-typed
-//! --text-only` writes) is answered without one, in the frame its
-//! `image_sizes` gives.
+//! its prompt without the placeholder, as `btl-train data text-only` and
+//! `augment-typed --text-only` write) is answered without one, in the
+//! frame its `image_sizes` gives.
 
 use super::episode::{PolicyArgs, PolicyKind, load_policy};
 use super::{Failure, Outcome, in_file, json_line, read_input};
 use crate::model::{Observation, Policy};
-use crate::protocol::prompt::listed_screen;
+use crate::protocol::prompt::{IMAGE_PLACEHOLDER, listed_screen};
 use crate::protocol::{FrameMap, Profile, Prompt, ScreenElement, Size};
 use crate::sample::{Sample, SampleRef, parse_samples};
 use anyhow::{Context, anyhow};
@@ -107,6 +107,15 @@ fn observation(sample: &Sample, base: &Path) -> anyhow::Result<SampleObservation
         system: message("system").unwrap_or_default(),
         user: message("user").ok_or_else(|| anyhow!("no user message"))?,
     };
+    let placeholders = prompt.user.matches(IMAGE_PLACEHOLDER).count();
+    if placeholders != sample.images.len().min(1) || sample.images.len() > 1 {
+        return Err(anyhow!(
+            "the sample lists {} image(s) and its user prompt holds {placeholders} \
+             {IMAGE_PLACEHOLDER}: a BTL sample has one screenshot and one placeholder, or neither \
+             (text-only)",
+            sample.images.len()
+        ));
+    }
     let (screenshot, size) = match sample.images.first() {
         Some(image) => {
             let image_path = base.join(image);
@@ -221,9 +230,29 @@ mod tests {
         assert_eq!(obs.frame.device, Size::new(1080, 2400));
         assert_eq!(obs.frame.model, Size::new(280, 644));
         assert_eq!(obs.profile, Profile::BtlExtended);
-        sample.image_sizes.clear();
-        let err = observation(&sample, dir.path()).err().unwrap().to_string();
+        let mut no_sizes = sample.clone();
+        no_sizes.image_sizes.clear();
+        let err = observation(&no_sizes, dir.path())
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains("image_sizes"), "{err}");
+        let mut placeholder_left = sample.clone();
+        placeholder_left.messages[1].content.push_str("<image>");
+        let err = observation(&placeholder_left, dir.path())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("lists 0 image(s) and its user prompt holds 1 <image>"),
+            "{err}"
+        );
+        sample.images = vec!["s.png".into()];
+        let err = observation(&sample, dir.path()).err().unwrap().to_string();
+        assert!(
+            err.contains("lists 1 image(s) and its user prompt holds 0 <image>"),
+            "{err}"
+        );
     }
 
     /// A `btl-screen-text` sample is decoded grounded in the lines its

@@ -18,7 +18,7 @@ pub const IMAGE_PLACEHOLDER: &str = "<image>";
 
 /// llama.cpp's media marker (`mtmd_default_marker`): like
 /// [`IMAGE_PLACEHOLDER`], text that must not come from outside the templates.
-pub const MEDIA_MARKER: &str = "<__media__>";
+pub(crate) const MEDIA_MARKER: &str = "<__media__>";
 
 /// The placeholder for the number of regions to blink, kept literally by default.
 pub const ROI_COUNT_PLACEHOLDER: &str = "$N$";
@@ -442,8 +442,11 @@ pub fn render_history(plans: &[String]) -> String {
 /// `<|im_end|>` and its kin as chat tokens, so such text would fail the
 /// step or open a turn of its own. No other text changes, so a prompt's
 /// bytes, and the version of its profile, stay those models were trained
-/// on; a `<` that opens nothing stays as typed.
-pub fn inert(text: &str) -> std::borrow::Cow<'_, str> {
+/// on; a `<` that opens nothing stays as typed. What it guards is
+/// llama.cpp's and the Qwen tokenizer's reading: Qwen's added tags
+/// (`<tool_call>`) still tokenize as one token each, and ms-swift's own
+/// tags (`<video>`, `<bbox>`, …) are not escaped.
+pub(crate) fn inert(text: &str) -> std::borrow::Cow<'_, str> {
     let opens_marker = |rest: &str| {
         rest.starts_with("<|")
             || rest.starts_with(IMAGE_PLACEHOLDER)
@@ -455,13 +458,14 @@ pub fn inert(text: &str) -> std::borrow::Cow<'_, str> {
     {
         return text.into();
     }
-    let mut out = String::with_capacity(text.len() + 2);
-    for (at, c) in text.char_indices() {
-        out.push(if c == '<' && opens_marker(&text[at..]) {
-            '\u{FF1C}'
-        } else {
-            c
-        });
-    }
-    out.into()
+    text.char_indices()
+        .map(|(at, c)| {
+            if c == '<' && opens_marker(&text[at..]) {
+                '\u{FF1C}'
+            } else {
+                c
+            }
+        })
+        .collect::<String>()
+        .into()
 }

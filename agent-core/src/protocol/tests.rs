@@ -153,7 +153,7 @@ fn a_user_prompt_tells_its_profile() {
             let user = Prompt::new(&task, profile, None).user;
             assert_eq!(Profile::of_user_prompt(&user), Some(profile), "{user}");
             assert_eq!(prompt::listed_screen(&user).unwrap(), screen, "{user}");
-            let text_only = without_image(&user, profile, goal);
+            let text_only = without_image(&user);
             assert_eq!(Profile::of_user_prompt(&text_only), Some(profile));
             assert_eq!(prompt::listed_screen(&text_only).unwrap(), screen);
         }
@@ -174,16 +174,10 @@ fn line_at_1_2(label: &str) -> ScreenElement {
     }
 }
 
-/// `user` as a text-only sample holds it: without the image placeholder
-/// that stands before the repeated goal (`btl-screen-text`, the goal as the
-/// prompt writes it) or at the end.
-fn without_image(user: &str, profile: Profile, goal: &str) -> String {
-    let after = if profile.lists_screen() {
-        format!("\n\n## User Instruction\n{}", prompt::inert(goal))
-    } else {
-        String::new()
-    };
-    let before = user.strip_suffix(&format!("<image>{after}")).unwrap();
+/// `user` as a text-only sample holds it: without the image placeholder,
+/// which stands before the repeated goal (`btl-screen-text`) or at the end.
+fn without_image(user: &str) -> String {
+    let (before, after) = user.rsplit_once("<image>").unwrap();
     format!("{before}{after}")
 }
 
@@ -844,7 +838,7 @@ proptest! {
         let task = Task::Navigation { goal: &goal, step_instruction: None, history: &[], screen: &screen };
         let user = Prompt::new(&task, Profile::BtlScreenText, None).user;
         prop_assert_eq!(prompt::listed_screen(&user).unwrap(), screen.clone());
-        let text_only = without_image(&user, Profile::BtlScreenText, &goal);
+        let text_only = without_image(&user);
         prop_assert_eq!(prompt::listed_screen(&text_only).unwrap(), screen.clone());
         let extended = Prompt::new(&task, Profile::BtlExtended, None).user;
         prop_assert!(prompt::listed_screen(&extended).unwrap().is_empty());
@@ -923,15 +917,19 @@ proptest! {
     #[test]
     fn outside_text_never_spells_a_marker(
         goal in "([a-z <|>_]|<image>|<__media__>|<\\|im_end\\|>){0,12}",
+        step in "([a-z <|>]|<image>|<__media__>){0,6}",
         plan in "([a-z <|>]|<image>|<\\|im_start\\|>){0,8}",
         profile in prop_oneof![Just(Profile::BtlUi), Just(Profile::BtlExtended), Just(Profile::BtlScreenText)],
     ) {
         let history = [plan.clone()];
-        let task = Task::Navigation { goal: &goal, step_instruction: None, history: &history, screen: &[] };
-        let user = Prompt::new(&task, profile, None).user;
-        prop_assert_eq!(user.matches(prompt::IMAGE_PLACEHOLDER).count(), 1);
-        prop_assert!(!user.contains("<|") && !user.contains(prompt::MEDIA_MARKER));
-        for text in [&goal, &plan] {
+        let task = Task::Navigation { goal: &goal, step_instruction: Some(&step), history: &history, screen: &[] };
+        let navigation = Prompt::new(&task, profile, None).user;
+        let grounding = Prompt::new(&Task::Grounding { instruction: &goal }, profile, None).user;
+        for user in [navigation, grounding] {
+            prop_assert_eq!(user.matches(prompt::IMAGE_PLACEHOLDER).count(), 1);
+            prop_assert!(!user.contains("<|") && !user.contains(prompt::MEDIA_MARKER));
+        }
+        for text in [&goal, &step, &plan] {
             let inert = prompt::inert(text);
             let spells = text.contains("<|") || text.contains("<image>") || text.contains("<__media__>");
             prop_assert_eq!(inert.as_ref() == text.as_str(), !spells);

@@ -110,7 +110,7 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
                 profile,
                 max_pixels,
                 prompt_version: profile.prompt_version(),
-                mixed_versions: None,
+                warning: None,
             },
         )
     } else {
@@ -199,7 +199,7 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
         text,
         mmproj,
         lora,
-        warnings: settings.mixed_versions.into_iter().collect(),
+        warnings: settings.warning.into_iter().collect(),
     })
 }
 
@@ -209,10 +209,10 @@ struct Written {
     profile: Profile,
     max_pixels: u64,
     prompt_version: u32,
-    /// Said when the run's samples were written in more than one version
-    /// of the profile's prompt: the model learnt both texts, and the file
-    /// can name one.
-    mixed_versions: Option<String>,
+    /// Said when the version is in doubt: the run's samples were written
+    /// in more than one version of the profile's prompt (the model learnt
+    /// both texts, and the file can name one), or could not be read.
+    warning: Option<String>,
 }
 
 /// The profile and screenshot size the model is run with: `given`, else
@@ -235,7 +235,8 @@ fn run_settings(config: &TrainConfig, given: RunSettings) -> Result<Written> {
                 .join(", ");
             format!(
                 "the run's {} samples were written in more than one version of its prompt \
-                 ({held}); the model file says version {}, which most of them hold",
+                 ({held}); the model file says version {}, which most of them hold (the newer \
+                 on a tie)",
                 profile.name(),
                 most.unwrap_or_default()
             )
@@ -244,7 +245,7 @@ fn run_settings(config: &TrainConfig, given: RunSettings) -> Result<Written> {
             profile,
             max_pixels,
             prompt_version: most.unwrap_or(profile.prompt_version()),
-            mixed_versions,
+            warning: mixed_versions,
         }
     };
     if let Some(online) = &config.online {
@@ -256,9 +257,20 @@ fn run_settings(config: &TrainConfig, given: RunSettings) -> Result<Written> {
         return Ok(written(profile, max_pixels, BTreeMap::new()));
     }
     if let (Some(profile), Some(max_pixels)) = (given.profile, given.max_pixels) {
-        // Both given, the samples are only asked for their version.
-        let counts = versions_of(config, profile).unwrap_or_default();
-        return Ok(written(profile, max_pixels, counts));
+        // Both given, the run may be exported without its samples (moved
+        // or deleted since), which are only asked for their version.
+        return Ok(match versions_of(config, profile) {
+            Ok(counts) => written(profile, max_pixels, counts),
+            Err(e) => Written {
+                warning: Some(format!(
+                    "the run's samples cannot be read for the version of their prompt ({e}); \
+                     the model file says this btl's version of {}, {}",
+                    profile.name(),
+                    profile.prompt_version()
+                )),
+                ..written(profile, max_pixels, BTreeMap::new())
+            },
+        });
     }
     let sample = first_sample(config)?;
     let profile = given
@@ -278,9 +290,13 @@ fn run_settings(config: &TrainConfig, given: RunSettings) -> Result<Written> {
 }
 
 /// How many of the run's samples in `profile` were written in each
-/// version of its prompt.
+/// version of its prompt; none are read for a profile whose text has had
+/// one version only.
 fn versions_of(config: &TrainConfig, profile: Profile) -> Result<BTreeMap<u32, usize>> {
     let mut counts = BTreeMap::new();
+    if profile.prompt_version() == 1 {
+        return Ok(counts);
+    }
     for file in &config.data.samples {
         for sample in load_samples(file).map_err(|e| Error::Input(e.to_string()))? {
             if let Some((listed, version)) = listed_profile(&sample)
@@ -395,7 +411,7 @@ mod tests {
             let written = run_settings(&config, settings).unwrap();
             let got = (written.profile, written.max_pixels, written.prompt_version);
             assert_eq!(got, want, "{settings:?}");
-            assert_eq!(written.mixed_versions, None);
+            assert_eq!(written.warning, None);
         }
     }
 
@@ -420,7 +436,7 @@ mod tests {
         let written = run_settings(&config, RunSettings::default()).unwrap();
         assert_eq!(written.profile, Profile::BtlScreenText);
         assert_eq!(written.prompt_version, 2);
-        let said = written.mixed_versions.unwrap();
+        let said = written.warning.unwrap();
         assert!(said.contains("1 in version 1, 2 in version 2"), "{said}");
         let config = run_on(dir.path(), &[v1, v1, &v2]);
         assert_eq!(
@@ -428,6 +444,19 @@ mod tests {
                 .unwrap()
                 .prompt_version,
             1
+        );
+        // Settings given, samples gone: this btl's version, and a word why.
+        std::fs::remove_file(dir.path().join("samples.json")).unwrap();
+        let given = RunSettings {
+            profile: Some(Profile::BtlScreenText),
+            max_pixels: Some(50_176),
+        };
+        let written = run_settings(&config, given).unwrap();
+        assert_eq!(written.prompt_version, 2);
+        let said = written.warning.unwrap();
+        assert!(
+            said.contains("cannot be read") && said.contains("samples.json"),
+            "{said}"
         );
     }
 }

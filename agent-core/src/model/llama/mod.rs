@@ -616,16 +616,19 @@ impl LlamaPolicy {
         obs: &Observation,
     ) -> Result<(Option<RgbImage>, String, Option<String>), PolicyError> {
         let frame = obs.frame.model;
-        // mtmd would refuse the mismatch too, in words about bitmaps.
-        let placeholders = obs.prompt.user.matches(IMAGE_PLACEHOLDER).count();
-        if placeholders != usize::from(obs.screenshot.is_some()) {
+        let prompt = Self::chat_text(&obs.prompt.system, &obs.prompt.user);
+        // Said here in the prompt's terms; mtmd refuses it in terms of
+        // bitmaps and markers.
+        let marks = prompt.matches(mtmd_default_marker()).count();
+        if marks != usize::from(obs.screenshot.is_some()) {
             let screenshot = match obs.screenshot {
                 Some(_) => "a screenshot",
                 None => "no screenshot",
             };
             return Err(PolicyError::Backend(format!(
-                "the prompt holds {placeholders} image placeholders ({IMAGE_PLACEHOLDER}) for \
-                 {screenshot}: it takes one exactly when there is a screenshot"
+                "the prompt marks {marks} place(s) for an image ({IMAGE_PLACEHOLDER} or {}) and \
+                 comes with {screenshot}: it marks one exactly when a screenshot comes with it",
+                mtmd_default_marker()
             )));
         }
         let rgb = obs
@@ -644,7 +647,6 @@ impl LlamaPolicy {
                 .map_err(|e| PolicyError::Backend(format!("cannot resize the screenshot: {e}")))
             })
             .transpose()?;
-        let prompt = Self::chat_text(&obs.prompt.system, &obs.prompt.user);
         let grammar = if self.config.grammar {
             // Limits whose longest answer fits the budget, so a constrained
             // answer always closes before decoding stops.
@@ -1134,7 +1136,7 @@ mod tests {
             .stats;
         let mut obs = observe(&screenshot, &text_only, Profile::BtlExtended, 0);
         let err = p.act(&obs).unwrap_err().to_string();
-        assert!(err.contains("holds 0 image placeholders"), "{err}");
+        assert!(err.contains("marks 0 place(s) for an image"), "{err}");
         obs.screenshot = None;
         let text = p.act(&obs).unwrap().stats;
         assert_eq!(text.encode_ms, 0.0, "{text:?}");
@@ -1150,7 +1152,11 @@ mod tests {
                 ..obs
             })
             .unwrap_err();
-        assert!(err.to_string().contains("for no screenshot"), "{err}");
+        assert!(
+            err.to_string().contains("marks 1 place(s) for an image")
+                && err.to_string().contains("with no screenshot"),
+            "{err}"
+        );
     }
 
     fn sampling_policy(temperature: f32) -> LlamaPolicy {
