@@ -23,29 +23,37 @@ fn samples(dir: &Dir) -> std::path::PathBuf {
     dir.write("samples.json", &serde_json::to_string(&two).unwrap())
 }
 
+/// `btl predict` on `samples`, which must succeed: its stdout and its
+/// lines as JSON.
+#[cfg(feature = "llama")]
+fn predict(dir: &Dir, samples: &std::path::Path) -> (String, Vec<Value>) {
+    let run = dir.btl([
+        "predict",
+        "--samples",
+        path_str(samples),
+        "--max-tokens",
+        "300",
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let lines = stdout(&run)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (stdout(&run), lines)
+}
+
 #[cfg(feature = "llama")]
 #[test]
 fn predictions_for_every_sample_are_scored_by_btl_metrics() {
     let dir = Dir::new();
     let samples = samples(&dir);
-    let run = dir.btl([
-        "predict",
-        "--samples",
-        path_str(&samples),
-        "--max-tokens",
-        "300",
-    ]);
-    assert!(run.status.success(), "{}", stderr(&run));
-    let lines: Vec<Value> = stdout(&run)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (out, lines) = predict(&dir, &samples);
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0]["sample"], 0);
     assert_eq!(lines[1]["sample"], 1);
     // Greedy decoding: the same sample gives the same answer.
     assert_eq!(lines[0]["completion"], lines[1]["completion"]);
-    let predictions = dir.write("predictions.jsonl", &stdout(&run));
+    let predictions = dir.write("predictions.jsonl", &out);
     let metrics = dir.btl([
         "metrics",
         "--samples",
@@ -77,18 +85,7 @@ fn a_text_only_sample_is_answered_without_an_image() {
         }
     }
     let samples = dir.write("samples.json", &serde_json::to_string(&list).unwrap());
-    let run = dir.btl([
-        "predict",
-        "--samples",
-        path_str(&samples),
-        "--max-tokens",
-        "300",
-    ]);
-    assert!(run.status.success(), "{}", stderr(&run));
-    let lines: Vec<Value> = stdout(&run)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (_, lines) = predict(&dir, &samples);
     assert_eq!(lines.len(), 2);
     assert!(
         lines

@@ -363,13 +363,9 @@ mod tests {
         .unwrap()
     }
 
-    /// The prompt version written is the one the samples were written in:
-    /// screen-text samples recorded before the goal was repeated are
-    /// version 1, new ones 2; a profile given over the samples' own gets
-    /// this btl's version of it.
-    #[test]
-    fn the_version_written_is_the_samples() {
-        let dir = tempfile::tempdir().unwrap();
+    /// "Go back." as `btl-screen-text` prompts of versions 1 and 2 write it,
+    /// and as `btl-extended` does.
+    fn go_back_prompts() -> (String, String, String) {
         let task = Task::Navigation {
             goal: "Go back.",
             step_instruction: None,
@@ -382,6 +378,17 @@ mod tests {
             .unwrap()
             .to_owned();
         let extended = Prompt::new(&task, Profile::BtlExtended, None).user;
+        (v1, v2, extended)
+    }
+
+    /// The prompt version written is the one the samples were written in:
+    /// screen-text samples recorded before the goal was repeated are
+    /// version 1, new ones 2; a profile given over the samples' own gets
+    /// this btl's version of it.
+    #[test]
+    fn the_version_written_is_the_samples() {
+        let dir = tempfile::tempdir().unwrap();
+        let (v1, v2, extended) = go_back_prompts();
         let none = RunSettings::default();
         let given = |profile| RunSettings {
             profile: Some(profile),
@@ -421,17 +428,8 @@ mod tests {
     #[test]
     fn mixed_versions_are_said_and_the_most_held_is_written() {
         let dir = tempfile::tempdir().unwrap();
-        let task = Task::Navigation {
-            goal: "Go back.",
-            step_instruction: None,
-            history: &[],
-            screen: &[],
-        };
-        let v2 = Prompt::new(&task, Profile::BtlScreenText, None).user;
-        let v1 = v2
-            .strip_suffix("\n\n## User Instruction\nGo back.")
-            .unwrap();
-        let extended = Prompt::new(&task, Profile::BtlExtended, None).user;
+        let (v1, v2, extended) = go_back_prompts();
+        let v1 = v1.as_str();
         let config = run_on(dir.path(), &[v1, &v2, &extended, &v2]);
         let written = run_settings(&config, RunSettings::default()).unwrap();
         assert_eq!(written.profile, Profile::BtlScreenText);
