@@ -31,7 +31,7 @@ use agent_core::sample::Sample;
 use std::ops::Range;
 use tch::{Kind, Tensor};
 
-use crate::data::augment::named_value;
+use crate::data::augment::{named_value, whole_matches};
 use crate::error::{Error, Result};
 use crate::grpo::loss::token_log_probs;
 use crate::grpo::prompt::EncodedText;
@@ -183,25 +183,13 @@ pub fn goal_value_ranges(sample: &Sample, answer: &str) -> Vec<Range<usize>> {
         .unwrap_or(value);
     let from = answer.find("<think>").unwrap_or(answer.len());
     // A match that continues a word or number of the answer is not the value.
-    let whole = |at: usize, end: usize| {
-        let joins = |a: Option<char>, b: Option<char>| {
-            a.zip(b)
-                .is_some_and(|(a, b)| a.is_alphanumeric() && b.is_alphanumeric())
-        };
-        !joins(
-            answer[..at].chars().next_back(),
-            answer[at..end].chars().next(),
-        ) && !joins(
-            answer[at..end].chars().next_back(),
-            answer[end..].chars().next(),
-        )
-    };
     let mut ranges: Vec<Range<usize>> = [value, escaped]
         .iter()
         .take(if escaped == value { 1 } else { 2 })
-        .flat_map(|needle| answer[from..].match_indices(needle))
-        .map(|(at, v)| from + at..from + at + v.len())
-        .filter(|r| whole(r.start, r.end))
+        .flat_map(|needle| {
+            whole_matches(&answer[from..], needle)
+                .map(move |at| from + at..from + at + needle.len())
+        })
         .collect();
     ranges.sort_by_key(|r| r.start);
     ranges

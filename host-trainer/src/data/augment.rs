@@ -1,6 +1,6 @@
 //! Typed-text augmentation: copies of the samples whose action types text,
 //! with that text replaced by a random string of the same shape wherever
-//! the goal, the action history and the answer name it.
+//! the goal, the action history and the answer name it as a whole.
 //!
 //! Why: the suite's typed values come from small pools (a few dozen names,
 //! titles and queries) and a few hundred episodes, so a small model can
@@ -92,7 +92,7 @@ pub fn augment_typed(
         for copy in 0..copies {
             let Some(new) = (0..DRAWS)
                 .map(|_| reshape(value, &mut rng))
-                .find(|new| new != value && !names_heldout_value(&goal.replace(value, new)))
+                .find(|new| new != value && !names_heldout_value(&replace_whole(goal, value, new)))
             else {
                 continue;
             };
@@ -102,7 +102,7 @@ pub fn augment_typed(
                 message.content = with_value_replaced(&message.content, value, &new);
             }
             augmented.solution = Link::Action {
-                plan: plan.replace(value, &new),
+                plan: replace_whole(&plan, value, &new),
                 action: Action::Type {
                     text: text.replace(value, &new),
                 },
@@ -131,14 +131,14 @@ fn with_value_replaced(content: &str, value: &str, new: &str) -> String {
             section = line;
             out.push_str(line);
         } else if section == INSTRUCTION {
-            out.push_str(&line.replace(value, new));
+            out.push_str(&replace_whole(line, value, new));
         } else if section == HISTORY
             && let Some((step, plan)) = line.split_once(": ")
             && step.starts_with("Step ")
         {
             out.push_str(step);
             out.push_str(": ");
-            out.push_str(&plan.replace(value, new));
+            out.push_str(&replace_whole(plan, value, new));
         } else {
             out.push_str(line);
         }
@@ -179,7 +179,40 @@ pub fn text_only_copies(samples: &[Sample]) -> Vec<Sample> {
 pub(crate) fn named_value<'a>(sample: &Sample, text: &'a str) -> Option<&'a str> {
     let value = text.trim();
     let goal = user_goal(sample)?;
-    (!value.is_empty() && goal.contains(value)).then_some(value)
+    (!value.is_empty() && whole_matches(goal, value).next().is_some()).then_some(value)
+}
+
+/// Where `value` stands in `text` as a whole: it continues no word or
+/// number, at either end (a letter or digit of the value does not touch
+/// one of the text). A fragment the oracle types to finish a field a model
+/// began ("n" of "Mei Chen") is part of the goal's words, not a value it
+/// names; replaced, it would rewrite every "n" of the prompt.
+pub(crate) fn whole_matches<'a>(text: &'a str, value: &'a str) -> impl Iterator<Item = usize> + 'a {
+    let joins = |a: Option<char>, b: Option<char>| {
+        a.zip(b)
+            .is_some_and(|(a, b)| a.is_alphanumeric() && b.is_alphanumeric())
+    };
+    text.match_indices(value)
+        .map(|(at, _)| at)
+        .filter(move |&at| {
+            let end = at + value.len();
+            !joins(text[..at].chars().next_back(), value.chars().next())
+                && !joins(value.chars().next_back(), text[end..].chars().next())
+        })
+}
+
+/// `text` with each whole occurrence of `value` ([`whole_matches`])
+/// replaced by `new`.
+fn replace_whole(text: &str, value: &str, new: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut from = 0;
+    for at in whole_matches(text, value) {
+        out.push_str(&text[from..at]);
+        out.push_str(new);
+        from = at + value.len();
+    }
+    out.push_str(&text[from..]);
+    out
 }
 
 /// The goal line of the sample's user prompt, if it has one.
@@ -340,6 +373,37 @@ mod tests {
                 user(&format!("Set the timer to {text} minutes."), &text)
             );
         }
+    }
+
+    /// A fragment that finishes a name a model began is no value the goal
+    /// names: no copy is made, rather than one with every "n" rewritten.
+    /// A value the goal names whole is replaced only where it stands whole.
+    #[test]
+    fn only_whole_values_are_named_and_replaced() {
+        let fragment = typing(
+            "Add a contact named Mei Chen with phone number +33 6 12 34 05 12.",
+            "Step 1: Type \"Mei Che\" in the name field.",
+            "Type \"n\" at the end of the name field.",
+            "n",
+        );
+        let (copies, report) = augment_typed(&[fragment], 2, 1, Path::new("s.json")).unwrap();
+        assert!(copies.is_empty());
+        assert_eq!(report.unnamed, 1);
+        let hour = typing(
+            "Set an alarm for 10:30 labelled \"Room 101\".",
+            "",
+            "Type 10 as the hour.",
+            "10",
+        );
+        let (copies, _) = augment_typed(&[hour], 1, 1, Path::new("s.json")).unwrap();
+        let (_, text) = typed_text(&copies[0]);
+        let user = &copies[0].messages[1].content;
+        assert!(
+            user.contains(&format!(
+                "Set an alarm for {text}:30 labelled \"Room 101\"."
+            )),
+            "{user}"
+        );
     }
 
     #[test]
