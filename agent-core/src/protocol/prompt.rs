@@ -424,8 +424,8 @@ pub fn render_screen(elements: &[ScreenElement]) -> String {
 }
 
 /// `Step k: plan` lines, k from 1; empty when there is no history. The
-/// Plans are the model's own words, which may quote a screen, so they are
-/// made [`inert`] too.
+/// Plans are the model's own words, which may quote a screen, so no text
+/// of theirs may spell a marker either (`inert`).
 pub fn render_history(plans: &[String]) -> String {
     plans
         .iter()
