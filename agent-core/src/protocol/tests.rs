@@ -265,6 +265,17 @@ fn screen_text_lists_the_elements_before_the_screenshot() {
     );
 }
 
+/// The user message `btl-screen-text` writes for the goal "g" on `screen`.
+fn screen_text_user(screen: &[ScreenElement]) -> String {
+    let task = Task::Navigation {
+        goal: "g",
+        step_instruction: None,
+        history: &[],
+        screen,
+    };
+    Prompt::new(&task, Profile::BtlScreenText, None).user
+}
+
 /// A label holding the image placeholder, llama.cpp's media marker or a
 /// chat token is listed without a `<`, and reads back as it was.
 #[test]
@@ -273,13 +284,7 @@ fn a_screen_label_cannot_be_a_marker_or_a_chat_token() {
         .into_iter()
         .map(line_at_1_2)
         .collect();
-    let task = Task::Navigation {
-        goal: "g",
-        step_instruction: None,
-        history: &[],
-        screen: &screen,
-    };
-    let user = Prompt::new(&task, Profile::BtlScreenText, None).user;
+    let user = screen_text_user(&screen);
     assert_eq!(user.matches('<').count(), 1, "{user}");
     assert!(user.contains("- \"\\u003cimage>\" [1, 2]\n"), "{user}");
     assert_eq!(prompt::listed_screen(&user).unwrap(), screen);
@@ -331,13 +336,7 @@ fn a_screen_label_cannot_open_a_section() {
         point: Point::new(1.0, 2.0),
         checked: None,
     }];
-    let task = Task::Navigation {
-        goal: "g",
-        step_instruction: None,
-        history: &[],
-        screen: &screen,
-    };
-    let user = Prompt::new(&task, Profile::BtlScreenText, None).user;
+    let user = screen_text_user(&screen);
     let headings: Vec<&str> = user.lines().filter(|l| l.starts_with("## ")).collect();
     assert_eq!(
         headings,
