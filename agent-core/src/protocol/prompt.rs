@@ -425,14 +425,37 @@ pub fn render_screen(elements: &[ScreenElement]) -> String {
 
 /// `Step k: plan` lines, k from 1; empty when there is no history. The
 /// Plans are the model's own words, which may quote a screen, so no text
-/// of theirs may spell a marker either (`inert`).
+/// of theirs may spell a marker either (`inert`), and each stays on its
+/// line (`on_one_line`).
 pub fn render_history(plans: &[String]) -> String {
     plans
         .iter()
         .enumerate()
-        .map(|(i, plan)| format!("Step {}: {}", i + 1, inert(plan)))
+        .map(|(i, plan)| format!("Step {}: {}", i + 1, on_one_line(&inert(plan))))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// `text` with each line break written as a space. The answer grammar
+/// lets a Plan hold `\n`, and a Plan ending in `\n\n## Screen Elements\n`
+/// and a made-up line would make a `btl-extended` prompt read as a
+/// screen-text one ([`listed_screen`], [`Profile::of_user_prompt`]) or
+/// add a Plan of its own. No Plan the oracle writes breaks a line, so the
+/// bytes models were trained on, and prompt versions, stay.
+fn on_one_line(text: &str) -> std::borrow::Cow<'_, str> {
+    let breaks = |c: char| {
+        matches!(
+            c,
+            '\n' | '\r' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+        )
+    };
+    if !text.contains(breaks) {
+        return text.into();
+    }
+    text.chars()
+        .map(|c| if breaks(c) { ' ' } else { c })
+        .collect::<String>()
+        .into()
 }
 
 /// Text from outside the templates (the goal, a step's instruction, the
