@@ -47,23 +47,17 @@ const TASKS: [(&str, u64); 4] = [
 /// the policy; `budget` overrides the task's step budget.
 fn record(dir: &Path, name: &str, seed: u64, budget: Option<u32>) -> Outcome {
     let oracle = OraclePolicy::new(tasks::sample(name, seed).expect("a suite task"));
-    record_with(
-        dir,
-        name,
-        seed,
-        budget,
-        Profile::default(),
-        Box::new(oracle),
-    )
+    record_with(dir, name, seed, budget, |_| (), Box::new(oracle))
 }
 
-/// [`record`] with another policy.
+/// [`record`] with another policy, and the agent's settings as `configure`
+/// leaves them.
 fn record_with(
     dir: &Path,
     name: &str,
     seed: u64,
     budget: Option<u32>,
-    profile: Profile,
+    configure: impl FnOnce(&mut AgentConfig),
     policy: Box<dyn Policy>,
 ) -> Outcome {
     let task: Arc<dyn Task> = Arc::from(tasks::sample(name, seed).expect("a suite task"));
@@ -72,10 +66,9 @@ fn record_with(
         ..PhoneConfig::default()
     }));
     phone.with_phone(|p| task.setup(p));
-    let config = AgentConfig {
+    let mut config = AgentConfig {
         goal: task.goal(),
         max_steps: budget.unwrap_or(task.max_steps()),
-        profile,
         stability: StabilityConfig {
             poll_interval_ms: 10,
             timeout_ms: 100,
@@ -88,6 +81,7 @@ fn record_with(
         seed,
         ..AgentConfig::default()
     };
+    configure(&mut config);
     let checker = {
         let (phone, task) = (phone.clone(), task.clone());
         move || phone.with_phone(|p| task.is_successful(p.state()))
@@ -306,7 +300,7 @@ fn relabelled_episodes_teach_the_teacher_s_answers_even_when_they_fail() {
         "wifi_on",
         0,
         Some(2),
-        Profile::default(),
+        |_| (),
         Box::new(Relabelled::new(Box::new(student), Box::new(teacher))),
     );
     assert_eq!(outcome.success, Some(false));
@@ -900,7 +894,7 @@ fn record_listed(dir: &Path, name: &str, seed: u64) {
         name,
         seed,
         None,
-        Profile::BtlScreenText,
+        |config| config.profile = Profile::BtlScreenText,
         Box::new(oracle),
     );
     assert_eq!(outcome.success, Some(true));
@@ -953,6 +947,66 @@ fn listed_screens_get_tap_text_goals_their_list_answers() {
     assert!(
         alarm_texts.iter().all(|text| !goals.contains(text)),
         "{goals:?}"
+    );
+}
+
+/// Tap-text lists a screen as its episode's prompt listed it, under the
+/// agent's keyboard packages rather than the default ones: recorded with
+/// none, the on-screen keyboard's keys are lines of their own, and every
+/// sample, those of keyboard screens among them, lists the lines of a
+/// recorded prompt.
+#[test]
+fn tap_text_lists_the_screen_as_its_prompt_listed_it() {
+    use agent_core::agent::safety::DEFAULT_KEYBOARD_PACKAGES;
+    use agent_core::device::elements::screen_elements;
+    use agent_core::protocol::prompt::listed_screen;
+    let tmp = tempfile::tempdir().unwrap();
+    let episode = tmp.path().join("contact");
+    let (name, seed) = ("contact_add", tasks::Split::Train.seed(1));
+    let oracle = OraclePolicy::new(tasks::sample(name, seed).unwrap());
+    let configure = |config: &mut AgentConfig| {
+        config.profile = Profile::BtlScreenText;
+        config.safety.keyboard_packages.clear();
+    };
+    let outcome = record_with(&episode, name, seed, None, configure, Box::new(oracle));
+    assert_eq!(outcome.success, Some(true));
+    let as_pairs =
+        |lines: Vec<agent_core::protocol::prompt::ScreenElement>| -> Vec<(String, Point)> {
+            lines.into_iter().map(|l| (l.label, l.point)).collect()
+        };
+    // Each recorded list, and whether the default packages list it otherwise.
+    let recorded: Vec<(Vec<(String, Point)>, bool)> = read_trajectory(&episode)
+        .unwrap()
+        .steps
+        .iter()
+        .map(|step| {
+            let xml =
+                std::fs::read_to_string(episode.join(step.ui_tree.as_ref().unwrap())).unwrap();
+            let tree = parse_uiautomator_xml(&xml).unwrap();
+            let listed = as_pairs(listed_screen(&step.prompt.user).unwrap());
+            let default = as_pairs(screen_elements(
+                &tree,
+                &step.frame,
+                DEFAULT_KEYBOARD_PACKAGES,
+            ));
+            let keyboard_up = listed != default;
+            (listed, keyboard_up)
+        })
+        .collect();
+    let (_, samples) = tap_text_all(&episode, &tmp.path().join("tap.json"), &[]);
+    let mut from_keyboard_screens = 0;
+    for sample in &samples {
+        let lines = listed_lines(sample);
+        let (_, keyboard_up) = recorded
+            .iter()
+            .find(|(listed, _)| *listed == lines)
+            .unwrap_or_else(|| panic!("no recorded prompt lists {lines:?}"));
+        from_keyboard_screens += usize::from(*keyboard_up);
+    }
+    assert!(
+        from_keyboard_screens > 0,
+        "{} samples, none of a keyboard screen",
+        samples.len()
     );
 }
 

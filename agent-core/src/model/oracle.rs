@@ -8,11 +8,9 @@
 //! of `btl bench` and a way to collect demonstration trajectories.
 
 use super::{GenerationStats, Observation, Policy, PolicyError, PolicyOutput};
-use crate::agent::safety::DEFAULT_KEYBOARD_PACKAGES;
 use crate::device::DeviceAction;
-use crate::device::elements::screen_elements;
 use crate::device::ui::UiNode;
-use crate::protocol::prompt::{label_is_its_own, quoting_plan, quoting_verb};
+use crate::protocol::prompt::{ScreenElement, label_is_its_own, quoting_plan, quoting_verb};
 use crate::protocol::{
     Action, BBox, BtlOutput, DevicePoint, Direction, FrameMap, Link, Point, Roi, render,
 };
@@ -41,7 +39,7 @@ impl Policy for OraclePolicy {
         })?;
         let output = match self.task.oracle(screen) {
             Some(step) if obs.profile.lists_screen() => {
-                answer(&quoting_its_line(step, screen, &obs.frame), &obs.frame)
+                answer(&quoting_its_line(step, obs.screen, &obs.frame), &obs.frame)
             }
             Some(step) => answer(&step, &obs.frame),
             None if obs.profile.allows(&Action::Finish { answer: None }) => BtlOutput {
@@ -100,14 +98,20 @@ pub fn answer(step: &OracleStep, frame: &FrameMap) -> BtlOutput {
     }
 }
 
-/// `step` with a Plan that quotes the listed line it taps or long-presses
-/// (`Tap "Dmitri King".`), for profiles whose prompt lists the screen:
-/// the answer's point is then what follows that quote in the list, so every
-/// such step teaches the lookup the tap-text lessons teach, rather than
-/// where a target usually sits. Slider taps, which aim inside a line rather
-/// than at its point, and lines whose label another line shares keep
-/// their plan.
-pub fn quoting_its_line(mut step: OracleStep, screen: &UiNode, frame: &FrameMap) -> OracleStep {
+/// `step` with a Plan that quotes the line of `listed` (the prompt's
+/// `## Screen Elements`) it taps or long-presses (`Tap "Dmitri King".`),
+/// for profiles whose prompt lists the screen: the answer's point is then
+/// what follows that quote in the list, so every such step teaches the
+/// lookup the tap-text lessons teach, rather than where a target usually
+/// sits. The lines are the prompt's own, listed under the agent's keyboard
+/// packages, so a quote is always one the prompt shows. Slider taps, which
+/// aim inside a line rather than at its point, and lines whose label
+/// another line shares keep their plan.
+pub fn quoting_its_line(
+    mut step: OracleStep,
+    listed: &[ScreenElement],
+    frame: &FrameMap,
+) -> OracleStep {
     if step.span.is_some() {
         return step;
     }
@@ -117,9 +121,8 @@ pub fn quoting_its_line(mut step: OracleStep, screen: &UiNode, frame: &FrameMap)
     let (Some(verb), Some(point)) = (quoting_verb(&action), action.point()) else {
         return step;
     };
-    let listed = screen_elements(screen, frame, DEFAULT_KEYBOARD_PACKAGES);
     if let Some(line) = listed.iter().find(|line| line.point == point)
-        && label_is_its_own(&listed, &line.label)
+        && label_is_its_own(listed, &line.label)
     {
         step.plan = quoting_plan(verb, &line.label);
     }
@@ -256,6 +259,40 @@ mod tests {
         // y: 431 · 644/2400 = 115.65 → 116.
         assert_eq!((point.x, point.y), (140.0, 116.0));
         assert_eq!(frame.to_device(point).x, 540);
+    }
+
+    /// The quote is of a line the prompt lists, as it lists it: a line
+    /// at the answer's point whose label is its own. A target the list
+    /// left out (cut at 48 lines, or listed under other keyboard packages)
+    /// or shares with another line keeps the oracle's words.
+    #[test]
+    fn a_quote_is_of_a_line_the_prompt_lists() {
+        let step = OracleStep {
+            action: DeviceAction::Tap {
+                at: DevicePoint { x: 540, y: 480 },
+            },
+            target: Some(node("Wi-Fi", [40, 400, 1040, 560])),
+            plan: "Open Wi-Fi.".into(),
+            span: None,
+        };
+        // The answer's point, as worked out above: (546, 482).
+        let line = |label: &str, x, y| ScreenElement {
+            label: label.into(),
+            point: Point::new(x, y),
+            checked: None,
+        };
+        let plan = |listed: &[ScreenElement]| quoting_its_line(step.clone(), listed, &frame()).plan;
+        assert_eq!(
+            plan(&[line("Wi-Fi, On", 546.0, 482.0)]),
+            "Tap \"Wi-Fi, On\"."
+        );
+        for listed in [
+            vec![],
+            vec![line("Wi-Fi", 546.0, 500.0)],
+            vec![line("Wi-Fi", 546.0, 482.0), line("Wi-Fi", 546.0, 900.0)],
+        ] {
+            assert_eq!(plan(&listed), "Open Wi-Fi.", "{listed:?}");
+        }
     }
 
     #[test]

@@ -54,13 +54,11 @@
 use super::augment::{reshape, without_screenshot};
 use super::trajectories::{EpisodeInput, episode_dirs, images_beside, read_ui_tree, write_image};
 use super::{Error, Result, samples::write_samples};
-use agent_core::agent::safety::DEFAULT_KEYBOARD_PACKAGES;
 use agent_core::agent::trajectory::{Executed, StepRecord, read_trajectory};
 use agent_core::device::DeviceAction;
-use agent_core::device::elements::screen_elements;
 use agent_core::device::ui::UiNode;
 use agent_core::hash::fnv1a;
-use agent_core::protocol::prompt::{ScreenElement, quoting_plan};
+use agent_core::protocol::prompt::{ScreenElement, listed_screen, quoting_plan};
 use agent_core::protocol::{Action, DevicePoint, Point, Profile, Prompt, Size, Task};
 use agent_core::sample::Sample;
 use agent_core::sample::rois::target_element;
@@ -232,9 +230,10 @@ pub fn screen_samples(
         .collect();
     let mut rng = ChaCha8Rng::seed_from_u64(options.seed ^ fnv1a(&[cx.id.as_bytes()]));
     targets.shuffle(&mut rng);
-    // The screen is the same for every sample of it.
+    // The screen is the same for every sample of it: the lines the
+    // recorded prompt listed, as the agent's keyboard packages had them.
     let screen = if profile.lists_screen() {
-        screen_elements(ui, &step.frame, DEFAULT_KEYBOARD_PACKAGES)
+        listed_screen(&step.prompt.user).map_err(|e| format!("its prompt's screen: {e}"))?
     } else {
         Vec::new()
     };

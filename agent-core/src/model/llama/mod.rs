@@ -1313,7 +1313,7 @@ mod tests {
                     // In btl-screen-text the oracle quotes the line it taps,
                     // and the grammar binds such a quote to the line's point.
                     let listed = screen_elements(&screen, &frame, DEFAULT_KEYBOARD_PACKAGES);
-                    let quoting = quoting_its_line(step.clone(), &screen, &frame);
+                    let quoting = quoting_its_line(step.clone(), &listed, &frame);
                     answers.push((
                         format!("{} seed {seed} (screen text)", task.name()),
                         render(&crate::model::oracle::answer(&quoting, &frame)).unwrap(),

@@ -291,7 +291,7 @@ fn every_oracle_target_is_a_listed_screen_element() {
                     assert_eq!(hit.label, target.label(), "{}", context());
                 }
                 taps += 1;
-                let plan = quoting_its_line(step.clone(), &screen, &frame).plan;
+                let plan = quoting_its_line(step.clone(), &listed, &frame).plan;
                 let quote = ["Tap \"", "Long press \""]
                     .iter()
                     .find_map(|verb| plan.strip_prefix(verb)?.strip_suffix("\"."));
