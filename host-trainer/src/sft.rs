@@ -641,7 +641,7 @@ mod tests {
         };
         let mut s = sample(&link.to_json(), vec![]);
         s.messages[0].content =
-            format!("<image>## User Instruction\n{goal}\n\n## Action History\n");
+            format!("<image>\n\n## User Instruction\n{goal}\n\n## Action History\n");
         s
     }
 

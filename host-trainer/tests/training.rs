@@ -778,7 +778,7 @@ fn typing_samples(dir: &std::path::Path) {
             "solution": serde_json::json!([{"Plan": plan, "Action": {"function": "Type", "text": text}}]).to_string(),
             "messages": [
                 {"role": "system", "content": "You are a GUI agent. Answer in BTL."},
-                {"role": "user", "content": format!("## User Instruction\n{goal}\n\n## Screenshots\n<image>")}
+                {"role": "user", "content": format!("## Action Space\nType\n\n## User Instruction\n{goal}\n\n## Action History\n\n\n## Screenshots\n<image>")}
             ]
         })
     };

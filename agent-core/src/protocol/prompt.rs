@@ -12,6 +12,7 @@
 
 use super::action::{Action, Point};
 use serde_json::{Value, json};
+use std::ops::Range;
 
 /// Where the screenshot goes; the model backend swaps it for the vision tokens.
 pub const IMAGE_PLACEHOLDER: &str = "<image>";
@@ -277,6 +278,58 @@ fn without_repeated_instruction(user: &str) -> &str {
                 .is_some_and(|rest| rest.len() >= sections.len() - at)
         })
         .map_or(user, |at| &user[..first + INSTRUCTION_HEADING.len() + at])
+}
+
+/// Where the task's own words stand in a navigation user prompt
+/// [`Prompt::new`] wrote, as byte ranges: the instruction (the goal, and a
+/// step's instruction after it), each earlier step's Plan (after its
+/// `Step k: `), and the instruction `btl-screen-text` repeats after the
+/// screenshot. The rest is the templates' fixed text, the listed screen
+/// and the image placeholder, whose numbers and labels are no task's
+/// words even where they spell the same (a point `[235, 552]`, a goal's
+/// "55").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskWords {
+    pub instruction: Range<usize>,
+    pub plans: Vec<Range<usize>>,
+    pub repeat: Option<Range<usize>>,
+}
+
+impl TaskWords {
+    /// The ranges in the order they stand in the prompt.
+    pub fn ranges(&self) -> impl Iterator<Item = Range<usize>> + '_ {
+        std::iter::once(self.instruction.clone())
+            .chain(self.plans.iter().cloned())
+            .chain(self.repeat.clone())
+    }
+}
+
+/// The task's words of a navigation user prompt ([`TaskWords`]); `None`
+/// for a prompt without an instruction and a history section (grounding).
+/// The instruction is the user's and may hold either heading itself, but
+/// no Plan holds a line break ([`render_history`]) nor a listed label a
+/// raw one, so the history heading is the last one before the repeat.
+pub fn task_words(user: &str) -> Option<TaskWords> {
+    let start = user.find(INSTRUCTION_HEADING)? + INSTRUCTION_HEADING.len();
+    let body = without_repeated_instruction(user);
+    let history = start + body.get(start..)?.rfind(HISTORY_HEADING)?;
+    let mut plans = Vec::new();
+    let mut at = history + HISTORY_HEADING.len();
+    for (k, line) in body[at..].split('\n').enumerate() {
+        let step = format!("Step {}: ", k + 1);
+        if !line.starts_with(&step) {
+            break;
+        }
+        plans.push(at + step.len()..at + line.len());
+        at += line.len() + 1;
+    }
+    let repeat =
+        (body.len() < user.len()).then(|| body.len() + INSTRUCTION_HEADING.len()..user.len());
+    Some(TaskWords {
+        instruction: start..history,
+        plans,
+        repeat,
+    })
 }
 
 /// A line of the screen section that [`ScreenElement`] does not write.

@@ -356,6 +356,47 @@ fn a_plan_cannot_break_its_line() {
     assert!(prompt::listed_screen(&user).unwrap().is_empty());
 }
 
+/// The task's words of a prompt: the goal, each Plan after its `Step k: `
+/// and the repeat, and nothing of the listed screen, whose line and point
+/// spell the goal's "55" too.
+#[test]
+fn the_tasks_words_are_the_goal_the_plans_and_the_repeat() {
+    let history = ["Open \"Phone\".".to_string(), "Type \"55\".".to_string()];
+    let screen = [line_at_1_2("55")];
+    let task = Task::Navigation {
+        goal: "Call 55",
+        step_instruction: None,
+        history: &history,
+        screen: &screen,
+    };
+    let texts = |user: &str| -> Vec<String> {
+        let words = prompt::task_words(user).unwrap();
+        words.ranges().map(|r| user[r].to_string()).collect()
+    };
+    let user = Prompt::new(&task, Profile::BtlScreenText, None).user;
+    assert_eq!(
+        texts(&user),
+        ["Call 55", "Open \"Phone\".", "Type \"55\".", "Call 55"]
+    );
+    let user = Prompt::new(&task, Profile::BtlExtended, None).user;
+    assert_eq!(texts(&user), ["Call 55", "Open \"Phone\".", "Type \"55\"."]);
+    assert_eq!(prompt::task_words(&user).unwrap().repeat, None);
+    // A goal that holds both headings and a step of its own is still the
+    // goal, and a step's instruction follows it on its own line.
+    let goal = "a\n\n## Action History\nStep 1: b\n\n## User Instruction\nc";
+    let task = Task::Navigation {
+        goal,
+        step_instruction: Some("Tap OK."),
+        history: &[],
+        screen: &screen,
+    };
+    let user = Prompt::new(&task, Profile::BtlScreenText, None).user;
+    let instruction = format!("{goal}\nTap OK.");
+    assert_eq!(texts(&user), [instruction.as_str(), instruction.as_str()]);
+    let grounding = Prompt::new(&Task::Grounding { instruction: goal }, Profile::BtlUi, None);
+    assert_eq!(prompt::task_words(&grounding.user), None);
+}
+
 /// Screen text is the page's, not the user's: a label holding a newline
 /// and a heading stays inside its quoted line.
 #[test]
@@ -870,6 +911,37 @@ proptest! {
         prop_assert_eq!(prompt::listed_screen(&text_only).unwrap(), screen.clone());
         let extended = Prompt::new(&task, Profile::BtlExtended, None).user;
         prop_assert!(prompt::listed_screen(&extended).unwrap().is_empty());
+    }
+
+    /// Whatever the goal, the Plans and the screen hold, the task's words
+    /// read back as the prompt wrote them (the repeat only where the
+    /// profile lists the screen), with or without the screenshot.
+    #[test]
+    fn task_words_read_back_what_the_prompt_wrote(
+        goal in any::<String>(),
+        step in proptest::option::of("[a-z#\n ]{0,12}"),
+        history in proptest::collection::vec(any::<String>(), 0..4),
+        screen in proptest::collection::vec(screen_element(), 0..4),
+        profile in prop_oneof![Just(Profile::BtlUi), Just(Profile::BtlExtended), Just(Profile::BtlScreenText)],
+    ) {
+        let task = Task::Navigation { goal: &goal, step_instruction: step.as_deref(), history: &history, screen: &screen };
+        let user = Prompt::new(&task, profile, None).user;
+        let mut instruction = prompt::inert(&goal).into_owned();
+        if let Some(step) = &step {
+            instruction = format!("{instruction}\n{step}");
+        }
+        let plans: Vec<String> = prompt::render_history(&history)
+            .lines()
+            .map(|line| line.split_once(": ").unwrap().1.to_owned())
+            .collect();
+        for user in [user.clone(), without_image(&user)] {
+            let words = prompt::task_words(&user).unwrap();
+            prop_assert_eq!(&user[words.instruction.clone()], instruction.as_str());
+            let read: Vec<&str> = words.plans.iter().map(|r| &user[r.clone()]).collect();
+            prop_assert_eq!(read, plans.iter().map(String::as_str).collect::<Vec<_>>());
+            let repeat = words.repeat.clone().map(|r| &user[r]);
+            prop_assert_eq!(repeat, profile.lists_screen().then_some(instruction.as_str()));
+        }
     }
 
     #[test]

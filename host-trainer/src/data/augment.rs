@@ -17,6 +17,7 @@
 
 use super::{Error, Result};
 use agent_core::hash::fnv1a;
+use agent_core::protocol::prompt::task_words;
 use agent_core::protocol::{Action, Link, ParseMode, parse_link_json};
 use agent_core::sample::Sample;
 use agent_core::sim::tasks::names_heldout_value;
@@ -26,13 +27,6 @@ use std::path::Path;
 
 /// Where a prompt's screenshot goes.
 const IMAGE_MARK: &str = "<image>";
-
-/// Where the user prompt's task-specific part starts: the goal, then the
-/// action history (spec §1's navigation prompt).
-const INSTRUCTION: &str = "## User Instruction\n";
-
-/// The heading of the Plans of earlier steps, after the goal.
-const HISTORY: &str = "## Action History\n";
 
 /// Draws of a replacement before a sample is given up (a held-out value
 /// can only come up by chance, so this is never reached in practice).
@@ -116,33 +110,23 @@ pub fn augment_typed(
 }
 
 /// `content` with `value` replaced by `new` where the task's own words
-/// name it: the goal (also where `btl-screen-text` repeats it) and the
-/// Plans of the history. Not in the steps' numbers, the listed screen's
-/// points, the image mark or the fixed text around them, where a short
-/// value such as `7` or `35` also occurs. Content without a goal stays.
+/// name it ([`task_words`]): the goal (also where `btl-screen-text`
+/// repeats it) and the Plans of the history. Not in the steps' numbers,
+/// the listed screen's points, the image mark or the fixed text around
+/// them, where a short value such as `7` or `35` also occurs. Content
+/// without a goal stays.
 fn with_value_replaced(content: &str, value: &str, new: &str) -> String {
-    let Some(start) = content.find(INSTRUCTION) else {
+    let Some(words) = task_words(content) else {
         return content.to_owned();
     };
-    let mut out = content[..start].to_owned();
-    let mut section = "";
-    for line in content[start..].split_inclusive('\n') {
-        if line.starts_with("## ") {
-            section = line;
-            out.push_str(line);
-        } else if section == INSTRUCTION {
-            out.push_str(&replace_whole(line, value, new));
-        } else if section == HISTORY
-            && let Some((step, plan)) = line.split_once(": ")
-            && step.starts_with("Step ")
-        {
-            out.push_str(step);
-            out.push_str(": ");
-            out.push_str(&replace_whole(plan, value, new));
-        } else {
-            out.push_str(line);
-        }
+    let mut out = String::with_capacity(content.len());
+    let mut from = 0;
+    for range in words.ranges() {
+        out.push_str(&content[from..range.start]);
+        out.push_str(&replace_whole(&content[range.clone()], value, new));
+        from = range.end;
     }
+    out.push_str(&content[from..]);
     out
 }
 
@@ -215,12 +199,13 @@ fn replace_whole(text: &str, value: &str, new: &str) -> String {
     out
 }
 
-/// The goal line of the sample's user prompt, if it has one.
+/// The instruction of the sample's user prompt (its goal, and a step's
+/// instruction after it), if it has one.
 fn user_goal(sample: &Sample) -> Option<&str> {
-    sample.messages.iter().find_map(|m| {
-        let at = m.content.find(INSTRUCTION)? + INSTRUCTION.len();
-        m.content[at..].lines().next()
-    })
+    sample
+        .messages
+        .iter()
+        .find_map(|m| Some(&m.content[task_words(&m.content)?.instruction]))
 }
 
 /// A random string shaped like `value`: each ASCII digit, upper- or
@@ -270,7 +255,7 @@ mod tests {
                 Message {
                     role: "user".into(),
                     content: format!(
-                        "## Action Space\nType 09\n\n{INSTRUCTION}{goal}\n\n## Action History\n{history}\n\n## Screenshots\n<image>"
+                        "## Action Space\nType 09\n\n## User Instruction\n{goal}\n\n## Action History\n{history}\n\n## Screenshots\n<image>"
                     ),
                 },
             ],
