@@ -100,11 +100,18 @@ pub fn row(sample: &Sample, images: &[String]) -> Result<Value, String> {
 }
 
 /// One SFT dataset row for `sample`, whose images will be at `images`: its
-/// messages, then the answer `btl-train sft` would train on (pure).
+/// messages, then the answer `btl-train sft` would train on (pure). The
+/// answer is a message too, where ms-swift would take an `<image>` (a
+/// Plan quoting a screen label of that text) for another mark.
 pub fn sft_row(sample: &Sample, images: &[String], max_regions: usize) -> Result<Value, String> {
     check_marks(sample, images)?;
     let answer =
         target_answer(sample, sample.max_pixels, max_regions).map_err(|e| e.to_string())?;
+    if answer.contains(IMAGE_PLACEHOLDER) {
+        return Err(format!(
+            "its answer holds {IMAGE_PLACEHOLDER}, which ms-swift would take for an image mark: {answer:?}"
+        ));
+    }
     let mut messages: Vec<Value> = sample
         .messages
         .iter()
@@ -247,6 +254,30 @@ mod tests {
             ]
         );
         assert_eq!(answer.blink[0].label, "region 1");
+    }
+
+    /// A Plan that quotes a label reading `<image>` would give ms-swift a
+    /// mark without an image in the answer; the row is refused.
+    #[test]
+    fn an_answer_holding_an_image_mark_is_refused() {
+        use agent_core::protocol::{Action, Link};
+        let mut sample = parse_samples(NAVIGATION).unwrap().remove(0);
+        sample.solution = Link::Action {
+            plan: "Tap \"<image>\".".into(),
+            action: Action::Back,
+        }
+        .to_json();
+        let err = sft_row(&sample, &["a.png".into()], 2).unwrap_err();
+        assert!(
+            err.starts_with("its answer holds <image>, which ms-swift"),
+            "{err}"
+        );
+        sample.solution = Link::Action {
+            plan: "Tap \"<img>\".".into(),
+            action: Action::Back,
+        }
+        .to_json();
+        assert!(sft_row(&sample, &["a.png".into()], 2).is_ok());
     }
 
     #[test]
