@@ -5,11 +5,13 @@
 //! Beyond "never panics": every completion of parsed files is scored with
 //! both reward modes, every score in [0, 1]; the screen a sample's prompt
 //! lists (`btl predict` grounds decoding in it), written again as the
-//! prompt writer writes it, reads back the same.
+//! prompt writer writes it, reads back the same; the task's words a prompt
+//! holds (`augment-typed` rewrites them) are slices of it, in order.
 
 #![no_main]
 
-use agent_core::protocol::prompt::{listed_screen, render_screen};
+use agent_core::protocol::Profile;
+use agent_core::protocol::prompt::{listed_screen, render_screen, task_words};
 use agent_core::reward::{RewardMode, Weights, score};
 use agent_core::sample::{parse_completions, parse_samples};
 use libfuzzer_sys::fuzz_target;
@@ -23,6 +25,15 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     for message in samples.iter().flat_map(|s| &s.messages) {
+        let _ = Profile::with_version_of_user_prompt(&message.content);
+        if let Some(words) = task_words(&message.content) {
+            let mut end = 0;
+            for range in words.ranges() {
+                assert!(end <= range.start && range.start <= range.end, "{words:?}");
+                assert!(message.content.get(range.clone()).is_some(), "{words:?}");
+                end = range.end;
+            }
+        }
         if let Ok(screen) = listed_screen(&message.content)
             && !screen.is_empty()
         {
