@@ -345,10 +345,7 @@ fn sensitive_match(
 /// node there, since a plain container's descendants are not what was hit.
 /// A key of an input method in `keyboards` has none that counts.
 fn touch_target_texts<'a>(ui: &'a UiNode, x: i32, y: i32, keyboards: &[String]) -> Vec<&'a str> {
-    let area = |n: &&UiNode| {
-        let [x1, y1, x2, y2] = n.bounds;
-        i64::from(x2 - x1) * i64::from(y2 - y1)
-    };
+    let area = |n: &&UiNode| n.area();
     let under: Vec<&UiNode> = ui.iter().filter(|n| n.contains(x, y)).collect();
     let clickable = under
         .iter()
@@ -689,6 +686,42 @@ mod tests {
             let got = assess(&out, &frame, ui, profile, &config(on_sensitive));
             assert_eq!(got, expected, "{name}");
         }
+    }
+
+    /// A node whose bounds span the whole `i32` range (a hostile dump)
+    /// is the largest under the finger, not one whose area wrapped below
+    /// every other's: the tap on Delete is judged as one.
+    #[test]
+    fn bounds_spanning_every_pixel_do_not_hide_the_target() {
+        let frame = FrameMap::new(Size::new(720, 1280), TRAINING_MAX_PIXELS).unwrap();
+        let mut ui = screen("");
+        for (text, bounds) in [
+            ("OK", [i32::MIN, 0, i32::MAX, 3000]),
+            ("Delete", [600, 1100, 700, 1200]),
+            ("OK", [i32::MIN, i32::MIN, i32::MAX, i32::MAX]),
+        ] {
+            ui.children.push(UiNode {
+                text: text.into(),
+                package: "com.example.mail".into(),
+                bounds,
+                clickable: true,
+                enabled: true,
+                ..UiNode::default()
+            });
+        }
+        let tap = output(tap_at(&frame, 650, 1150));
+        let got = assess(
+            &tap,
+            &frame,
+            Some(&ui),
+            Profile::BtlUi,
+            &config(Confirm::Deny),
+        );
+        assert!(
+            matches!(&got, Verdict::Reject { rejection: Rejection::Denied { sensitive } }
+                if sensitive.text == "Delete" && sensitive.scope == Scope::Target),
+            "{got:?}"
+        );
     }
 
     /// A key labelled Delete on a keyboard is backspace; the same label on

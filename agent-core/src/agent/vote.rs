@@ -106,15 +106,11 @@ fn smallest_under(node: &UiNode, x: i64, y: i64) -> Option<&UiNode> {
     if !(x1 <= x && x < x2 && y1 <= y && y < y2) {
         return None;
     }
-    let area = |n: &UiNode| {
-        let [x1, y1, x2, y2] = n.bounds.map(i64::from);
-        (x2 - x1) * (y2 - y1)
-    };
     node.children
         .iter()
         .filter_map(|child| smallest_under(child, x, y))
-        .min_by_key(|n| area(n))
-        .filter(|n| area(n) <= area(node))
+        .min_by_key(|n| n.area())
+        .filter(|n| n.area() <= node.area())
         .or(Some(node))
 }
 

@@ -291,6 +291,23 @@ fn type_command(text: &str) -> String {
     }
 }
 
+/// The tree `uiautomator dump /dev/tty` printed; `None` when it printed no
+/// document (a screen uiautomator cannot dump, such as a secure window).
+/// The parser skips the text around the document itself (the trailing
+/// "UI hierchary dumped to" line, a stray closing tag before it).
+fn ui_tree_of_dump(out: &[u8]) -> Result<Option<UiNode>, DeviceError> {
+    let text = String::from_utf8_lossy(out);
+    if !text.contains("<?xml") && !text.contains("<hierarchy") {
+        return Ok(None);
+    }
+    parse_uiautomator_xml(&text)
+        .map(Some)
+        .map_err(|e| DeviceError::Protocol {
+            operation: "uiautomator dump".into(),
+            reason: e.to_string(),
+        })
+}
+
 /// Reads `wm size`: an override size wins over the physical one.
 pub fn parse_wm_size(text: &str) -> Option<Size> {
     let size_after = |label: &str| {
@@ -328,19 +345,7 @@ impl Device for AdbDevice {
 
     fn ui_tree(&mut self) -> Result<Option<UiNode>, DeviceError> {
         let out = self.run("uiautomator dump /dev/tty")?;
-        let text = String::from_utf8_lossy(&out);
-        let Some(start) = text.find("<?xml").or_else(|| text.find("<hierarchy")) else {
-            return Ok(None);
-        };
-        let end = text
-            .rfind("</hierarchy>")
-            .map_or(text.len(), |e| e + "</hierarchy>".len());
-        parse_uiautomator_xml(&text[start..end])
-            .map(Some)
-            .map_err(|e| DeviceError::Protocol {
-                operation: "uiautomator dump".into(),
-                reason: e.to_string(),
-            })
+        ui_tree_of_dump(&out)
     }
 
     fn perform(&mut self, action: &DeviceAction) -> Result<(), DeviceError> {
@@ -396,6 +401,30 @@ mod tests {
             (&b"__btl_rc=fake "[..], 1)
         );
         assert!(split_exit_code(b"cut off".to_vec(), vec![]).is_none());
+    }
+
+    /// What `uiautomator dump /dev/tty` prints: the document and its
+    /// trailer line. No document is no tree; a closing tag before the
+    /// document (the end of a cut-off earlier dump) is skipped.
+    #[test]
+    fn a_dump_is_read_from_what_uiautomator_printed() {
+        let doc = r#"<?xml version='1.0' ?><hierarchy rotation="0"><node text="OK" bounds="[0,0][10,20]" /></hierarchy>"#;
+        for printed in [
+            format!("{doc}UI hierchary dumped to: /dev/tty\n"),
+            format!("</hierarchy>\n{doc}"),
+        ] {
+            let tree = ui_tree_of_dump(printed.as_bytes()).unwrap().unwrap();
+            assert_eq!((tree.text.as_str(), tree.bounds), ("OK", [0, 0, 10, 20]));
+        }
+        assert_eq!(
+            ui_tree_of_dump(b"ERROR: null root node returned by UiTestAutomationBridge.\n")
+                .unwrap(),
+            None
+        );
+        let cut = ui_tree_of_dump(
+            b"</hierarchy>\n<?xml version='1.0' ?><hierarchy><node bounds=\"[0,0][1,1]\"",
+        );
+        assert!(matches!(cut, Err(DeviceError::Protocol { .. })), "{cut:?}");
     }
 
     #[test]

@@ -120,10 +120,25 @@ impl UiNode {
         true
     }
 
-    /// The point a finger aims at: the middle of the bounds.
+    /// The point a finger aims at: the middle of the bounds, rounded
+    /// toward the first edge. Worked in `i64`, since a dump's bounds may
+    /// span the whole `i32` range; the middle lies between the edges, so
+    /// it is an `i32` again.
     pub fn center(&self) -> (i32, i32) {
+        let mid = |a: i32, b: i32| {
+            let (a, b) = (i64::from(a), i64::from(b));
+            (a + (b - a) / 2) as i32
+        };
         let [x1, y1, x2, y2] = self.bounds;
-        (x1 + (x2 - x1) / 2, y1 + (y2 - y1) / 2)
+        (mid(x1, x2), mid(y1, y2))
+    }
+
+    /// The area of the bounds in square pixels (negative for inverted
+    /// bounds), saturating: the sides of a dump's bounds may each be up to
+    /// 2^32, whose square `i64` does not hold.
+    pub fn area(&self) -> i64 {
+        let [x1, y1, x2, y2] = self.bounds.map(i64::from);
+        (x2 - x1).saturating_mul(y2 - y1)
     }
 
     pub fn contains(&self, x: i32, y: i32) -> bool {
@@ -457,6 +472,26 @@ mod tests {
             bounds,
             ..UiNode::default()
         }
+    }
+
+    /// The middle and area of bounds spanning the whole `i32` range, worked
+    /// by hand: (2^31 − 1 − (−2^31)) / 2 = 2^31 − 1 (truncated), and
+    /// −2^31 + that = −1; 4,294,967,295 · 3,000 = 12,884,901,885,000; the
+    /// square of 4,294,967,295 is above `i64::MAX`, which the area stops at.
+    #[test]
+    fn the_middle_and_area_of_the_widest_bounds() {
+        let node = |bounds| UiNode {
+            bounds,
+            ..UiNode::default()
+        };
+        let wide = node([i32::MIN, 0, i32::MAX, 3000]);
+        assert_eq!(wide.center(), (-1, 1500));
+        assert_eq!(wide.area(), 12_884_901_885_000);
+        let whole = node([i32::MIN, i32::MIN, i32::MAX, i32::MAX]);
+        assert_eq!(whole.center(), (-1, -1));
+        assert_eq!(whole.area(), i64::MAX);
+        assert_eq!(node([1, -3, 4, 0]).center(), (2, -2));
+        assert_eq!(node([10, 0, 0, 5]).area(), -50);
     }
 
     #[test]

@@ -168,8 +168,6 @@ pub fn tap_targets(ui: &UiNode, screen: Size) -> Vec<&UiNode> {
             let Some(holder) = holder.map(|k| nodes[k].0) else {
                 return false;
             };
-            let [hx1, hy1, hx2, hy2] = holder.bounds;
-            let holder_area = i64::from(hx2 - hx1) * i64::from(hy2 - hy1);
             let (cx, cy) = node.center();
             !text.is_empty()
                 && !text.contains('\n')
@@ -179,9 +177,9 @@ pub fn tap_targets(ui: &UiNode, screen: Size) -> Vec<&UiNode> {
                 && y1 >= 0
                 && x2 <= width
                 && y2 <= height
-                && x2 - x1 >= MIN_SIDE
-                && y2 - y1 >= MIN_SIDE
-                && holder_area * BACKDROP_SHARE <= i64::from(width) * i64::from(height)
+                && i64::from(x2) - i64::from(x1) >= i64::from(MIN_SIDE)
+                && i64::from(y2) - i64::from(y1) >= i64::from(MIN_SIDE)
+                && holder.area().saturating_mul(BACKDROP_SHARE) <= i64::from(width) * i64::from(height)
                 // The element a tap there reaches, as the samples' target
                 // box is found: the holder, not something drawn over it.
                 && u32::try_from(cx).ok().zip(u32::try_from(cy).ok()).is_some_and(|(x, y)| {
