@@ -78,6 +78,31 @@ pub struct AgentConfig {
     pub stop_on_success: bool,
 }
 
+/// The most answers sampled per round of voting (`btl run --vote`, the
+/// phone app's `vote`): each is a model call on the step's screen.
+pub const MAX_VOTE: u32 = 32;
+
+/// The most rounds of answers asked for per step before it is given up.
+pub const MAX_ATTEMPTS: u32 = 32;
+
+impl AgentConfig {
+    /// Refuses, in words, settings beyond the bounds an episode runs
+    /// within. The CLI bounds its flags, but settings also come from an
+    /// `episode.json` a resume reads and from the phone app's session file.
+    pub fn check(&self) -> Result<(), String> {
+        if self.vote > MAX_VOTE {
+            return Err(format!("vote = {} is above {MAX_VOTE}", self.vote));
+        }
+        if self.max_attempts > MAX_ATTEMPTS {
+            return Err(format!(
+                "max_attempts = {} is above {MAX_ATTEMPTS}",
+                self.max_attempts
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Default for AgentConfig {
     fn default() -> Self {
         Self {
@@ -190,6 +215,9 @@ pub enum AgentError {
     AlreadyEnded { dir: String, stop: StopReason },
     #[error("cannot read the device before starting: {0}")]
     Device(#[from] DeviceError),
+    /// Settings [`AgentConfig::check`] refuses.
+    #[error("invalid agent settings{at}: {reason}")]
+    Settings { at: String, reason: String },
 }
 
 /// One episode: a device, a policy and the directory it is recorded in.
@@ -236,6 +264,10 @@ impl Agent {
         mut device: Box<dyn Device>,
         policy: Box<dyn Policy>,
     ) -> Result<Self, AgentError> {
+        config.check().map_err(|reason| AgentError::Settings {
+            at: String::new(),
+            reason,
+        })?;
         let episode = EpisodeRecord {
             format: FORMAT_VERSION,
             goal: config.goal.clone(),
@@ -269,6 +301,14 @@ impl Agent {
         policy: Box<dyn Policy>,
     ) -> Result<Self, AgentError> {
         let mut trajectory = read_trajectory(dir)?;
+        trajectory
+            .episode
+            .settings
+            .check()
+            .map_err(|reason| AgentError::Settings {
+                at: format!(" in {}", dir.join(trajectory::EPISODE_FILE).display()),
+                reason,
+            })?;
         if let Some(outcome) = trajectory.episode.ended() {
             return Err(AgentError::AlreadyEnded {
                 dir: dir.display().to_string(),

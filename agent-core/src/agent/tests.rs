@@ -737,6 +737,53 @@ fn an_episode_directory_is_never_overwritten() {
     assert!(matches!(resumed, Err(AgentError::AlreadyEnded { .. })));
 }
 
+/// Settings beyond the bounds are refused in words, from a new episode's
+/// config and from an edited `episode.json` a resume reads, before a
+/// vote of four billion answers is drawn up.
+#[test]
+fn settings_beyond_their_bounds_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let phone = new_phone();
+    let start = |dir: &Path, config: AgentConfig| {
+        Agent::new(
+            dir,
+            config,
+            Box::new(SimDevice::new(phone.clone())),
+            Box::new(ScriptedPolicy::new(vec![back_answer()])),
+        )
+    };
+    let too_many = AgentConfig {
+        max_attempts: MAX_ATTEMPTS + 1,
+        ..config("x")
+    };
+    let err = start(&dir.path().join("new"), too_many).err().unwrap();
+    assert_eq!(
+        err.to_string(),
+        "invalid agent settings: max_attempts = 33 is above 32"
+    );
+    let edited = dir.path().join("edited");
+    start(&edited, config("x")).unwrap().run().unwrap();
+    let mut t = read_trajectory(&edited).unwrap();
+    t.episode.outcome = None;
+    t.episode.settings.vote = 4_000_000_000;
+    let json = serde_json::to_vec_pretty(&t.episode).unwrap();
+    trajectory::write_atomic(&edited.join(EPISODE_FILE), &json).unwrap();
+    let err = Agent::resume(
+        &edited,
+        Box::new(SimDevice::new(phone.clone())),
+        Box::new(ScriptedPolicy::new(vec![back_answer()])),
+    )
+    .err()
+    .unwrap();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "invalid agent settings in {}: vote = 4000000000 is above 32",
+            edited.join(EPISODE_FILE).display()
+        )
+    );
+}
+
 /// The virtual phone with its cable pulled at the `n`-th action.
 struct Unplugged {
     device: SimDevice,

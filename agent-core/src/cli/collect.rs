@@ -26,8 +26,8 @@ use crate::agent::trajectory::Outcome as EpisodeOutcome;
 use crate::sim::tasks::{self, Split, Task};
 use anyhow::{Context, anyhow};
 use std::collections::VecDeque;
-use std::fs::OpenOptions;
-use std::io::Write;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -424,18 +424,53 @@ fn taken_over_steps(dir: &Path) -> usize {
 }
 
 /// Appends one JSON line and syncs it, so an interrupted collection keeps
-/// its index up to the last finished episode.
+/// its index up to the last finished episode. A line an earlier append
+/// left without its newline (a full disk, a crash) is cut first, so the
+/// new line does not merge into it.
 fn append_line(path: &Path, value: &serde_json::Value) -> anyhow::Result<()> {
     let mut file = OpenOptions::new()
         .create(true)
+        .read(true)
         .append(true)
         .open(path)
         .with_context(|| format!("cannot open {}", path.display()))?;
+    let cut =
+        cut_partial_line(&mut file).with_context(|| format!("cannot read {}", path.display()))?;
+    if cut > 0 {
+        eprintln!(
+            "btl: {} ended in {cut} bytes of an unfinished line, cut",
+            path.display()
+        );
+    }
     let mut line = serde_json::to_vec(value)?;
     line.push(b'\n');
     file.write_all(&line)
         .and_then(|()| file.sync_data())
         .with_context(|| format!("cannot append to {}", path.display()))
+}
+
+/// Cuts what follows the last newline of `file`; how many bytes that was.
+fn cut_partial_line(file: &mut File) -> std::io::Result<u64> {
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(0);
+    }
+    let mut last = [0u8];
+    file.seek(SeekFrom::Start(len - 1))?;
+    file.read_exact(&mut last)?;
+    if last[0] == b'\n' {
+        return Ok(0);
+    }
+    // One line per episode: the whole index is small.
+    let mut bytes = Vec::new();
+    file.seek(SeekFrom::Start(0))?;
+    file.read_to_end(&mut bytes)?;
+    let keep = bytes
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |at| at + 1) as u64;
+    file.set_len(keep)?;
+    Ok(len - keep)
 }
 
 #[cfg(test)]
@@ -444,6 +479,28 @@ mod tests {
     use crate::agent::trajectory::{
         EPISODE_FILE, STEPS_FILE, old_oracle_trajectory, parse_trajectory,
     };
+
+    /// A line cut off by a full disk or a crash is dropped before the next
+    /// one is appended, rather than merged with it; whole lines stay.
+    #[test]
+    fn an_unfinished_index_line_is_cut_before_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(INDEX_FILE);
+        std::fs::write(&path, "{\"task\":\"a\"}\n{\"task\":\"b\",\"se").unwrap();
+        append_line(&path, &serde_json::json!({"task": "c"})).unwrap();
+        append_line(&path, &serde_json::json!({"task": "d"})).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"task\":\"a\"}\n{\"task\":\"c\"}\n{\"task\":\"d\"}\n"
+        );
+        let fresh = dir.path().join("fresh.jsonl");
+        std::fs::write(&fresh, "{\"ta").unwrap();
+        append_line(&fresh, &serde_json::json!({"task": "e"})).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&fresh).unwrap(),
+            "{\"task\":\"e\"}\n"
+        );
+    }
 
     #[test]
     fn taken_over_steps_are_those_with_an_overruled_answer() {

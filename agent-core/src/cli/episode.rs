@@ -127,7 +127,7 @@ pub struct AgentArgs {
     pub max_steps: Option<u32>,
     /// Answers sampled per step; the consensus action is executed
     /// (region-consistency voting). 1 turns voting off.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=32))]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::agent::MAX_VOTE)))]
     pub vote: u32,
     /// Sensitive actions (pay, delete, send, …): ask on the terminal (denied
     /// when not interactive), deny, or allow [default: the safety config's,

@@ -21,7 +21,7 @@ pub struct SessionConfig {
 }
 
 /// The most candidates per step: as `btl run --vote` allows.
-pub const MAX_VOTE: u32 = 32;
+pub use agent_core::agent::MAX_VOTE;
 
 fn one() -> u32 {
     1
@@ -90,6 +90,9 @@ impl SessionConfig {
                 "vote = {} is out of range (1 to {MAX_VOTE})",
                 self.vote
             ));
+        }
+        if let Err(reason) = self.agent.check() {
+            return invalid(format!("agent.{reason}"));
         }
         if let PolicyConfig::Llama { threads, .. } = &self.policy
             && *threads == 0
@@ -176,6 +179,12 @@ mod tests {
                 r#"{{"agent": {{"goal": "x"}}, {scripted}, "vote": 5}}"#
             ))
             .is_ok()
+        );
+        assert!(
+            error(&format!(
+                r#"{{"agent": {{"goal": "x", "max_attempts": 4000000000}}, {scripted}}}"#
+            ))
+            .contains("agent.max_attempts = 4000000000 is above 32")
         );
         assert!(
             error(r#"{"agent": {"goal": "x"}, "policy": {"kind": "llama", "model": "m", "mmproj": "p", "threads": 0}}"#)
