@@ -236,10 +236,15 @@ impl Config {
                 t.num_attention_heads, t.num_key_value_heads
             ));
         }
-        let sections: i64 = t.mrope_section.iter().sum();
+        // Checked: a file's numbers may be as large as `i64` holds.
+        let twice_sections = t
+            .mrope_section
+            .iter()
+            .try_fold(0i64, |sum, &s| sum.checked_add(s))
+            .and_then(|sum| sum.checked_mul(2));
         if t.mrope_section.len() != 3
             || t.mrope_section.iter().any(|&s| s < 0)
-            || 2 * sections != t.head_dim()
+            || twice_sections != Some(t.head_dim())
         {
             return Err(format!(
                 "mrope_section {:?} must be three sizes summing to head_dim / 2 = {}",
@@ -253,11 +258,20 @@ impl Config {
                 v.hidden_size, v.num_heads
             ));
         }
-        if v.window_size % (v.patch_size * v.spatial_merge_size) != 0 {
+        let patch_dim = [v.temporal_patch_size, v.patch_size, v.patch_size]
+            .into_iter()
+            .try_fold(v.in_channels, i64::checked_mul);
+        if patch_dim.is_none() {
             return Err(format!(
-                "vision window_size {} is not a multiple of patch_size × spatial_merge_size = {}",
-                v.window_size,
-                v.patch_size * v.spatial_merge_size
+                "vision in_channels {} × temporal_patch_size {} × patch_size {}² is too large",
+                v.in_channels, v.temporal_patch_size, v.patch_size
+            ));
+        }
+        let window = v.patch_size.checked_mul(v.spatial_merge_size);
+        if window.is_none_or(|w| v.window_size % w != 0) {
+            return Err(format!(
+                "vision window_size {} is not a multiple of patch_size {} × spatial_merge_size {}",
+                v.window_size, v.patch_size, v.spatial_merge_size
             ));
         }
         if let Some(&bad) = v

@@ -194,7 +194,28 @@ fn bad_configs_name_the_field() {
         ),
         (
             QWEN25VL_3B_4X.replace("\"window_size\": 112", "\"window_size\": 100"),
-            "vision window_size 100 is not a multiple of patch_size × spatial_merge_size = 28",
+            "vision window_size 100 is not a multiple of patch_size 14 × spatial_merge_size 2",
+        ),
+        // Sizes whose products overflow `i64`.
+        (
+            QWEN25VL_3B_4X
+                .replace("\"patch_size\": 14", "\"patch_size\": 4294967296")
+                .replace(
+                    "\"spatial_merge_size\": 2",
+                    "\"spatial_merge_size\": 4294967296",
+                ),
+            "vision in_channels 3 × temporal_patch_size 2 × patch_size 4294967296² is too large",
+        ),
+        (
+            QWEN25VL_3B_4X.replace(
+                "\"spatial_merge_size\": 2",
+                "\"spatial_merge_size\": 9223372036854775807",
+            ),
+            "vision window_size 112 is not a multiple of patch_size 14 × spatial_merge_size 9223372036854775807",
+        ),
+        (
+            QWEN25VL_3B_4X.replace("[16, 24, 24]", "[9223372036854775807, 1, 0]"),
+            "mrope_section [9223372036854775807, 1, 0] must be three sizes",
         ),
         (
             QWEN25VL_3B_4X.replace("\"out_hidden_size\": 2048", "\"out_hidden_size\": 1024"),
