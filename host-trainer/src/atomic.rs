@@ -1,7 +1,8 @@
 //! Atomic replacement of output files and directories.
 //!
 //! A reader (or a crash) sees either the old output or the complete new one,
-//! never a half-written file: everything is written under a temporary name in
+//! never a half-written file (for a directory, see [`write_dir`] on the
+//! moment between its two renames): everything is written under a temporary name in
 //! the same directory (so the final rename stays on one filesystem), synced to
 //! disk, then renamed over the target, and the directory entry is synced too.
 
@@ -32,6 +33,24 @@ fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(io_error(dir))
+}
+
+/// Syncs the files under `dir`, at every depth, then each directory after
+/// its entries: syncing a directory makes its entries durable, not the
+/// contents of the files they name.
+fn sync_tree(dir: &Path) -> Result<()> {
+    for entry in std::fs::read_dir(dir).map_err(io_error(dir))? {
+        let entry = entry.map_err(io_error(dir))?;
+        let path = entry.path();
+        if entry.file_type().map_err(io_error(&path))?.is_dir() {
+            sync_tree(&path)?;
+        } else {
+            File::open(&path)
+                .and_then(|f| f.sync_all())
+                .map_err(io_error(&path))?;
+        }
+    }
+    sync_dir(dir)
 }
 
 /// Writes `path` through `fill`, replacing any previous file only once the new
@@ -67,10 +86,12 @@ pub(crate) fn write_file(
     sync_dir(&dir)
 }
 
-/// Creates directory `path` through `fill` (which writes files into the
-/// directory it is given), replacing a previous directory of that name only
-/// once the new one is complete and synced. The old directory is moved aside
-/// before the new one takes its name, and put back if that rename fails.
+/// Creates directory `path` through `fill` (which writes files and
+/// directories into the directory it is given), replacing a previous
+/// directory of that name only once the new one is complete and synced,
+/// every file of every level. The old directory is moved aside before the
+/// new one takes its name, and put back if that rename fails; a crash
+/// between the two renames leaves it beside `path` as `.btl-old-*`, whole.
 pub(crate) fn write_dir(path: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
     let parent = parent_of(path);
     let staging = tempfile::Builder::new()
@@ -78,14 +99,7 @@ pub(crate) fn write_dir(path: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> 
         .tempdir_in(&parent)
         .map_err(io_error(&parent))?;
     fill(staging.path())?;
-    let entries = std::fs::read_dir(staging.path()).map_err(io_error(staging.path()))?;
-    for entry in entries {
-        let file = entry.map_err(io_error(staging.path()))?.path();
-        File::open(&file)
-            .and_then(|f| f.sync_all())
-            .map_err(io_error(&file))?;
-    }
-    sync_dir(staging.path())?;
+    sync_tree(staging.path())?;
 
     let staged = staging.keep();
     let old = if path.exists() {

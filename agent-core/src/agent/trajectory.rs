@@ -240,17 +240,20 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), TrajectoryError> {
     sync_dir(dir)
 }
 
-#[cfg(unix)]
 fn sync_dir(dir: &Path) -> Result<(), TrajectoryError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_error(dir))
+    sync_entries(dir).map_err(io_error(dir))
+}
+
+/// Makes the entries of `dir` durable (a rename into it, a new file).
+#[cfg(unix)]
+pub(crate) fn sync_entries(dir: &Path) -> std::io::Result<()> {
+    File::open(dir).and_then(|d| d.sync_all())
 }
 
 /// Elsewhere a directory cannot be opened as a file; the rename is as
 /// durable as the platform makes it.
 #[cfg(not(unix))]
-fn sync_dir(_: &Path) -> Result<(), TrajectoryError> {
+pub(crate) fn sync_entries(_: &Path) -> std::io::Result<()> {
     Ok(())
 }
 

@@ -217,7 +217,18 @@ pub fn quantize(
             architecture,
         });
     }
-    std::fs::rename(&partial, output).map_err(|e| {
+    // On disk before it takes the output's name, and the name after: a
+    // power cut must not leave a torn model, which the check above would
+    // then refuse to quantize again.
+    let dir = output
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let durable = std::fs::File::open(&partial)
+        .and_then(|f| f.sync_all())
+        .and_then(|()| std::fs::rename(&partial, output))
+        .and_then(|()| crate::agent::trajectory::sync_entries(dir));
+    durable.map_err(|e| {
         let _ = std::fs::remove_file(&partial);
         QuantizeError::Path {
             path: output.to_path_buf(),
