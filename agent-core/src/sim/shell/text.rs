@@ -4,6 +4,18 @@
 //! the shell's streams are the caller's ([`super::commands`]).
 
 use regex::bytes::{Regex, RegexBuilder};
+use std::collections::{HashMap, HashSet};
+
+/// The most bytes one tool prints, and the largest printf field or `tr`
+/// set. A phone would print whatever `printf '%1000000000000s'` or `seq
+/// inf` asks for; the virtual phone serves many clients from one process
+/// and holds a phone's lock while a command runs, so such a command fails
+/// with a message instead of taking the host's memory or never ending.
+pub const MAX_OUTPUT: usize = 16 << 20;
+
+fn too_large(what: &str) -> String {
+    format!("{what} is over the virtual phone's {MAX_OUTPUT} bytes")
+}
 
 /// Short options as toybox reads them: grouped (`-vn`), with values
 /// attached or separate (`-n5`, `-n 5`), `--` ending them.
@@ -484,7 +496,7 @@ pub fn cut(opts: &Opts, data: &[u8]) -> Result<Vec<u8>, String> {
 
 /// A `tr` set: ranges `a-z`, escapes `\n`, `\t`, `\\`, and the classes
 /// `[:digit:]`, `[:lower:]`, `[:upper:]`, `[:space:]`, `[:alpha:]`, `[:alnum:]`.
-fn tr_set(set: &str) -> Vec<char> {
+fn tr_set(set: &str) -> Result<Vec<char>, String> {
     let mut chars: Vec<char> = Vec::new();
     let mut rest = set;
     while let Some(c) = rest.chars().next() {
@@ -513,6 +525,9 @@ fn tr_set(set: &str) -> Vec<char> {
         {
             let (last, after_range) = unescape_one(range);
             if last >= first {
+                if chars.len() + (first..=last).count() > MAX_OUTPUT {
+                    return Err(too_large(&format!("the set {set:?}")));
+                }
                 chars.extend(first..=last);
                 rest = after_range;
                 continue;
@@ -521,7 +536,7 @@ fn tr_set(set: &str) -> Vec<char> {
         chars.push(first);
         rest = after;
     }
-    chars
+    Ok(chars)
 }
 
 fn unescape_one(s: &str) -> (char, &str) {
@@ -542,11 +557,21 @@ fn unescape_one(s: &str) -> (char, &str) {
 /// `tr SET1 SET2`, `tr -d SET1`, `tr -s SET1`.
 pub fn tr(args: &[&str], data: &[u8]) -> Result<Vec<u8>, String> {
     let opts = Opts::parse(args, "dsc", "")?;
-    let sets: Vec<Vec<char>> = opts.operands.iter().map(|s| tr_set(s)).collect();
+    let sets: Vec<Vec<char>> = opts
+        .operands
+        .iter()
+        .map(|s| tr_set(s))
+        .collect::<Result<_, _>>()?;
     let text = String::from_utf8_lossy(data);
+    // Looked up per input character, so a set of a million is no slower.
+    let members = |set: &[char]| set.iter().copied().collect::<HashSet<char>>();
     let out: String = match (opts.has('d'), opts.has('s'), sets.as_slice()) {
-        (true, _, [delete, ..]) => text.chars().filter(|c| !delete.contains(c)).collect(),
+        (true, _, [delete, ..]) => {
+            let delete = members(delete);
+            text.chars().filter(|c| !delete.contains(c)).collect()
+        }
         (false, true, [squeeze]) => {
+            let squeeze = members(squeeze);
             let mut out = String::new();
             for c in text.chars() {
                 if !(squeeze.contains(&c) && out.ends_with(c)) {
@@ -555,13 +580,18 @@ pub fn tr(args: &[&str], data: &[u8]) -> Result<Vec<u8>, String> {
             }
             out
         }
-        (false, _, [from, to]) if !to.is_empty() => text
-            .chars()
-            .map(|c| match from.iter().rposition(|&f| f == c) {
-                Some(i) => to[i.min(to.len() - 1)],
-                None => c,
-            })
-            .collect(),
+        (false, _, [from, to]) if !to.is_empty() => {
+            // The last position of a character in SET1 decides, as it did
+            // when it was searched from the end.
+            let last: HashMap<char, usize> =
+                from.iter().enumerate().map(|(i, &f)| (f, i)).collect();
+            text.chars()
+                .map(|c| match last.get(&c) {
+                    Some(&i) => to[i.min(to.len() - 1)],
+                    None => c,
+                })
+                .collect()
+        }
         _ => return Err("usage: tr [-ds] SET1 [SET2]".into()),
     };
     Ok(out.into_bytes())
@@ -921,10 +951,12 @@ pub fn printf(format: &str, args: &[&str]) -> (Vec<u8>, Option<String>) {
                     _ => {}
                 }
             }
+            // Saturating: a width past MAX_OUTPUT is refused below anyway.
             let number = |chars: &mut std::iter::Peekable<std::str::CharIndices>| {
                 let mut n: Option<usize> = None;
                 while let Some((_, d)) = chars.next_if(|&(_, c)| c.is_ascii_digit()) {
-                    n = Some(n.unwrap_or(0) * 10 + d.to_digit(10).unwrap_or(0) as usize);
+                    let digit = d.to_digit(10).unwrap_or(0) as usize;
+                    n = Some(n.unwrap_or(0).saturating_mul(10).saturating_add(digit));
                 }
                 n
             };
@@ -934,6 +966,10 @@ pub fn printf(format: &str, args: &[&str]) -> (Vec<u8>, Option<String>) {
             } else {
                 None
             };
+            if width.max(precision).is_some_and(|n| n > MAX_OUTPUT) {
+                error.get_or_insert(too_large("a field"));
+                return (out.into_bytes(), error);
+            }
             // Length modifiers mean nothing here.
             while chars.next_if(|&(_, c)| "hlLqjzt".contains(c)).is_some() {}
             let Some((_, conversion)) = chars.next() else {
@@ -1005,6 +1041,10 @@ pub fn printf(format: &str, args: &[&str]) -> (Vec<u8>, Option<String>) {
             };
             let numeric = !matches!(conversion, 's' | 'b' | 'c');
             out.push_str(&pad(body, width, left, zero && numeric && !left));
+            if out.len() > MAX_OUTPUT {
+                error.get_or_insert(too_large("the output"));
+                return (out.into_bytes(), error);
+            }
         }
         let (text, stop) = printf_escapes(&literal);
         out.push_str(&text);
@@ -1049,6 +1089,9 @@ pub fn seq(args: &[&str]) -> Result<Vec<u8>, String> {
         [first, step, last] => (*first, *step, *last),
         _ => return Err("usage: seq [-s SEP] [-w] [FIRST [INCREMENT]] LAST".into()),
     };
+    if let Some(n) = numbers.iter().zip(&parsed).find(|(_, v)| !v.is_finite()) {
+        return Err(format!("invalid number '{}'", n.0));
+    }
     if step == 0.0 {
         return Err("increment must not be 0".into());
     }
@@ -1083,6 +1126,9 @@ pub fn seq(args: &[&str]) -> Result<Vec<u8>, String> {
             format!("{value:0width$.decimals$}")
         };
         out.extend_from_slice(text.as_bytes());
+        if out.len() > MAX_OUTPUT {
+            return Err(too_large("the output"));
+        }
         i += 1;
     }
     if i > 0 {

@@ -187,3 +187,43 @@ fn cut_args(args: &[&str], data: &[u8]) -> Result<Vec<u8>, String> {
     let (plain, valued) = CUT_OPTIONS;
     cut(&Opts::parse(args, plain, valued)?, data)
 }
+
+/// Requests for more than the virtual phone prints fail with a message
+/// rather than taking the host's memory or running forever: a printf
+/// field of a trillion, or one whose width overflows a counter; `seq` of
+/// a hundred billion lines, or up to infinity, or by a NaN step; `tr` sets
+/// of sixteen whole Unicode ranges. One whole range is still a set, and
+/// `tr` still maps by the last position of a repeated character.
+#[test]
+fn output_beyond_the_phones_budget_fails_in_words() {
+    let too_large = |what: &str| format!("{what} is over the virtual phone's 16777216 bytes");
+    for width in [
+        "%1000000000000s",
+        "%.1000000000000f",
+        "%99999999999999999999999d",
+    ] {
+        let (out, error) = printf(&format!("ab{width}"), &["1"]);
+        assert_eq!((s(&out), error), ("ab".into(), Some(too_large("a field"))));
+    }
+    let args = vec!["xy"; 9_000_000];
+    let (out, error) = printf("%s", &args);
+    assert_eq!(error, Some(too_large("the output")));
+    assert!(out.len() <= MAX_OUTPUT + 2);
+    assert_eq!(seq(&["100000000000"]), Err(too_large("the output")));
+    for args in [
+        &["inf"][..],
+        &["nan"],
+        &["1", "nan", "5"],
+        &["-inf", "1", "3"],
+    ] {
+        let err = seq(args).unwrap_err();
+        assert!(err.starts_with("invalid number '"), "{args:?}: {err}");
+    }
+    let every = "\u{1}-\u{10FFFF}";
+    assert_eq!(s(&tr(&["-d", every], b"abc\0").unwrap()), "\0");
+    assert_eq!(
+        tr(&["-d", &every.repeat(16)], b"abc"),
+        Err(too_large(&format!("the set {:?}", every.repeat(16))))
+    );
+    assert_eq!(s(&tr(&["aba", "xyz"], b"ab").unwrap()), "zy");
+}
