@@ -145,6 +145,9 @@ pub enum ParseErrorKind {
     EmptyLink,
     /// The link holds several actions; which one to run would be a guess.
     SeveralActions(usize),
+    /// Another `<link>` stands outside the answer (a second answer after
+    /// it, or one before it); which one to run would be a guess too.
+    AnotherLink,
     /// Strict mode met a deviation the tolerant mode would forgive.
     NotCanonical(ToleranceKind),
 }
@@ -161,6 +164,9 @@ impl fmt::Display for ParseErrorKind {
             Self::SeveralActions(n) => {
                 write!(f, "the link list holds {n} actions, expected exactly one")
             }
+            Self::AnotherLink => f.write_str(
+                "another <link> stands outside the answer; which to run would be a guess",
+            ),
             Self::NotCanonical(t) => write!(f, "not canonical (strict mode): {t}"),
         }
     }
@@ -263,6 +269,12 @@ impl<'a> Cx<'a> {
         let link = self.tagged(link_open, "<link>", "</link>", Part::Link)?;
         let end = link.start + link.text.len() + "</link>".len();
         self.surrounding(&text[end..], end);
+        let another = text[..blink_open]
+            .find("<link>")
+            .or_else(|| text[end..].find("<link>").map(|at| end + at));
+        if let Some(at) = another {
+            return Err(error(Part::Envelope, at, ParseErrorKind::AnotherLink));
+        }
 
         Ok(BtlOutput {
             blink: self.blink(blink)?,

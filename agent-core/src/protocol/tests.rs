@@ -448,6 +448,35 @@ fn canonical_answer_parses_strictly_and_renders_back_byte_for_byte() {
     assert_eq!(render(&canonical_output()).unwrap(), CANONICAL);
 }
 
+/// Two answers in one text, in either order, are refused in both modes: the
+/// second `<link>` would make the action a guess. Text around one answer
+/// that holds no `<link>` is still forgiven.
+#[test]
+fn a_second_link_outside_the_answer_is_refused() {
+    let second = CANONICAL.replace("663, 1135", "10, 20");
+    for (text, at) in [
+        (
+            format!("{CANONICAL}\n{second}"),
+            CANONICAL.len() + 1 + second.find("<link>").unwrap(),
+        ),
+        (format!("<link>x</link> {CANONICAL}"), 0),
+    ] {
+        for mode in [ParseMode::Tolerant, ParseMode::Strict] {
+            let err = parse(&text, mode).unwrap_err();
+            assert_eq!(
+                (err.part, err.offset, err.kind.clone()),
+                (Part::Envelope, at, ParseErrorKind::AnotherLink),
+                "{text}"
+            );
+        }
+    }
+    let trailing = format!("{CANONICAL}\n<think>done</think>");
+    assert_eq!(
+        parse(&trailing, ParseMode::Tolerant).unwrap().output,
+        canonical_output()
+    );
+}
+
 /// Replaces one fragment of the canonical answer.
 fn variant(from: &str, to: &str) -> String {
     assert!(CANONICAL.contains(from), "{from}");
