@@ -18,10 +18,19 @@ enum Node {
     },
 }
 
+/// The bytes of file data the phone's storage holds. A phone's storage is
+/// finite; the virtual phone's is the host's memory, shared by every phone
+/// of a `btl sim serve`, so pushes and writes past it fail as a full phone's
+/// do ("No space left on device"). It holds the largest install (256 MiB)
+/// several times over.
+pub const CAPACITY: usize = 1 << 30;
+
 /// An in-memory file system rooted at `/`.
 #[derive(Debug, Clone)]
 pub struct Vfs {
     root: Node,
+    /// Bytes of file data held, at most [`CAPACITY`].
+    used: usize,
 }
 
 impl Default for Vfs {
@@ -29,6 +38,7 @@ impl Default for Vfs {
     fn default() -> Self {
         let mut fs = Self {
             root: Node::Dir(BTreeMap::new(), 0),
+            used: 0,
         };
         for dir in [
             "/sdcard",
@@ -113,11 +123,18 @@ impl Vfs {
         if !self.mkdir_all(&parent) {
             return Err(format!("{path}: not a directory"));
         }
+        let used = self.used;
         let dir = self
             .dir_mut(parents)
             .ok_or_else(|| format!("{path}: not a directory"))?;
-        if matches!(dir.get(*name), Some(Node::Dir(..))) {
-            return Err(format!("{path}: is a directory"));
+        let replaced = match dir.get(*name) {
+            Some(Node::Dir(..)) => return Err(format!("{path}: is a directory")),
+            Some(node) => data_bytes(node),
+            None => 0,
+        };
+        let used = used - replaced + data.len();
+        if used > CAPACITY {
+            return Err(format!("{path}: No space left on device"));
         }
         dir.insert(
             name.to_string(),
@@ -127,6 +144,7 @@ impl Vfs {
                 mtime,
             },
         );
+        self.used = used;
         Ok(())
     }
 
@@ -143,10 +161,12 @@ impl Vfs {
         let Some((name, parents)) = parts.split_last() else {
             return Err(format!("{path}: cannot remove the root"));
         };
-        self.dir_mut(parents)
+        let removed = self
+            .dir_mut(parents)
             .and_then(|dir| dir.remove(*name))
-            .map(|_| ())
-            .ok_or_else(|| format!("{path}: No such file or directory"))
+            .ok_or_else(|| format!("{path}: No such file or directory"))?;
+        self.used -= data_bytes(&removed);
+        Ok(())
     }
 
     pub fn stat(&self, path: &str) -> Option<FileStat> {
@@ -169,6 +189,14 @@ impl Vfs {
     }
 }
 
+/// The bytes of file data `node` holds, its subtree's for a directory.
+fn data_bytes(node: &Node) -> usize {
+    match node {
+        Node::Dir(children, _) => children.values().map(data_bytes).sum(),
+        Node::File { data, .. } => data.len(),
+    }
+}
+
 fn stat_of(node: &Node) -> FileStat {
     match node {
         Node::Dir(_, mtime) => FileStat {
@@ -187,6 +215,30 @@ fn stat_of(node: &Node) -> FileStat {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Writes past the capacity fail as on a full phone; replacing a file
+    /// counts only the difference, and removing a directory frees its
+    /// files. (Zeroed buffers: the gigabyte is never touched.)
+    #[test]
+    fn a_full_phone_refuses_more_data() {
+        let mut fs = Vfs::default();
+        let half = CAPACITY / 2;
+        fs.write("/sdcard/a/one", vec![0; half], 0o644, 0).unwrap();
+        fs.write("/data/local/tmp/two", vec![0; half], 0o644, 0)
+            .unwrap();
+        assert_eq!(
+            fs.write("/sdcard/three", vec![1], 0o644, 0),
+            Err("/sdcard/three: No space left on device".into())
+        );
+        assert_eq!(fs.stat("/sdcard/three"), None);
+        fs.write("/data/local/tmp/two", vec![0; half - 1], 0o644, 0)
+            .unwrap();
+        fs.write("/sdcard/three", vec![1], 0o644, 0).unwrap();
+        assert!(fs.write("/sdcard/four", vec![1], 0o644, 0).is_err());
+        fs.remove("/sdcard/a").unwrap();
+        fs.write("/sdcard/four", vec![0; half - 1], 0o644, 0)
+            .unwrap();
+    }
 
     #[test]
     fn write_read_list_remove() {

@@ -102,6 +102,15 @@ impl Shell {
                 let result = self.pipeline(pipeline, stdin, env);
                 append(&mut out, &result);
             }
+            // Each tool is held to the budget; so is a line of many.
+            if out.stdout.len() + out.stderr.len() > text::MAX_OUTPUT {
+                self.status = 1;
+                self.exited = true;
+                out.err(format!(
+                    "/system/bin/sh: the output is over the virtual phone's {} bytes\n",
+                    text::MAX_OUTPUT
+                ));
+            }
         }
         out.exit_code = self.status;
         out

@@ -324,3 +324,36 @@ fn the_docs_name_every_tool() {
         .collect();
     assert!(missing.is_empty(), "{path} does not name {missing:?}");
 }
+
+/// A line of many commands each within the text tools' budget stops once
+/// their output together passes it, and a redirection that would fill the
+/// phone's storage fails as on a full phone, its file left empty.
+#[test]
+fn a_line_and_the_storage_have_their_bounds() {
+    let p = phone();
+    let field = "printf '%16000000s' x";
+    let out = p.shell(&format!("{field}; {field}; echo never"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.exit_code, 1, "{stderr}");
+    assert_eq!(
+        stderr,
+        "/system/bin/sh: the output is over the virtual phone's 16777216 bytes\n"
+    );
+    assert_eq!(out.stdout.len(), 32_000_000);
+    let fill: Vec<String> = (0..64).map(|i| format!("{field} > /sdcard/f{i}")).collect();
+    let out = p.shell(&fill.join("; "));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // 1 GiB holds 67 such files of 16,000,000 bytes: all 64 fit.
+    assert_eq!((out.exit_code, stderr.as_ref()), (0, ""));
+    let more: Vec<String> = (64..70)
+        .map(|i| format!("{field} > /sdcard/f{i}"))
+        .collect();
+    let out = p.shell(&more.join("; "));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("/sdcard/f67: No space left on device"),
+        "{stderr}"
+    );
+    // `>` empties its file when it opens it, before the command runs.
+    assert_eq!(stdout(&p, "cat /sdcard/f67"), "");
+}
