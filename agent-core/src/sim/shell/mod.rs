@@ -13,7 +13,9 @@ mod pm;
 pub mod syntax;
 mod text;
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use super::backend::{ShellOutput, Stream};
 use super::packages::Packages;
@@ -43,6 +45,12 @@ pub fn run_with_input(line: &str, input: &[u8], env: &mut ShellEnv) -> ShellOutp
 /// out of processes; this keeps a hostile line from exhausting the stack).
 const MAX_NESTING: usize = 16;
 
+/// The most bytes the tools of one command line print together, pipes and
+/// `sh -c` included: a phone streams what a line prints, the virtual one
+/// holds it in the host's memory. As large as the largest install, so
+/// `exec-out cat` of any pushed file but the largest still works.
+pub const LINE_OUTPUT: usize = 256 << 20;
+
 /// The shell's state while it runs a line: variables, the working directory
 /// (`$PWD`), the last status and whether `exit` ran.
 #[derive(Clone)]
@@ -51,6 +59,10 @@ struct Shell {
     status: u8,
     exited: bool,
     depth: usize,
+    /// What the line's tools may still print ([`LINE_OUTPUT`]), shared
+    /// with its subshells and child shells; `None` once a tool printed
+    /// past it, which ends the line.
+    output_left: Rc<Cell<Option<usize>>>,
 }
 
 impl Shell {
@@ -77,6 +89,7 @@ impl Shell {
             status: 0,
             exited: false,
             depth: 0,
+            output_left: Rc::new(Cell::new(Some(LINE_OUTPUT))),
         }
     }
 
@@ -90,7 +103,7 @@ impl Shell {
         };
         let mut out = ShellOutput::default();
         for (join, pipeline) in &list {
-            if self.exited {
+            if self.exited || self.output_left.get().is_none() {
                 break;
             }
             let run_it = match join {
@@ -101,15 +114,6 @@ impl Shell {
             if run_it {
                 let result = self.pipeline(pipeline, stdin, env);
                 append(&mut out, &result);
-            }
-            // Each tool is held to the budget; so is a line of many.
-            if out.stdout.len() + out.stderr.len() > text::MAX_OUTPUT {
-                self.status = 1;
-                self.exited = true;
-                out.err(format!(
-                    "/system/bin/sh: the output is over the virtual phone's {} bytes\n",
-                    text::MAX_OUTPUT
-                ));
             }
         }
         out.exit_code = self.status;
@@ -124,6 +128,9 @@ impl Shell {
         let last = pipeline.commands.len().saturating_sub(1);
         let mut status = 0;
         for (i, command) in pipeline.commands.iter().enumerate() {
+            if self.output_left.get().is_none() {
+                break;
+            }
             // Each part of a longer pipeline runs in a subshell: its `exit`
             // and assignments end with it.
             let result = if last > 0 {
@@ -182,7 +189,24 @@ impl Shell {
                     stdin: &io.input,
                     pwd: &pwd,
                 };
-                commands::run(&argv, &call, env)
+                let out = commands::run(&argv, &call, env);
+                let printed = out.stdout.len() + out.stderr.len();
+                match self.output_left.get().and_then(|left| left.checked_sub(printed)) {
+                    Some(left) => {
+                        self.output_left.set(Some(left));
+                        out
+                    }
+                    None => {
+                        self.output_left.set(None);
+                        ShellOutput::fail(
+                            1,
+                            format!(
+                                "/system/bin/sh: {}: the line's output is over the virtual phone's {LINE_OUTPUT} bytes\n",
+                                argv[0]
+                            ),
+                        )
+                    }
+                }
             })
         };
         let mut out = ShellOutput::status(raw.exit_code);

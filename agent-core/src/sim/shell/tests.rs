@@ -3,6 +3,7 @@
 use crate::sim::phone::PhoneConfig;
 
 use crate::device::ui::parse_uiautomator_xml;
+use crate::sim::backend::AdbBackend;
 use crate::sim::virtual_phone::VirtualPhone;
 
 fn phone() -> VirtualPhone {
@@ -325,35 +326,40 @@ fn the_docs_name_every_tool() {
     assert!(missing.is_empty(), "{path} does not name {missing:?}");
 }
 
-/// A line of many commands each within the text tools' budget stops once
-/// their output together passes it, and a redirection that would fill the
-/// phone's storage fails as on a full phone, its file left empty.
+/// A line of many commands each within the text tools' budget fails once
+/// their output together passes the line's (256 MiB = 268,435,456 bytes:
+/// sixteen fields of 16,000,000 fit, the seventeenth does not), whether
+/// the commands follow each other, share a pipe or run in `sh -c`; and a
+/// redirection past the phone's storage fails as on a full phone, its
+/// file left empty.
 #[test]
 fn a_line_and_the_storage_have_their_bounds() {
     let p = phone();
     let field = "printf '%16000000s' x";
-    let out = p.shell(&format!("{field}; {field}; echo never"));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.exit_code, 1, "{stderr}");
+    let over =
+        "/system/bin/sh: printf: the line's output is over the virtual phone's 268435456 bytes\n";
+    let sixteen = vec![field; 16].join("; ");
+    for line in [
+        format!("{sixteen}; {field}; echo never"),
+        format!("{sixteen}; {field} | wc -c; echo never"),
+        format!("sh -c \"{sixteen}; {field}\"; echo never"),
+    ] {
+        let out = p.shell(&line);
+        assert_eq!(String::from_utf8_lossy(&out.stderr), over, "{line}");
+        assert_eq!(out.stdout.len(), 16 * 16_000_000, "{line}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("never"));
+    }
+    // Nearly full (zeroed pages: the gigabyte is never touched).
+    let full = crate::sim::vfs::CAPACITY - 10;
+    p.write_file("/sdcard/big", 0o644, 0, vec![0; full])
+        .unwrap();
+    let out = p.shell("printf '%20s' x > /sdcard/f; echo $?");
     assert_eq!(
-        stderr,
-        "/system/bin/sh: the output is over the virtual phone's 16777216 bytes\n"
+        String::from_utf8_lossy(&out.stderr),
+        "/system/bin/sh: can't create /sdcard/f: No space left on device\n"
     );
-    assert_eq!(out.stdout.len(), 32_000_000);
-    let fill: Vec<String> = (0..64).map(|i| format!("{field} > /sdcard/f{i}")).collect();
-    let out = p.shell(&fill.join("; "));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    // 1 GiB holds 67 such files of 16,000,000 bytes: all 64 fit.
-    assert_eq!((out.exit_code, stderr.as_ref()), (0, ""));
-    let more: Vec<String> = (64..70)
-        .map(|i| format!("{field} > /sdcard/f{i}"))
-        .collect();
-    let out = p.shell(&more.join("; "));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("/sdcard/f67: No space left on device"),
-        "{stderr}"
-    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "1\n");
     // `>` empties its file when it opens it, before the command runs.
-    assert_eq!(stdout(&p, "cat /sdcard/f67"), "");
+    assert_eq!(stdout(&p, "cat /sdcard/f"), "");
+    assert_eq!(stdout(&p, "printf '%10s' x > /sdcard/f; echo $?"), "0\n");
 }
