@@ -133,8 +133,8 @@ impl UiNode {
         (mid(x1, x2), mid(y1, y2))
     }
 
-    /// The area of the bounds in square pixels (negative for inverted
-    /// bounds), saturating: the sides of a dump's bounds may each be up to
+    /// The area of the bounds in square pixels (negative when one side is
+    /// inverted), saturating: the sides of a dump's bounds may each be up to
     /// 2^32, whose square `i64` does not hold.
     pub fn area(&self) -> i64 {
         let [x1, y1, x2, y2] = self.bounds.map(i64::from);

@@ -102,6 +102,20 @@ impl Packages {
                 manifest.version_code, old.manifest.version_code
             ));
         }
+        // The old version stays installed unless the new one fits in its
+        // place, as on a phone.
+        let old_size = self
+            .installed
+            .get(&package)
+            .and_then(|old| fs.stat(&old.path))
+            .map_or(0, |st| st.size as usize);
+        if apk.len() > fs.free() + old_size {
+            return Err(format!(
+                "INSTALL_FAILED_INSUFFICIENT_STORAGE: {} bytes do not fit in the {} left",
+                apk.len(),
+                fs.free() + old_size
+            ));
+        }
         if let Some(old) = self.installed.remove(&package) {
             let _ = fs.remove(parent(&old.path));
         }

@@ -18,11 +18,10 @@ enum Node {
     },
 }
 
-/// The bytes of file data the phone's storage holds. A phone's storage is
-/// finite; the virtual phone's is the host's memory, shared by every phone
-/// of a `btl sim serve`, so pushes and writes past it fail as a full phone's
-/// do ("No space left on device"). It holds the largest install (256 MiB)
-/// several times over.
+/// The bytes of file data one phone's storage holds. A phone's storage is
+/// finite, and the virtual phone's is the host's memory, so pushes and
+/// writes past it fail as a full phone's do ("No space left on device").
+/// It holds the largest install (256 MiB) several times over.
 pub const CAPACITY: usize = 1 << 30;
 
 /// An in-memory file system rooted at `/`.
@@ -148,6 +147,48 @@ impl Vfs {
         Ok(())
     }
 
+    /// Bytes of file data that still fit.
+    pub fn free(&self) -> usize {
+        CAPACITY - self.used
+    }
+
+    /// Moves the file `from` to `to`, replacing a file there and creating
+    /// missing parent directories as [`Self::write`] does. No data is
+    /// copied, so a full phone still moves files, as rename(2) does.
+    pub fn rename(&mut self, from: &str, to: &str) -> Result<(), String> {
+        match self.node(from) {
+            Some(Node::File { .. }) => {}
+            Some(Node::Dir(..)) => return Err(format!("{from}: is a directory")),
+            None => return Err(format!("{from}: No such file or directory")),
+        }
+        if components(from) == components(to) {
+            return Ok(());
+        }
+        let parts = components(to);
+        let Some((name, parents)) = parts.split_last() else {
+            return Err(format!("{to}: is a directory"));
+        };
+        if !self.mkdir_all(&parents.join("/")) {
+            return Err(format!("{to}: not a directory"));
+        }
+        if matches!(self.node(to), Some(Node::Dir(..))) {
+            return Err(format!("{to}: is a directory"));
+        }
+        let from_parts = components(from);
+        let (from_name, from_parents) = from_parts
+            .split_last()
+            .ok_or_else(|| format!("{from}: is a directory"))?;
+        let node = self
+            .dir_mut(from_parents)
+            .and_then(|dir| dir.remove(*from_name))
+            .ok_or_else(|| format!("{from}: No such file or directory"))?;
+        let replaced = self
+            .dir_mut(parents)
+            .and_then(|dir| dir.insert((*name).to_string(), node));
+        self.used -= replaced.as_ref().map_or(0, data_bytes);
+        Ok(())
+    }
+
     pub fn read(&self, path: &str) -> Result<Vec<u8>, String> {
         match self.node(path) {
             Some(Node::File { data, .. }) => Ok(data.clone()),
@@ -238,6 +279,18 @@ mod tests {
         fs.remove("/sdcard/a").unwrap();
         fs.write("/sdcard/four", vec![0; half - 1], 0o644, 0)
             .unwrap();
+        // half - 1 (two) + 1 (three) + half - 1 (four).
+        assert_eq!(fs.free(), 1);
+        // A move copies nothing: it works on a full phone, and the file it
+        // replaces frees its bytes.
+        fs.rename("/sdcard/four", "/sdcard/moved/here").unwrap();
+        assert_eq!(fs.stat("/sdcard/four"), None);
+        let size = fs.stat("/sdcard/moved/here").map(|s| s.size as usize);
+        assert_eq!(size, Some(half - 1));
+        fs.rename("/sdcard/three", "/sdcard/moved/here").unwrap();
+        assert_eq!(fs.free(), 1 + half - 1);
+        assert!(fs.rename("/sdcard/moved/here", "/sdcard").is_err());
+        assert!(fs.rename("/sdcard/none", "/sdcard/x").is_err());
     }
 
     #[test]

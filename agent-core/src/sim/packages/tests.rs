@@ -145,3 +145,37 @@ fn a_session_installs_its_base_apk_on_commit() {
     assert!(packages.abandon_session(third));
     assert!(!packages.abandon_session(third));
 }
+
+/// An update that does not fit, even in the old version's place, is
+/// refused and the old version stays installed, as on a full phone; one
+/// that fits in the old version's place replaces it.
+#[test]
+fn an_update_that_does_not_fit_keeps_the_old_version() {
+    let (mut packages, mut fs) = (Packages::default(), Vfs::default());
+    let flags = InstallFlags::default();
+    let apk = fixture("signed-v2.apk");
+    packages.install(&mut fs, &[], apk.clone(), flags).unwrap();
+    let old = packages.get(PKG).unwrap().path.clone();
+    // Zeroed pages: the gigabyte is never touched.
+    let filler = crate::sim::vfs::CAPACITY - apk.len() - 1;
+    fs.write("/sdcard/filler", vec![0; filler], 0o644, 0)
+        .unwrap();
+    assert_eq!(fs.free(), 1);
+    let mut bigger = apk.clone();
+    bigger.extend_from_slice(&[0; 2]);
+    let err = packages
+        .install_read(&mut fs, &[], bigger, crate::sim::apk::read(&apk), flags)
+        .unwrap_err();
+    assert_eq!(
+        err,
+        format!(
+            "INSTALL_FAILED_INSUFFICIENT_STORAGE: {} bytes do not fit in the {} left",
+            apk.len() + 2,
+            apk.len() + 1
+        )
+    );
+    assert_eq!(packages.get(PKG).unwrap().path, old);
+    assert_eq!(fs.read(&old), Ok(apk.clone()));
+    packages.install(&mut fs, &[], apk.clone(), flags).unwrap();
+    assert_ne!(packages.get(PKG).unwrap().path, old);
+}

@@ -6,6 +6,7 @@ use crate::device::ui::to_uiautomator_xml;
 use crate::sim::backend::ShellOutput;
 use crate::sim::phone::Key;
 use base64::Engine;
+use std::cell::Cell;
 use std::io::Cursor;
 
 /// Where `uiautomator dump` writes when no path is given, as on Android.
@@ -70,6 +71,10 @@ pub struct Call<'a> {
     pub stdin: &'a [u8],
     /// The shell's working directory, for relative paths.
     pub pwd: &'a str,
+    /// Bytes of files the command may still read: what its line may still
+    /// print. A tool's output grows with what it reads, so `cat f f f …`
+    /// of a large file stops here rather than after building it all.
+    pub read_left: Cell<usize>,
 }
 
 impl Call<'_> {
@@ -266,6 +271,22 @@ fn read_input(
     if file == "-" {
         return Some(call.stdin.to_vec());
     }
+    let over = |out: &mut ShellOutput| {
+        out.err(format!(
+            "{tool}: {file}: the line's output is over the virtual phone's {} bytes\n",
+            super::LINE_OUTPUT
+        ));
+        out.exit_code = 1;
+        None
+    };
+    let size = env
+        .fs
+        .stat(&call.path(file))
+        .map_or(0, |st| st.size as usize);
+    let Some(left) = call.read_left.get().checked_sub(size) else {
+        return over(out);
+    };
+    call.read_left.set(left);
     match env.fs.read(&call.path(file)) {
         Ok(data) => Some(data),
         Err(e) => {
@@ -387,11 +408,14 @@ fn copy(tool: &str, args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutp
             dest_full.clone()
         };
         let (mode, mtime) = stat.map_or((0o644, 0), |s| (s.mode, s.mtime));
-        if let Err(e) = env.fs.write(&to, data, mode, mtime) {
+        let moved = if tool == "mv" {
+            env.fs.rename(&from, &to)
+        } else {
+            env.fs.write(&to, data, mode, mtime)
+        };
+        if let Err(e) = moved {
             out.err(format!("{tool}: {e}\n"));
             out.exit_code = 1;
-        } else if tool == "mv" && to != from {
-            let _ = env.fs.remove(&from);
         }
     }
     out
@@ -578,7 +602,13 @@ fn sed(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
         .into_iter()
         .flat_map(|(_, d)| d)
         .collect();
-    out.out(sed.run(&data));
+    match sed.run(&data) {
+        Ok(text) => out.out(text),
+        Err(e) => {
+            out.err(format!("sed: {e}\n"));
+            out.exit_code = 1;
+        }
+    }
     out
 }
 

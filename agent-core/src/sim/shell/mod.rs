@@ -45,11 +45,16 @@ pub fn run_with_input(line: &str, input: &[u8], env: &mut ShellEnv) -> ShellOutp
 /// out of processes; this keeps a hostile line from exhausting the stack).
 const MAX_NESTING: usize = 16;
 
-/// The most bytes the tools of one command line print together, pipes and
-/// `sh -c` included: a phone streams what a line prints, the virtual one
-/// holds it in the host's memory. As large as the largest install, so
-/// `exec-out cat` of any pushed file but the largest still works.
+/// The most bytes the commands of one command line print together, pipes
+/// and `sh` included: a phone streams what a line prints, the virtual one
+/// holds it in the host's memory. As large as the largest push, so
+/// `exec-out cat` of any pushed file still works.
 pub const LINE_OUTPUT: usize = 256 << 20;
+
+/// The most commands one command line runs, `sh` scripts included: a
+/// script that runs itself several times over (`sh f; sh f` in `f`) would
+/// otherwise run billions of them while holding the phone.
+pub const LINE_COMMANDS: usize = 4096;
 
 /// The shell's state while it runs a line: variables, the working directory
 /// (`$PWD`), the last status and whether `exit` ran.
@@ -59,10 +64,10 @@ struct Shell {
     status: u8,
     exited: bool,
     depth: usize,
-    /// What the line's tools may still print ([`LINE_OUTPUT`]), shared
-    /// with its subshells and child shells; `None` once a tool printed
-    /// past it, which ends the line.
-    output_left: Rc<Cell<Option<usize>>>,
+    /// What the line's commands may still print ([`LINE_OUTPUT`]) and how
+    /// many more may run ([`LINE_COMMANDS`]), shared with its subshells
+    /// and child shells; `None` once one went past, which ends the line.
+    left: Rc<Cell<Option<(usize, usize)>>>,
 }
 
 impl Shell {
@@ -89,7 +94,7 @@ impl Shell {
             status: 0,
             exited: false,
             depth: 0,
-            output_left: Rc::new(Cell::new(Some(LINE_OUTPUT))),
+            left: Rc::new(Cell::new(Some((LINE_OUTPUT, LINE_COMMANDS)))),
         }
     }
 
@@ -103,7 +108,7 @@ impl Shell {
         };
         let mut out = ShellOutput::default();
         for (join, pipeline) in &list {
-            if self.exited || self.output_left.get().is_none() {
+            if self.exited || self.left.get().is_none() {
                 break;
             }
             let run_it = match join {
@@ -128,7 +133,7 @@ impl Shell {
         let last = pipeline.commands.len().saturating_sub(1);
         let mut status = 0;
         for (i, command) in pipeline.commands.iter().enumerate() {
-            if self.output_left.get().is_none() {
+            if self.left.get().is_none() {
                 break;
             }
             // Each part of a longer pipeline runs in a subshell: its `exit`
@@ -163,7 +168,55 @@ impl Shell {
         absolute(self.vars.get("PWD").map_or("/", String::as_str), path)
     }
 
+    /// Counts one more command printing `printed` bytes against the line's
+    /// budget; false (and the line ends) once it is spent.
+    #[must_use]
+    fn charge(&self, printed: usize) -> bool {
+        let left = self.left.get().and_then(|(bytes, commands)| {
+            Some((bytes.checked_sub(printed)?, commands.checked_sub(1)?))
+        });
+        self.left.set(left);
+        left.is_some()
+    }
+
     fn command(&mut self, command: &Command, stdin: &[u8], env: &mut ShellEnv) -> ShellOutput {
+        let out = self.uncharged_command(command, stdin, env);
+        // A child shell's output was charged command by command as it ran;
+        // it counts as a command itself, or a script running itself at
+        // every level would count none.
+        let child = command.words.first().is_some_and(|w| {
+            matches!(self.expand(w).as_str(), "sh" | "/system/bin/sh" | "/bin/sh")
+        });
+        let printed = if child {
+            0
+        } else {
+            out.stdout.len() + out.stderr.len()
+        };
+        let within = self.left.get().is_some();
+        if self.charge(printed) || (child && !within) {
+            // A child that went past the bounds said so itself.
+            return out;
+        }
+        let message = format!(
+            "/system/bin/sh: over the virtual phone's bounds for one line \
+             ({LINE_OUTPUT} bytes of output, {LINE_COMMANDS} commands)\n"
+        );
+        if child {
+            // What it printed was charged and stands.
+            let mut out = out;
+            out.err(message);
+            out.exit_code = 1;
+            return out;
+        }
+        ShellOutput::fail(1, message)
+    }
+
+    fn uncharged_command(
+        &mut self,
+        command: &Command,
+        stdin: &[u8],
+        env: &mut ShellEnv,
+    ) -> ShellOutput {
         let argv: Vec<String> = command.words.iter().map(|w| self.expand(w)).collect();
         let assignments: Vec<(String, String)> = command
             .assignments
@@ -188,25 +241,9 @@ impl Shell {
                 let call = commands::Call {
                     stdin: &io.input,
                     pwd: &pwd,
+                    read_left: std::cell::Cell::new(self.left.get().map_or(0, |(bytes, _)| bytes)),
                 };
-                let out = commands::run(&argv, &call, env);
-                let printed = out.stdout.len() + out.stderr.len();
-                match self.output_left.get().and_then(|left| left.checked_sub(printed)) {
-                    Some(left) => {
-                        self.output_left.set(Some(left));
-                        out
-                    }
-                    None => {
-                        self.output_left.set(None);
-                        ShellOutput::fail(
-                            1,
-                            format!(
-                                "/system/bin/sh: {}: the line's output is over the virtual phone's {LINE_OUTPUT} bytes\n",
-                                argv[0]
-                            ),
-                        )
-                    }
-                }
+                commands::run(&argv, &call, env)
             })
         };
         let mut out = ShellOutput::status(raw.exit_code);

@@ -336,8 +336,8 @@ fn the_docs_name_every_tool() {
 fn a_line_and_the_storage_have_their_bounds() {
     let p = phone();
     let field = "printf '%16000000s' x";
-    let over =
-        "/system/bin/sh: printf: the line's output is over the virtual phone's 268435456 bytes\n";
+    let over = "/system/bin/sh: over the virtual phone's bounds for one line \
+                (268435456 bytes of output, 4096 commands)\n";
     let sixteen = vec![field; 16].join("; ");
     for line in [
         format!("{sixteen}; {field}; echo never"),
@@ -349,7 +349,33 @@ fn a_line_and_the_storage_have_their_bounds() {
         assert_eq!(out.stdout.len(), 16 * 16_000_000, "{line}");
         assert!(!String::from_utf8_lossy(&out.stdout).contains("never"));
     }
+    // A script that runs itself four times at each of 16 levels would run
+    // 4^16 shells; the line stops at 4096 commands. Each `sh` counts when
+    // it ends: the i-th innermost one (refused, 16 deep) brings the count to
+    // i + i/4 + i/16 + … (the enclosing ones it completes). After i = 3072
+    // that is 3072 + 768 + 192 + 48 + 12 + 3 = 4095; the 3073rd is the
+    // 4096th command, and the 3074th, the 4097th, ends the line.
+    p.shell("echo 'sh /sdcard/s; sh /sdcard/s; sh /sdcard/s; sh /sdcard/s' > /sdcard/s");
+    let out = p.shell("sh /sdcard/s; echo never");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.ends_with(over), "{stderr}");
+    assert_eq!(
+        stderr.matches("nested more than 16 deep").count(),
+        3074,
+        "{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("never"));
+    // `cat` of a file again and again stops before reading past the line's
+    // budget: 17 times 16,000,000 bytes would be.
+    p.shell("printf '%16000000s' x > /sdcard/big");
+    let out = p.shell(&format!("cat{}", " /sdcard/big".repeat(17)));
+    assert_eq!(out.stdout.len(), 16 * 16_000_000);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "cat: /sdcard/big: the line's output is over the virtual phone's 268435456 bytes\n"
+    );
     // Nearly full (zeroed pages: the gigabyte is never touched).
+    assert_eq!(stdout(&p, "rm /sdcard/big /sdcard/s; echo $?"), "0\n");
     let full = crate::sim::vfs::CAPACITY - 10;
     p.write_file("/sdcard/big", 0o644, 0, vec![0; full])
         .unwrap();

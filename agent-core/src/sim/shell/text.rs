@@ -761,8 +761,10 @@ impl Sed {
         Ok((sed, operands))
     }
 
-    /// The script run over `data`'s lines.
-    pub fn run(&self, data: &[u8]) -> Vec<u8> {
+    /// The script run over `data`'s lines; an error once a line or the
+    /// output passes [`MAX_OUTPUT`] (`s/x/xxxx/g` twenty times over makes
+    /// a line of one `x` four trillion bytes long).
+    pub fn run(&self, data: &[u8]) -> Result<Vec<u8>, String> {
         let mut out = Vec::new();
         let all: Vec<&[u8]> = lines(data).collect();
         'lines: for (index, line) in all.iter().enumerate() {
@@ -791,6 +793,9 @@ impl Sed {
                         } else {
                             re.replace(&line, replacement.as_bytes()).into_owned()
                         };
+                        if line.len() > MAX_OUTPUT {
+                            return Err(too_large("a line"));
+                        }
                         if changed && *print {
                             out.extend_from_slice(&line);
                             out.push(b'\n');
@@ -814,8 +819,11 @@ impl Sed {
                 out.extend_from_slice(&line);
                 out.push(b'\n');
             }
+            if out.len() > MAX_OUTPUT {
+                return Err(too_large("the output"));
+            }
         }
-        out
+        Ok(out)
     }
 }
 

@@ -122,7 +122,7 @@ fn tr_maps_deletes_and_squeezes() {
 fn sed_run(args: &[&str], data: &str) -> String {
     let (sed, files) = Sed::new(args).unwrap();
     assert!(files.is_empty());
-    String::from_utf8(sed.run(data.as_bytes())).unwrap()
+    String::from_utf8(sed.run(data.as_bytes()).unwrap()).unwrap()
 }
 
 #[test]
@@ -203,7 +203,7 @@ fn output_beyond_the_phones_budget_fails_in_words() {
         "%99999999999999999999999d",
     ] {
         let (out, error) = printf(&format!("ab{width}"), &["1"]);
-        assert_eq!((s(&out), error), ("ab".into(), Some(too_large("a field"))));
+        assert_eq!((s(&out), error), ("ab", Some(too_large("a field"))));
     }
     let args = vec!["xy"; 9_000_000];
     let (out, error) = printf("%s", &args);
@@ -219,6 +219,8 @@ fn output_beyond_the_phones_budget_fails_in_words() {
         let err = seq(args).unwrap_err();
         assert!(err.starts_with("invalid number '"), "{args:?}: {err}");
     }
+    let (sed, _) = Sed::new(&[&"s/x/xxxx/g;".repeat(20)]).unwrap();
+    assert_eq!(sed.run(b"x\n"), Err(too_large("a line")));
     let every = "\u{1}-\u{10FFFF}";
     assert_eq!(s(&tr(&["-d", every], b"abc\0").unwrap()), "\0");
     assert_eq!(
