@@ -425,8 +425,8 @@ fn taken_over_steps(dir: &Path) -> usize {
 
 /// Appends one JSON line and syncs it, so an interrupted collection keeps
 /// its index up to the last finished episode. A line an earlier append
-/// left without its newline (a full disk, a crash) is cut first, so the
-/// new line does not merge into it.
+/// left unfinished (a full disk, a crash) is cut first, so the new line
+/// does not merge into it ([`end_last_line`]).
 fn append_line(path: &Path, value: &serde_json::Value) -> anyhow::Result<()> {
     let mut file = OpenOptions::new()
         .create(true)
@@ -434,13 +434,16 @@ fn append_line(path: &Path, value: &serde_json::Value) -> anyhow::Result<()> {
         .append(true)
         .open(path)
         .with_context(|| format!("cannot open {}", path.display()))?;
-    let cut =
-        cut_partial_line(&mut file).with_context(|| format!("cannot read {}", path.display()))?;
-    if cut > 0 {
-        eprintln!(
-            "btl: {} ended in {cut} bytes of an unfinished line, cut",
+    match end_last_line(&mut file).with_context(|| format!("cannot read {}", path.display()))? {
+        LastLine::Ended => {}
+        LastLine::Closed => eprintln!(
+            "btl: {}'s last record lacked its newline; it was added",
             path.display()
-        );
+        ),
+        LastLine::Cut(bytes) => eprintln!(
+            "btl: {} ended in {bytes} bytes of an unfinished record, cut",
+            path.display()
+        ),
     }
     let mut line = serde_json::to_vec(value)?;
     line.push(b'\n');
@@ -449,17 +452,28 @@ fn append_line(path: &Path, value: &serde_json::Value) -> anyhow::Result<()> {
         .with_context(|| format!("cannot append to {}", path.display()))
 }
 
-/// Cuts what follows the last newline of `file`; how many bytes that was.
-fn cut_partial_line(file: &mut File) -> std::io::Result<u64> {
+/// What [`end_last_line`] found after the last newline.
+enum LastLine {
+    /// Nothing: the file is empty or ends in a newline.
+    Ended,
+    /// A whole JSON record (written by hand), now ended with a newline.
+    Closed,
+    /// This many bytes of a record an append left unfinished, now cut.
+    Cut(u64),
+}
+
+/// Makes `file` end in a newline, so the next record starts a line of its
+/// own: a whole record after the last newline is ended, a fragment cut.
+fn end_last_line(file: &mut File) -> std::io::Result<LastLine> {
     let len = file.metadata()?.len();
     if len == 0 {
-        return Ok(0);
+        return Ok(LastLine::Ended);
     }
     let mut last = [0u8];
     file.seek(SeekFrom::Start(len - 1))?;
     file.read_exact(&mut last)?;
     if last[0] == b'\n' {
-        return Ok(0);
+        return Ok(LastLine::Ended);
     }
     // One line per episode: the whole index is small.
     let mut bytes = Vec::new();
@@ -468,9 +482,13 @@ fn cut_partial_line(file: &mut File) -> std::io::Result<u64> {
     let keep = bytes
         .iter()
         .rposition(|&b| b == b'\n')
-        .map_or(0, |at| at + 1) as u64;
-    file.set_len(keep)?;
-    Ok(len - keep)
+        .map_or(0, |at| at + 1);
+    if serde_json::from_slice::<serde_json::Value>(&bytes[keep..]).is_ok() {
+        file.write_all(b"\n")?;
+        return Ok(LastLine::Closed);
+    }
+    file.set_len(keep as u64)?;
+    Ok(LastLine::Cut(len - keep as u64))
 }
 
 #[cfg(test)]
@@ -492,6 +510,14 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
             "{\"task\":\"a\"}\n{\"task\":\"c\"}\n{\"task\":\"d\"}\n"
+        );
+        // A whole record without its newline (an edit by hand) is kept.
+        let edited = dir.path().join("edited.jsonl");
+        std::fs::write(&edited, "{\"task\":\"a\"}").unwrap();
+        append_line(&edited, &serde_json::json!({"task": "b"})).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&edited).unwrap(),
+            "{\"task\":\"a\"}\n{\"task\":\"b\"}\n"
         );
         let fresh = dir.path().join("fresh.jsonl");
         std::fs::write(&fresh, "{\"ta").unwrap();

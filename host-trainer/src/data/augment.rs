@@ -159,7 +159,11 @@ pub fn text_only_copies(samples: &[Sample]) -> Vec<Sample> {
 }
 
 /// `text` trimmed, if the sample's goal names it (and it is not empty):
-/// text a model can only write right by copying it from the goal.
+/// text a model can only write right by copying it from the goal. The goal
+/// is the instruction of a navigation prompt as btl writes it
+/// ([`task_words`]: every line of the goal, and a step's instruction after
+/// it); a prompt without its instruction and history sections names
+/// nothing.
 pub(crate) fn named_value<'a>(sample: &Sample, text: &'a str) -> Option<&'a str> {
     let value = text.trim();
     let goal = user_goal(sample)?;
@@ -453,13 +457,18 @@ mod tests {
             r#"[{"Plan": "Open Notes.", "Action": {"function": "Tap", "point_2d": [1, 2]}}]"#
                 .into();
         let unnamed = typing("Search the web.", "", "Type \"cats\".", "cats");
-        let (copies, report) = augment_typed(&[tap, unnamed], 4, 0, Path::new("s.json")).unwrap();
+        // A prompt btl did not write (no instruction and history sections)
+        // names nothing, whatever its text holds.
+        let mut foreign = typing("Search the web for cats.", "", "Type \"cats\".", "cats");
+        foreign.messages[1].content = "Goal: Search the web for cats.\n<image>".into();
+        let (copies, report) =
+            augment_typed(&[tap, unnamed, foreign], 4, 0, Path::new("s.json")).unwrap();
         assert!(copies.is_empty());
         assert_eq!(
             report,
             AugmentReport {
                 typed: 0,
-                unnamed: 1,
+                unnamed: 2,
                 copies: 0
             }
         );
