@@ -241,7 +241,7 @@ impl Shell {
                 let call = commands::Call {
                     stdin: &io.input,
                     pwd: &pwd,
-                    read_left: std::cell::Cell::new(self.left.get().map_or(0, |(bytes, _)| bytes)),
+                    read_left: Cell::new(self.left.get().map_or(0, |(bytes, _)| bytes)),
                 };
                 commands::run(&argv, &call, env)
             })
