@@ -387,15 +387,14 @@ fn copy(tool: &str, args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutp
     let mut out = ShellOutput::default();
     for source in sources {
         let from = call.path(source);
-        let stat = env.fs.stat(&from);
-        let data = match (stat, env.fs.read(&from)) {
-            (Some(s), _) if s.is_dir() => {
+        let stat = match env.fs.stat(&from) {
+            Some(s) if s.is_dir() => {
                 out.err(format!("{tool}: '{source}' is a directory (not copied)\n"));
                 out.exit_code = 1;
                 continue;
             }
-            (Some(_), Ok(data)) => data,
-            _ => {
+            Some(s) => s,
+            None => {
                 out.err(format!("{tool}: {source}: No such file or directory\n"));
                 out.exit_code = 1;
                 continue;
@@ -407,11 +406,13 @@ fn copy(tool: &str, args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutp
         } else {
             dest_full.clone()
         };
-        let (mode, mtime) = stat.map_or((0o644, 0), |s| (s.mode, s.mtime));
+        // A move renames; only a copy reads the data.
         let moved = if tool == "mv" {
             env.fs.rename(&from, &to)
         } else {
-            env.fs.write(&to, data, mode, mtime)
+            env.fs
+                .read(&from)
+                .and_then(|data| env.fs.write(&to, data, stat.mode, stat.mtime))
         };
         if let Err(e) = moved {
             out.err(format!("{tool}: {e}\n"));
