@@ -78,15 +78,17 @@ impl Vfs {
             })
     }
 
+    fn node_mut(&mut self, parts: &[&str]) -> Option<&mut Node> {
+        parts
+            .iter()
+            .try_fold(&mut self.root, |node, name| match node {
+                Node::Dir(children, _) => children.get_mut(*name),
+                Node::File { .. } => None,
+            })
+    }
+
     fn dir_mut(&mut self, parts: &[&str]) -> Option<&mut BTreeMap<String, Node>> {
-        let mut node = &mut self.root;
-        for name in parts {
-            node = match node {
-                Node::Dir(children, _) => children.get_mut(*name)?,
-                Node::File { .. } => return None,
-            };
-        }
-        match node {
+        match self.node_mut(parts)? {
             Node::Dir(children, _) => Some(children),
             Node::File { .. } => None,
         }
@@ -145,6 +147,45 @@ impl Vfs {
         );
         self.used = used;
         Ok(())
+    }
+
+    /// Adds `data` to the end of the file at `path`, creating it as
+    /// [`Self::write`] does when it is missing. The file grows in place:
+    /// `>>` onto a large file costs what it adds, not the file again.
+    pub fn append(&mut self, path: &str, data: &[u8], mode: u32, mtime: u32) -> Result<(), String> {
+        let used = self.used;
+        let parts = components(path);
+        let Some(Node::File {
+            data: held,
+            mtime: stamp,
+            ..
+        }) = self.node_mut(&parts)
+        else {
+            return self.write(path, data.to_vec(), mode, mtime);
+        };
+        if used + data.len() > CAPACITY {
+            return Err(format!("{path}: No space left on device"));
+        }
+        held.extend_from_slice(data);
+        *stamp = mtime;
+        self.used = used + data.len();
+        Ok(())
+    }
+
+    /// Sets the modification time of the file or directory at `path`;
+    /// false when nothing is there.
+    pub fn set_mtime(&mut self, path: &str, mtime: u32) -> bool {
+        match self.node_mut(&components(path)) {
+            Some(Node::File { mtime: stamp, .. }) => {
+                *stamp = mtime;
+                true
+            }
+            Some(Node::Dir(_, stamp)) => {
+                *stamp = mtime;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Bytes of file data that still fit.
@@ -291,6 +332,37 @@ mod tests {
         assert_eq!(fs.free(), 1 + half - 1);
         assert!(fs.rename("/sdcard/moved/here", "/sdcard").is_err());
         assert!(fs.rename("/sdcard/none", "/sdcard/x").is_err());
+    }
+
+    /// An append grows the file in place, keeps its mode and counts only
+    /// what it adds against the capacity; a missing file is created.
+    #[test]
+    fn an_append_adds_to_the_end() {
+        let mut fs = Vfs::default();
+        fs.write("/sdcard/log", b"ab".to_vec(), 0o600, 1).unwrap();
+        fs.append("/sdcard/log", b"cd", 0o666, 5).unwrap();
+        assert_eq!(fs.read("/sdcard/log").unwrap(), b"abcd");
+        let st = fs.stat("/sdcard/log").unwrap();
+        assert_eq!((st.mode, st.size, st.mtime), (0o100600, 4, 5));
+        fs.append("/sdcard/new", b"x", 0o644, 2).unwrap();
+        assert_eq!(fs.read("/sdcard/new").unwrap(), b"x");
+        assert_eq!(fs.free(), CAPACITY - 5);
+        let rest = fs.free();
+        fs.write("/sdcard/big", vec![0; rest - 1], 0o644, 0)
+            .unwrap();
+        assert_eq!(
+            fs.append("/sdcard/log", b"ef", 0o644, 0),
+            Err("/sdcard/log: No space left on device".into())
+        );
+        assert_eq!(fs.read("/sdcard/log").unwrap(), b"abcd");
+        fs.append("/sdcard/log", b"e", 0o644, 0).unwrap();
+        assert_eq!(fs.free(), 0);
+        assert!(fs.append("/sdcard", b"x", 0o644, 0).is_err());
+        assert!(fs.append("/sdcard/log/x", b"x", 0o644, 0).is_err());
+        assert!(fs.set_mtime("/sdcard/log", 9));
+        assert_eq!(fs.stat("/sdcard/log").unwrap().mtime, 9);
+        assert!(fs.set_mtime("/sdcard", 9));
+        assert!(!fs.set_mtime("/sdcard/none", 9));
     }
 
     #[test]

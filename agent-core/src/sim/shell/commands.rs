@@ -71,15 +71,23 @@ pub struct Call<'a> {
     pub stdin: &'a [u8],
     /// The shell's working directory, for relative paths.
     pub pwd: &'a str,
-    /// Bytes of files the command may still read: what its line may still
-    /// print. A tool's output grows with what it reads, so `cat f f f …`
-    /// of a large file stops here rather than after building it all.
-    pub read_left: Cell<usize>,
+    /// Bytes of files the command may still read; `None` once it was
+    /// refused a read, which ends the line.
+    pub read_left: Cell<Option<usize>>,
 }
 
 impl Call<'_> {
     pub(super) fn path(&self, path: &str) -> String {
         super::absolute(self.pwd, path)
+    }
+
+    /// Counts reading the file at `path` (absolute) against what the
+    /// command may still read; the message ending the line when it may not.
+    pub(super) fn may_read(&self, path: &str, env: &ShellEnv) -> Result<(), String> {
+        let size = env.fs.stat(path).map_or(0, |st| st.size as usize);
+        let left = self.read_left.get().and_then(|left| left.checked_sub(size));
+        self.read_left.set(left);
+        left.map(drop).ok_or_else(super::over_bounds)
     }
 }
 
@@ -271,22 +279,11 @@ fn read_input(
     if file == "-" {
         return Some(call.stdin.to_vec());
     }
-    let over = |out: &mut ShellOutput| {
-        out.err(format!(
-            "{tool}: {file}: the line's output is over the virtual phone's {} bytes\n",
-            super::LINE_OUTPUT
-        ));
+    if let Err(over) = call.may_read(&call.path(file), env) {
+        out.err(format!("{tool}: {file}: {over}\n"));
         out.exit_code = 1;
-        None
-    };
-    let size = env
-        .fs
-        .stat(&call.path(file))
-        .map_or(0, |st| st.size as usize);
-    let Some(left) = call.read_left.get().checked_sub(size) else {
-        return over(out);
-    };
-    call.read_left.set(left);
+        return None;
+    }
     match env.fs.read(&call.path(file)) {
         Ok(data) => Some(data),
         Err(e) => {
@@ -410,8 +407,8 @@ fn copy(tool: &str, args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutp
         let moved = if tool == "mv" {
             env.fs.rename(&from, &to)
         } else {
-            env.fs
-                .read(&from)
+            call.may_read(&from, env)
+                .and_then(|()| env.fs.read(&from))
                 .and_then(|data| env.fs.write(&to, data, stat.mode, stat.mtime))
         };
         if let Err(e) = moved {
@@ -430,12 +427,11 @@ fn touch(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
     let now = now_secs(env);
     for path in args.iter().filter(|a| !a.starts_with('-')) {
         let full = call.path(path);
-        let (data, mode) = match (env.fs.read(&full), env.fs.stat(&full)) {
-            (Ok(data), Some(stat)) => (data, stat.mode),
-            (_, Some(_)) => continue,
-            _ => (Vec::new(), 0o666),
-        };
-        if let Err(e) = env.fs.write(&full, data, mode, now) {
+        // An existing file or directory keeps its data; only its time moves.
+        if env.fs.set_mtime(&full, now) {
+            continue;
+        }
+        if let Err(e) = env.fs.write(&full, Vec::new(), 0o666, now) {
             return usage("touch", &e);
         }
     }

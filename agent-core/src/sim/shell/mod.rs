@@ -45,16 +45,39 @@ pub fn run_with_input(line: &str, input: &[u8], env: &mut ShellEnv) -> ShellOutp
 /// out of processes; this keeps a hostile line from exhausting the stack).
 const MAX_NESTING: usize = 16;
 
-/// The most bytes the commands of one command line print together, pipes
-/// and `sh` included: a phone streams what a line prints, the virtual one
-/// holds it in the host's memory. As large as the largest push, so
-/// `exec-out cat` of any pushed file still works.
+/// The most bytes the commands of one command line write together, pipes,
+/// redirections (`/dev/null` too) and `sh` included: a phone streams what a
+/// line prints, the virtual one holds it in the host's memory and the
+/// phone's lock. As large as the largest push, so `exec-out cat` of any
+/// pushed file still works.
 pub const LINE_OUTPUT: usize = 256 << 20;
+
+/// The most bytes of files the commands of one command line read together
+/// (a tool's file operands, `<`, `sh FILE`, `cp`, `pm install FILE`): all
+/// the phone's storage holds, so a line can read every file once, but not
+/// search a large file thousands of times over.
+pub const LINE_READ: usize = super::vfs::CAPACITY;
 
 /// The most commands one command line runs, `sh` scripts included: a
 /// script that runs itself several times over (`sh f; sh f` in `f`) would
 /// otherwise run billions of them while holding the phone.
 pub const LINE_COMMANDS: usize = 4096;
+
+/// What one command line may still do.
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    written: usize,
+    read: usize,
+    commands: usize,
+}
+
+/// Why a command line stopped early, after the shell's or a tool's name.
+fn over_bounds() -> String {
+    format!(
+        "over the virtual phone's bounds for one line ({LINE_OUTPUT} bytes written, \
+         {LINE_READ} bytes read, {LINE_COMMANDS} commands)"
+    )
+}
 
 /// The shell's state while it runs a line: variables, the working directory
 /// (`$PWD`), the last status and whether `exit` ran.
@@ -64,10 +87,9 @@ struct Shell {
     status: u8,
     exited: bool,
     depth: usize,
-    /// What the line's commands may still print ([`LINE_OUTPUT`]) and how
-    /// many more may run ([`LINE_COMMANDS`]), shared with its subshells
+    /// What the line's commands may still do, shared with its subshells
     /// and child shells; `None` once one went past, which ends the line.
-    left: Rc<Cell<Option<(usize, usize)>>>,
+    left: Rc<Cell<Option<Budget>>>,
 }
 
 impl Shell {
@@ -94,7 +116,11 @@ impl Shell {
             status: 0,
             exited: false,
             depth: 0,
-            left: Rc::new(Cell::new(Some((LINE_OUTPUT, LINE_COMMANDS)))),
+            left: Rc::new(Cell::new(Some(Budget {
+                written: LINE_OUTPUT,
+                read: LINE_READ,
+                commands: LINE_COMMANDS,
+            }))),
         }
     }
 
@@ -168,39 +194,51 @@ impl Shell {
         absolute(self.vars.get("PWD").map_or("/", String::as_str), path)
     }
 
-    /// Counts one more command printing `printed` bytes against the line's
-    /// budget; false (and the line ends) once it is spent.
+    /// Spends `budget` of what the line may still do; false (and the line
+    /// ends) once it is spent.
     #[must_use]
-    fn charge(&self, printed: usize) -> bool {
-        let left = self.left.get().and_then(|(bytes, commands)| {
-            Some((bytes.checked_sub(printed)?, commands.checked_sub(1)?))
+    fn spend(&self, spent: Budget) -> bool {
+        let left = self.left.get().and_then(|left| {
+            Some(Budget {
+                written: left.written.checked_sub(spent.written)?,
+                read: left.read.checked_sub(spent.read)?,
+                commands: left.commands.checked_sub(spent.commands)?,
+            })
         });
         self.left.set(left);
         left.is_some()
     }
 
+    /// Spends `bytes` of file reading.
+    #[must_use]
+    fn spend_read(&self, bytes: usize) -> bool {
+        self.spend(Budget {
+            written: 0,
+            read: bytes,
+            commands: 0,
+        })
+    }
+
     fn command(&mut self, command: &Command, stdin: &[u8], env: &mut ShellEnv) -> ShellOutput {
-        let out = self.uncharged_command(command, stdin, env);
-        // A child shell's output was charged command by command as it ran;
+        let argv: Vec<String> = command.words.iter().map(|w| self.expand(w)).collect();
+        // A child shell's writes were charged command by command as it ran;
         // it counts as a command itself, or a script running itself at
         // every level would count none.
-        let child = command.words.first().is_some_and(|w| {
-            matches!(self.expand(w).as_str(), "sh" | "/system/bin/sh" | "/bin/sh")
-        });
-        let printed = if child {
-            0
-        } else {
-            out.stdout.len() + out.stderr.len()
+        let child = argv
+            .first()
+            .is_some_and(|w| matches!(w.as_str(), "sh" | "/system/bin/sh" | "/bin/sh"));
+        let (out, written) = self.uncharged_command(command, argv, stdin, env);
+        let spent = Budget {
+            written: if child { 0 } else { written },
+            read: 0,
+            commands: 1,
         };
-        let within = self.left.get().is_some();
-        if self.charge(printed) || (child && !within) {
-            // A child that went past the bounds said so itself.
+        // A command (a child shell, a read) that went past the bounds as it
+        // ran said so itself.
+        if self.left.get().is_none() || self.spend(spent) {
             return out;
         }
-        let message = format!(
-            "/system/bin/sh: over the virtual phone's bounds for one line \
-             ({LINE_OUTPUT} bytes of output, {LINE_COMMANDS} commands)\n"
-        );
+        let message = format!("/system/bin/sh: {}\n", over_bounds());
         if child {
             // What it printed was charged and stands.
             let mut out = out;
@@ -211,13 +249,15 @@ impl Shell {
         ShellOutput::fail(1, message)
     }
 
+    /// Runs the command `argv` names, with the command's assignments and
+    /// redirections; also gives the bytes it wrote, wherever they went.
     fn uncharged_command(
         &mut self,
         command: &Command,
+        argv: Vec<String>,
         stdin: &[u8],
         env: &mut ShellEnv,
-    ) -> ShellOutput {
-        let argv: Vec<String> = command.words.iter().map(|w| self.expand(w)).collect();
+    ) -> (ShellOutput, usize) {
         let assignments: Vec<(String, String)> = command
             .assignments
             .iter()
@@ -227,7 +267,10 @@ impl Shell {
             Ok(io) => io,
             Err(message) => {
                 self.status = 1;
-                return ShellOutput::fail(1, format!("/system/bin/sh: {message}\n"));
+                return (
+                    ShellOutput::fail(1, format!("/system/bin/sh: {message}\n")),
+                    0,
+                );
             }
         };
         let raw = if argv.is_empty() {
@@ -238,16 +281,30 @@ impl Shell {
         } else {
             self.builtin(&argv, &io.input, env).unwrap_or_else(|| {
                 let pwd = self.vars.get("PWD").cloned().unwrap_or_else(|| "/".into());
+                // A tool's output grows with what it reads, so it may read
+                // no more than the line may still write either: `cat f f …`
+                // of a large file stops before building it all.
+                let may_read = self.left.get().map_or(0, |l| l.read.min(l.written));
                 let call = commands::Call {
                     stdin: &io.input,
                     pwd: &pwd,
-                    read_left: Cell::new(self.left.get().map_or(0, |(bytes, _)| bytes)),
+                    read_left: Cell::new(Some(may_read)),
                 };
-                commands::run(&argv, &call, env)
+                let out = commands::run(&argv, &call, env);
+                match call.read_left.get() {
+                    // Within what the line still had, so it cannot end it.
+                    Some(left) => {
+                        let _ = self.spend_read(may_read - left);
+                    }
+                    None => self.left.set(None),
+                }
+                out
             })
         };
         let mut out = ShellOutput::status(raw.exit_code);
+        let mut written = 0;
         for (stream, bytes) in raw.writes() {
+            written += bytes.len();
             let place = match stream {
                 Stream::Stdout => io.places[1],
                 Stream::Stderr => io.places[2],
@@ -260,18 +317,14 @@ impl Shell {
             }
         }
         for file in io.files {
-            let mut contents = match file.append {
-                true => env.fs.read(&file.path).unwrap_or_default(),
-                false => Vec::new(),
-            };
-            contents.extend_from_slice(&file.data);
-            if let Err(e) = env.fs.write(&file.path, contents, 0o666, 0) {
+            // `>` emptied the file when it opened it.
+            if let Err(e) = env.fs.append(&file.path, &file.data, 0o666, 0) {
                 out.err(format!("/system/bin/sh: can't create {e}\n"));
                 out.exit_code = 1;
             }
         }
         self.status = out.exit_code;
-        out
+        (out, written)
     }
 
     /// Applies the command's redirections in order.
@@ -286,6 +339,10 @@ impl Shell {
             match &redirect.target {
                 Target::Read(word) => {
                     let path = self.path(&self.expand(word));
+                    let size = env.fs.stat(&path).map_or(0, |st| st.size as usize);
+                    if !self.spend_read(size) {
+                        return Err(over_bounds());
+                    }
                     io.input = env
                         .fs
                         .read(&path)
@@ -310,7 +367,6 @@ impl Shell {
                             }
                             io.files.push(OpenFile {
                                 path,
-                                append: *append,
                                 data: Vec::new(),
                             });
                             Place::File(io.files.len() - 1)
@@ -405,6 +461,10 @@ impl Shell {
             }
             [file, ..] => {
                 let path = self.path(file);
+                let size = env.fs.stat(&path).map_or(0, |st| st.size as usize);
+                if !self.spend_read(size) {
+                    return ShellOutput::fail(2, format!("/system/bin/sh: {}\n", over_bounds()));
+                }
                 match env.fs.read(&path) {
                     Ok(bytes) => {
                         let script = String::from_utf8_lossy(&bytes).into_owned();
@@ -439,7 +499,6 @@ struct Io {
 
 struct OpenFile {
     path: String,
-    append: bool,
     data: Vec<u8>,
 }
 

@@ -211,21 +211,26 @@ fn apk_bytes(
     env: &ShellEnv,
 ) -> Result<Vec<u8>, ShellOutput> {
     match (path, size) {
-        (Some(path), _) if path != "-" => env.fs.read(&call.path(path)).map_err(|_| {
-            // ShellCommand.openFileForSystem's words, then the install's.
-            let mut out = ShellOutput::default();
-            out.err(format!("Error: Unable to open file: {path}\n"));
-            if !call.path(path).starts_with("/data/local/tmp/") {
-                out.err("Consider using a file under /data/local/tmp/\n");
+        (Some(path), _) if path != "-" => {
+            if let Err(over) = call.may_read(&call.path(path), env) {
+                return Err(ShellOutput::fail(1, format!("Error: {over}\n")));
             }
-            out.err(format!("Error: Can't open file: {path}\n"));
-            thrown(
-                &mut out,
-                command,
-                &format!("Error: Can't open file: {path}"),
-            );
-            out
-        }),
+            env.fs.read(&call.path(path)).map_err(|_| {
+                // ShellCommand.openFileForSystem's words, then the install's.
+                let mut out = ShellOutput::default();
+                out.err(format!("Error: Unable to open file: {path}\n"));
+                if !call.path(path).starts_with("/data/local/tmp/") {
+                    out.err("Consider using a file under /data/local/tmp/\n");
+                }
+                out.err(format!("Error: Can't open file: {path}\n"));
+                thrown(
+                    &mut out,
+                    command,
+                    &format!("Error: Can't open file: {path}"),
+                );
+                out
+            })
+        }
         (_, Some(size)) => {
             let take = usize::try_from(size).unwrap_or(usize::MAX);
             if call.stdin.len() < take {

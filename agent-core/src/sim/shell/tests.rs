@@ -326,6 +326,10 @@ fn the_docs_name_every_tool() {
     assert!(missing.is_empty(), "{path} does not name {missing:?}");
 }
 
+/// Why a line stopped: 256 MiB written, 1 GiB read, 4096 commands.
+const OVER: &str = "over the virtual phone's bounds for one line \
+                    (268435456 bytes written, 1073741824 bytes read, 4096 commands)";
+
 /// A line of many commands each within the text tools' budget fails once
 /// their output together passes the line's (256 MiB = 268,435,456 bytes:
 /// sixteen fields of 16,000,000 fit, the seventeenth does not), whether
@@ -336,8 +340,7 @@ fn the_docs_name_every_tool() {
 fn a_line_and_the_storage_have_their_bounds() {
     let p = phone();
     let field = "printf '%16000000s' x";
-    let over = "/system/bin/sh: over the virtual phone's bounds for one line \
-                (268435456 bytes of output, 4096 commands)\n";
+    let over = format!("/system/bin/sh: {OVER}\n");
     let sixteen = vec![field; 16].join("; ");
     for line in [
         format!("{sixteen}; {field}; echo never"),
@@ -358,7 +361,7 @@ fn a_line_and_the_storage_have_their_bounds() {
     p.shell("echo 'sh /sdcard/s; sh /sdcard/s; sh /sdcard/s; sh /sdcard/s' > /sdcard/s");
     let out = p.shell("sh /sdcard/s; echo never");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.ends_with(over), "{stderr}");
+    assert!(stderr.ends_with(&over), "{stderr}");
     assert_eq!(
         stderr.matches("nested more than 16 deep").count(),
         3074,
@@ -372,7 +375,7 @@ fn a_line_and_the_storage_have_their_bounds() {
     assert_eq!(out.stdout.len(), 16 * 16_000_000);
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        "cat: /sdcard/big: the line's output is over the virtual phone's 268435456 bytes\n"
+        format!("cat: /sdcard/big: {OVER}\n")
     );
     // Nearly full (zeroed pages: the gigabyte is never touched).
     assert_eq!(stdout(&p, "rm /sdcard/big /sdcard/s; echo $?"), "0\n");
@@ -388,4 +391,67 @@ fn a_line_and_the_storage_have_their_bounds() {
     // `>` empties its file when it opens it, before the command runs.
     assert_eq!(stdout(&p, "cat /sdcard/f"), "");
     assert_eq!(stdout(&p, "printf '%10s' x > /sdcard/f; echo $?"), "0\n");
+}
+
+/// What a line writes counts wherever it goes, `/dev/null` and files too,
+/// and what it reads counts whoever reads it: otherwise 4096 commands of
+/// 16 MB each, or a 600 MB file read again and again, would hold the phone
+/// for a minute. (600 MiB = 629,145,600 bytes: one read fits the line's
+/// 1 GiB, two do not.)
+#[test]
+fn writes_and_reads_anywhere_count_against_the_line() {
+    let p = phone();
+    let over = format!("/system/bin/sh: {OVER}\n");
+    let field = "printf '%16000000s' x";
+    for sink in ["/dev/null", "/sdcard/f"] {
+        let line = format!(
+            "{}; echo never",
+            vec![format!("{field} > {sink}"); 17].join("; ")
+        );
+        let out = p.shell(&line);
+        assert_eq!(String::from_utf8_lossy(&out.stderr), over, "{sink}");
+        assert_eq!(out.stdout, b"", "{sink}");
+    }
+    p.write_file("/sdcard/big", 0o644, 0, vec![0; 600 << 20])
+        .unwrap();
+    let out = p.shell("wc -c < /sdcard/big; wc -c < /sdcard/big; echo never");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "629145600\n");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), over);
+    // A tool may read no more than the line may still write (its output
+    // grows with what it reads); a refused read ends the line.
+    let out = p.shell("wc -c /sdcard/big; echo never");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("wc: /sdcard/big: {OVER}\n")
+    );
+    assert_eq!(out.stdout, b"");
+    // A copy reads its source: five of 200 MiB fit in the line's 1 GiB,
+    // the sixth does not.
+    p.write_file("/sdcard/s", 0o644, 0, vec![0; 200 << 20])
+        .unwrap();
+    let copy = "cp /sdcard/s /sdcard/s";
+    let out = p.shell(&format!("{}; echo never", [copy; 6].join("; ")));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("cp: {OVER}\n")
+    );
+    assert_eq!(out.stdout, b"");
+    assert_eq!(stdout(&p, &[copy; 5].join("; ")), "");
+}
+
+/// `touch` moves an existing file's time and keeps its data; a missing
+/// file is created empty.
+#[test]
+fn touch_keeps_what_a_file_holds() {
+    let p = phone();
+    p.write_file("/sdcard/f", 0o600, 1, b"data".to_vec())
+        .unwrap();
+    assert_eq!(
+        stdout(&p, "touch /sdcard/f /sdcard/g; cat /sdcard/f /sdcard/g"),
+        "data"
+    );
+    let f = p.stat("/sdcard/f").unwrap();
+    assert_eq!((f.mode, f.size), (0o100600, 4));
+    assert_ne!(f.mtime, 1);
+    assert_eq!(p.stat("/sdcard/g").unwrap().size, 0);
 }
