@@ -455,6 +455,12 @@ mod tests {
         }
     }
 
+    /// The verdict on `tap` over `ui` in the released profile, where a
+    /// sensitive action is denied.
+    fn denying(tap: &BtlOutput, frame: &FrameMap, ui: &UiNode) -> Verdict {
+        assess(tap, frame, Some(ui), Profile::BtlUi, &config(Confirm::Deny))
+    }
+
     fn pay_match(text: &str) -> SensitiveMatch {
         SensitiveMatch {
             pattern: "pay".into(),
@@ -710,13 +716,7 @@ mod tests {
             });
         }
         let tap = output(tap_at(&frame, 650, 1150));
-        let got = assess(
-            &tap,
-            &frame,
-            Some(&ui),
-            Profile::BtlUi,
-            &config(Confirm::Deny),
-        );
+        let got = denying(&tap, &frame, &ui);
         assert!(
             matches!(&got, Verdict::Reject { rejection: Rejection::Denied { sensitive } }
                 if sensitive.text == "Delete" && sensitive.scope == Scope::Target),
@@ -753,24 +753,11 @@ mod tests {
         };
         for keyboard in DEFAULT_KEYBOARD_PACKAGES {
             let ui = delete_key(keyboard);
-            let got = assess(
-                &tap,
-                &frame,
-                Some(&ui),
-                Profile::BtlUi,
-                &config(Confirm::Deny),
-            );
+            let got = denying(&tap, &frame, &ui);
             assert_eq!(got, Verdict::Allow { sensitive: None }, "{keyboard}");
         }
         let ui = delete_key("com.example.mail");
-        let got = assess(
-            &tap,
-            &frame,
-            Some(&ui),
-            Profile::BtlUi,
-            &config(Confirm::Deny),
-        );
-        assert_eq!(got, denied);
+        assert_eq!(denying(&tap, &frame, &ui), denied);
         // A config without keyboards judges the key by its label.
         let strict = SafetyConfig {
             keyboard_packages: Vec::new(),

@@ -82,8 +82,14 @@ impl Profile {
     /// The profile whose action space a navigation user prompt lists;
     /// `None` for other prompts (grounding).
     pub fn of_user_prompt(user: &str) -> Option<Self> {
+        Self::of_prompt_and_body(user, without_repeated_instruction(user))
+    }
+
+    /// [`Self::of_user_prompt`] of `user`, given its `body` without the
+    /// repeated instruction.
+    fn of_prompt_and_body(user: &str, body: &str) -> Option<Self> {
         let extended = user.contains(&Self::BtlExtended.action_space());
-        if extended && screen_section(user).is_some() {
+        if extended && listed_lines(body).is_some() {
             Some(Self::BtlScreenText)
         } else if extended {
             Some(Self::BtlExtended)
@@ -99,9 +105,10 @@ impl Profile {
     /// was written by: a `btl-screen-text` prompt without the repeated
     /// instruction is version 1's, recorded before the repeat.
     pub fn with_version_of_user_prompt(user: &str) -> Option<(Self, u32)> {
-        let profile = Self::of_user_prompt(user)?;
+        let body = without_repeated_instruction(user);
+        let profile = Self::of_prompt_and_body(user, body)?;
         let version = match profile {
-            Self::BtlScreenText if without_repeated_instruction(user).len() == user.len() => 1,
+            Self::BtlScreenText if body.len() == user.len() => 1,
             _ => profile.prompt_version(),
         };
         Some((profile, version))
@@ -247,8 +254,12 @@ pub fn quoting_plan(verb: &str, label: &str) -> String {
 /// that quotes its heading does not make one: only listed lines, or `None`,
 /// may stand between the heading and the screenshots.
 fn screen_section(user: &str) -> Option<&str> {
-    let user = without_repeated_instruction(user);
-    let user = user.strip_suffix(IMAGE_PLACEHOLDER).unwrap_or(user);
+    listed_lines(without_repeated_instruction(user))
+}
+
+/// [`screen_section`] of a prompt without its repeated instruction.
+fn listed_lines(prompt: &str) -> Option<&str> {
+    let user = prompt.strip_suffix(IMAGE_PLACEHOLDER).unwrap_or(prompt);
     let body = user.strip_suffix("\n\n## Screenshots\n")?;
     let heading = format!("\n\n{SCREEN_SECTION}");
     let at = body.rfind(&heading)?;
@@ -262,22 +273,54 @@ fn screen_section(user: &str) -> Option<&str> {
 /// when it does not end so. The instruction is the user's and may hold
 /// either heading itself, so the repeat is the longest ending that also
 /// stands between the first instruction heading and a history heading.
+///
+/// An ending that also starts the sections is one of their borders, so all
+/// candidates are checked in time linear in the prompt: comparing each
+/// heading's ending with the start would be quadratic, a minute for a
+/// 10 MB prompt of headings.
 fn without_repeated_instruction(user: &str) -> &str {
     let Some(first) = user.find(INSTRUCTION_HEADING) else {
         return user;
     };
     let sections = &user[first + INSTRUCTION_HEADING.len()..];
+    let bytes = sections.as_bytes();
+    let is_border = borders(bytes);
     sections
         .match_indices(INSTRUCTION_HEADING)
         .map(|(at, _)| at)
         .find(|&at| {
-            let instruction = &sections[at + INSTRUCTION_HEADING.len()..];
-            sections
-                .strip_prefix(instruction)
-                .and_then(|rest| rest.strip_prefix(HISTORY_HEADING))
-                .is_some_and(|rest| rest.len() >= sections.len() - at)
+            let instruction = bytes.len() - at - INSTRUCTION_HEADING.len();
+            is_border[instruction]
+                && bytes[instruction..].starts_with(HISTORY_HEADING.as_bytes())
+                && bytes.len() - instruction - HISTORY_HEADING.len() >= bytes.len() - at
         })
         .map_or(user, |at| &user[..first + INSTRUCTION_HEADING.len() + at])
+}
+
+/// For every length up to `text`'s, whether its first that many bytes are
+/// also its last (Knuth–Morris–Pratt's failure function, followed down from
+/// the whole text).
+fn borders(text: &[u8]) -> Vec<bool> {
+    let mut failure = vec![0; text.len()];
+    let mut matched = 0;
+    for (i, &byte) in text.iter().enumerate().skip(1) {
+        while matched > 0 && byte != text[matched] {
+            matched = failure[matched - 1];
+        }
+        if byte == text[matched] {
+            matched += 1;
+        }
+        failure[i] = matched;
+    }
+    let mut is_border = vec![false; text.len() + 1];
+    is_border[0] = true;
+    is_border[text.len()] = true;
+    let mut length = failure.last().copied().unwrap_or(0);
+    while length > 0 {
+        is_border[length] = true;
+        length = failure[length - 1];
+    }
+    is_border
 }
 
 /// Where the task's own words stand in a navigation user prompt
@@ -544,4 +587,50 @@ pub(crate) fn inert(text: &str) -> std::borrow::Cow<'_, str> {
         })
         .collect::<String>()
         .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The borders are the lengths whose prefix equals the suffix, as
+        /// comparing them one by one finds.
+        #[test]
+        fn borders_are_the_prefixes_that_end_the_text(text in proptest::collection::vec(0u8..3, 0..40)) {
+            let expected: Vec<bool> = (0..=text.len())
+                .map(|l| text[..l] == text[text.len() - l..])
+                .collect();
+            prop_assert_eq!(borders(&text), expected);
+        }
+
+        /// The repeat found through the borders is the one comparing every
+        /// heading's ending with the sections' start finds, on prompts made
+        /// of headings and a few words.
+        #[test]
+        fn the_repeat_is_found_as_by_comparing_each_ending(
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec![INSTRUCTION_HEADING, HISTORY_HEADING, "a", "b"]),
+                0..14,
+            )
+        ) {
+            let user = parts.concat();
+            let expected = user.find(INSTRUCTION_HEADING).map_or(user.as_str(), |first| {
+                let sections = &user[first + INSTRUCTION_HEADING.len()..];
+                sections
+                    .match_indices(INSTRUCTION_HEADING)
+                    .map(|(at, _)| at)
+                    .find(|&at| {
+                        let instruction = &sections[at + INSTRUCTION_HEADING.len()..];
+                        sections
+                            .strip_prefix(instruction)
+                            .and_then(|rest| rest.strip_prefix(HISTORY_HEADING))
+                            .is_some_and(|rest| rest.len() >= sections.len() - at)
+                    })
+                    .map_or(user.as_str(), |at| &user[..first + INSTRUCTION_HEADING.len() + at])
+            });
+            prop_assert_eq!(without_repeated_instruction(&user), expected);
+        }
+    }
 }

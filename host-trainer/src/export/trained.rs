@@ -259,7 +259,7 @@ fn run_settings(config: &TrainConfig, given: RunSettings) -> Result<Written> {
     if let (Some(profile), Some(max_pixels)) = (given.profile, given.max_pixels) {
         // Both given, the run may be exported without its samples (moved
         // or deleted since), which are only asked for their version.
-        return Ok(match versions_of(config, profile) {
+        return Ok(match versions_of(config, profile, None) {
             Ok(counts) => written(profile, max_pixels, counts),
             Err(e) => Written {
                 warning: Some(format!(
@@ -272,10 +272,11 @@ fn run_settings(config: &TrainConfig, given: RunSettings) -> Result<Written> {
             },
         });
     }
-    let sample = first_sample(config)?;
+    let first = first_file(config)?;
+    let sample = &first[0];
     let profile = given
         .profile
-        .or(listed_profile(&sample).map(|(p, _)| p))
+        .or(listed_profile(sample).map(|(p, _)| p))
         .ok_or_else(|| {
             Error::Input(format!(
                 "the prompt of {}'s first sample lists no known action space; give --profile",
@@ -286,19 +287,32 @@ fn run_settings(config: &TrainConfig, given: RunSettings) -> Result<Written> {
         .max_pixels
         .or(config.data.max_pixels)
         .unwrap_or(sample.max_pixels);
-    Ok(written(profile, max_pixels, versions_of(config, profile)?))
+    Ok(written(
+        profile,
+        max_pixels,
+        versions_of(config, profile, Some(first))?,
+    ))
 }
 
 /// How many of the run's samples in `profile` were written in each
 /// version of its prompt; none are read for a profile whose text has had
-/// one version only.
-fn versions_of(config: &TrainConfig, profile: Profile) -> Result<BTreeMap<u32, usize>> {
+/// one version only. `first`, when given, is the first file's samples,
+/// already read.
+fn versions_of(
+    config: &TrainConfig,
+    profile: Profile,
+    mut first: Option<Vec<Sample>>,
+) -> Result<BTreeMap<u32, usize>> {
     let mut counts = BTreeMap::new();
     if profile.prompt_version() == 1 {
         return Ok(counts);
     }
     for file in &config.data.samples {
-        for sample in load_samples(file).map_err(|e| Error::Input(e.to_string()))? {
+        let samples = match first.take() {
+            Some(samples) => samples,
+            None => load_samples(file).map_err(|e| Error::Input(e.to_string()))?,
+        };
+        for sample in samples {
             if let Some((listed, version)) = listed_profile(&sample)
                 && listed == profile
             {
@@ -309,20 +323,21 @@ fn versions_of(config: &TrainConfig, profile: Profile) -> Result<BTreeMap<u32, u
     Ok(counts)
 }
 
-/// The first sample of the run's first sample file.
-fn first_sample(config: &TrainConfig) -> Result<Sample> {
+/// The samples of the run's first sample file, at least one.
+fn first_file(config: &TrainConfig) -> Result<Vec<Sample>> {
     let first = config.data.samples.first().ok_or_else(|| {
         Error::Input(
             "the training run names no sample file; give --profile and --max-pixels".into(),
         )
     })?;
     let samples = load_samples(first).map_err(|e| Error::Input(e.to_string()))?;
-    samples.into_iter().next().ok_or_else(|| {
-        Error::Input(format!(
+    if samples.is_empty() {
+        return Err(Error::Input(format!(
             "{} holds no sample; give --profile and --max-pixels",
             first.display()
-        ))
-    })
+        )));
+    }
+    Ok(samples)
 }
 
 /// The profile a sample's user prompt lists and the version of its text.
