@@ -576,7 +576,14 @@ fn grep(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
     let mut out = ShellOutput::default();
     let read = inputs("grep", &files, call, env, &mut out);
     let errors = out.exit_code != 0;
-    let (text, found) = grep.run(&read);
+    let (text, found) = match grep.run(&read) {
+        Ok(found) => found,
+        Err(e) => {
+            out.err(format!("grep: {e}\n"));
+            out.exit_code = 2;
+            return out;
+        }
+    };
     out.out(text);
     // grep: 0 if a line was selected, 1 if none, 2 on an error.
     out.exit_code = if errors {

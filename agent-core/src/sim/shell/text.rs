@@ -140,7 +140,9 @@ pub fn basic_to_extended(pattern: &str) -> String {
 
 /// `grep [-EFivwxcnloqsh] [-e PATTERN]... [PATTERN] [FILE...]`.
 pub struct Grep {
-    patterns: Vec<Regex>,
+    /// Every pattern, as alternatives of one expression: a line is read
+    /// once, not once per pattern.
+    patterns: Regex,
     invert: bool,
     count: bool,
     number: bool,
@@ -195,9 +197,14 @@ impl Grep {
                 RegexBuilder::new(&re)
                     .case_insensitive(opts.has('i'))
                     .build()
+                    .map(|_| re)
                     .map_err(|_| format!("bad regex '{p}'"))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let patterns = RegexBuilder::new(&format!("(?:{})", patterns.join(")|(?:")))
+            .case_insensitive(opts.has('i'))
+            .build()
+            .map_err(|_| format!("{} patterns are too large together", patterns.len()))?;
         let names = if opts.has('h') {
             Some(false)
         } else if opts.has('H') {
@@ -221,22 +228,28 @@ impl Grep {
     }
 
     /// Greps the inputs (name, bytes); returns the output and whether a
-    /// line was selected.
-    pub fn run(&self, inputs: &[(String, Vec<u8>)]) -> (Vec<u8>, bool) {
+    /// line was selected, or an error once the output passes
+    /// [`MAX_OUTPUT`] (`-o` of every character, each after a long name).
+    pub fn run(&self, inputs: &[(String, Vec<u8>)]) -> Result<(Vec<u8>, bool), String> {
+        let over = |out: &Vec<u8>| {
+            (out.len() > MAX_OUTPUT)
+                .then(|| too_large("the output"))
+                .map_or(Ok(()), Err)
+        };
         let mut out = Vec::new();
         let mut any = false;
         let show_names = self.names.unwrap_or(inputs.len() > 1);
         for (name, data) in inputs {
             let mut count = 0;
             for (index, line) in lines(data).enumerate() {
-                let matched = self.patterns.iter().any(|re| re.is_match(line));
+                let matched = self.patterns.is_match(line);
                 if matched == self.invert {
                     continue;
                 }
                 count += 1;
                 any = true;
                 if self.quiet {
-                    return (Vec::new(), true);
+                    return Ok((Vec::new(), true));
                 }
                 if self.count || self.files_only {
                     continue;
@@ -251,17 +264,17 @@ impl Grep {
                     }
                 };
                 if self.only && !self.invert {
-                    for re in &self.patterns {
-                        for m in re.find_iter(line).filter(|m| !m.is_empty()) {
-                            prefix(&mut out);
-                            out.extend_from_slice(m.as_bytes());
-                            out.push(b'\n');
-                        }
+                    for m in self.patterns.find_iter(line).filter(|m| !m.is_empty()) {
+                        prefix(&mut out);
+                        out.extend_from_slice(m.as_bytes());
+                        out.push(b'\n');
+                        over(&out)?;
                     }
                 } else {
                     prefix(&mut out);
                     out.extend_from_slice(line);
                     out.push(b'\n');
+                    over(&out)?;
                 }
             }
             if self.files_only && count > 0 {
@@ -273,8 +286,9 @@ impl Grep {
                 }
                 out.extend_from_slice(format!("{count}\n").as_bytes());
             }
+            over(&out)?;
         }
-        (out, any)
+        Ok((out, any))
     }
 }
 
@@ -614,7 +628,7 @@ enum Address {
 enum SedAction {
     Substitute {
         re: Regex,
-        replacement: String,
+        replacement: Vec<Replacement>,
         global: bool,
         print: bool,
     },
@@ -713,25 +727,92 @@ fn sed_parse(script: &str, extended: bool) -> Result<Vec<SedCommand>, String> {
     Ok(commands)
 }
 
-/// sed's replacement (`&`, `\1`…`\9`, `\n`) in the regex crate's syntax.
-fn sed_replacement(text: &str) -> String {
-    let mut out = String::new();
+/// A piece of sed's replacement: text, or what a group matched (`&` is
+/// group 0).
+#[derive(Debug, PartialEq, Eq)]
+enum Replacement {
+    Text(Vec<u8>),
+    Group(usize),
+}
+
+/// sed's replacement (`&`, `\1`…`\9`, `\n`), in pieces.
+fn sed_replacement(text: &str) -> Vec<Replacement> {
+    let mut pieces = Vec::new();
+    let mut literal = String::new();
+    let mut group = |pieces: &mut Vec<Replacement>, literal: &mut String, n: usize| {
+        if !literal.is_empty() {
+            pieces.push(Replacement::Text(std::mem::take(literal).into_bytes()));
+        }
+        pieces.push(Replacement::Group(n));
+    };
     let mut chars = text.chars();
     while let Some(c) = chars.next() {
         match c {
-            '&' => out.push_str("${0}"),
-            '$' => out.push_str("$$"),
+            '&' => group(&mut pieces, &mut literal, 0),
             '\\' => match chars.next() {
-                Some(d @ '0'..='9') => out.push_str(&format!("${{{d}}}")),
-                Some('n') => out.push('\n'),
-                Some('t') => out.push('\t'),
-                Some(other) => out.push(other),
-                None => out.push('\\'),
+                Some(d @ '0'..='9') => group(&mut pieces, &mut literal, d as usize - '0' as usize),
+                Some('n') => literal.push('\n'),
+                Some('t') => literal.push('\t'),
+                Some(other) => literal.push(other),
+                None => literal.push('\\'),
             },
-            c => out.push(c),
+            c => literal.push(c),
         }
     }
-    out
+    if !literal.is_empty() {
+        pieces.push(Replacement::Text(literal.into_bytes()));
+    }
+    pieces
+}
+
+/// `line` with the first match of `re` (every match, when `global`)
+/// replaced; an error, before it is built, once the line would pass
+/// [`MAX_OUTPUT`] (`s/x/&&&&/g` over a long line, or twenty times over).
+fn substitute(
+    re: &Regex,
+    replacement: &[Replacement],
+    global: bool,
+    line: &[u8],
+) -> Result<Vec<u8>, String> {
+    fn add(out: &mut Vec<u8>, bytes: &[u8]) -> Result<(), String> {
+        if out.len() + bytes.len() > MAX_OUTPUT {
+            return Err(too_large("a line"));
+        }
+        out.extend_from_slice(bytes);
+        Ok(())
+    }
+    let mut out = Vec::new();
+    let mut rest = 0;
+    for captures in re
+        .captures_iter(line)
+        .take(if global { usize::MAX } else { 1 })
+    {
+        let whole = captures.get(0).map_or(0..0, |m| m.range());
+        add(&mut out, &line[rest..whole.start])?;
+        for piece in replacement {
+            match piece {
+                Replacement::Text(text) => add(&mut out, text)?,
+                Replacement::Group(n) => {
+                    add(&mut out, captures.get(*n).map_or(&[][..], |m| m.as_bytes()))?;
+                }
+            }
+        }
+        rest = whole.end;
+    }
+    add(&mut out, &line[rest..])?;
+    Ok(out)
+}
+
+/// Writes `line` and its line break to sed's output; an error, before it
+/// is written, once the output would pass [`MAX_OUTPUT`] (a script of a
+/// thousand `p`s over a long line).
+fn emit(out: &mut Vec<u8>, line: &[u8]) -> Result<(), String> {
+    if out.len() + line.len() + 1 > MAX_OUTPUT {
+        return Err(too_large("the output"));
+    }
+    out.extend_from_slice(line);
+    out.push(b'\n');
+    Ok(())
 }
 
 /// `sed [-nE] [-e SCRIPT]... [SCRIPT] [FILE...]`.
@@ -788,39 +869,23 @@ impl Sed {
                         print,
                     } => {
                         let changed = re.is_match(&line);
-                        line = if *global {
-                            re.replace_all(&line, replacement.as_bytes()).into_owned()
-                        } else {
-                            re.replace(&line, replacement.as_bytes()).into_owned()
-                        };
-                        if line.len() > MAX_OUTPUT {
-                            return Err(too_large("a line"));
-                        }
+                        line = substitute(re, replacement, *global, &line)?;
                         if changed && *print {
-                            out.extend_from_slice(&line);
-                            out.push(b'\n');
+                            emit(&mut out, &line)?;
                         }
                     }
-                    SedAction::Print => {
-                        out.extend_from_slice(&line);
-                        out.push(b'\n');
-                    }
+                    SedAction::Print => emit(&mut out, &line)?,
                     SedAction::Delete => continue 'lines,
                     SedAction::Quit => {
                         if !self.quiet {
-                            out.extend_from_slice(&line);
-                            out.push(b'\n');
+                            emit(&mut out, &line)?;
                         }
                         break 'lines;
                     }
                 }
             }
             if !self.quiet {
-                out.extend_from_slice(&line);
-                out.push(b'\n');
-            }
-            if out.len() > MAX_OUTPUT {
-                return Err(too_large("the output"));
+                emit(&mut out, &line)?;
             }
         }
         Ok(out)

@@ -33,7 +33,9 @@ fn basic_regular_expressions_become_extended_ones() {
 fn grep(args: &[&str], text: &str) -> (String, bool) {
     let (g, files) = Grep::new(args).unwrap();
     assert!(files.is_empty());
-    let (out, found) = g.run(&[("(standard input)".into(), text.as_bytes().to_vec())]);
+    let (out, found) = g
+        .run(&[("(standard input)".into(), text.as_bytes().to_vec())])
+        .unwrap();
     (String::from_utf8(out).unwrap(), found)
 }
 
@@ -58,11 +60,24 @@ fn grep_selects_counts_and_numbers_lines() {
     assert_eq!(grep(&["-w", "oth"], text), (String::new(), false));
     assert_eq!(grep(&["-q", "other"], text), (String::new(), true));
     let (g, _) = Grep::new(&["x"]).unwrap();
-    let (out, _) = g.run(&[
-        ("a".into(), b"x\n".to_vec()),
-        ("b".into(), b"y\nx\n".to_vec()),
-    ]);
+    let (out, _) = g
+        .run(&[
+            ("a".into(), b"x\n".to_vec()),
+            ("b".into(), b"y\nx\n".to_vec()),
+        ])
+        .unwrap();
     assert_eq!(s(&out), "a:x\nb:x\n");
+    // Several patterns select a line when any matches; `-o` prints the
+    // matches in the order they stand in the line.
+    assert_eq!(
+        grep(&["-e", "App=x", "-e", "other"], text).0,
+        "mFocusedApp=x\nother\n"
+    );
+    assert_eq!(grep(&["-o", "-e", "b", "-e", "a"], "ab\n").0, "a\nb\n");
+    assert_eq!(
+        Grep::new(&["-E", "-e", "a", "-e", "("]).err().unwrap(),
+        "bad regex '('"
+    );
 }
 
 #[test]
@@ -143,6 +158,8 @@ fn sed_substitutes_prints_and_deletes() {
     assert_eq!(sed_run(&["-n", "s/^x=//p"], "x=1\ny=2\n"), "1\n");
     assert_eq!(sed_run(&["2q"], "a\nb\nc\n"), "a\nb\n");
     assert_eq!(sed_run(&["s|/|_|g"], "/a/b\n"), "_a_b\n");
+    assert_eq!(sed_run(&["s/b*/-/g"], "abc\n"), "-a-c-\n");
+    assert_eq!(sed_run(&[r"s/\(a\)\|b/[\1$]/g"], "ab\n"), "[a$][$]\n");
     assert!(Sed::new(&["y/a/b/"]).is_err());
 }
 
@@ -221,6 +238,21 @@ fn output_beyond_the_phones_budget_fails_in_words() {
     }
     let (sed, _) = Sed::new(&[&"s/x/xxxx/g;".repeat(20)]).unwrap();
     assert_eq!(sed.run(b"x\n"), Err(too_large("a line")));
+    // A line of a million spaces: a hundred copies of each space is over
+    // 16 MiB in one substitution, a hundred prints of it in the output.
+    let spaces = [vec![b' '; 1_000_000], b"\n".to_vec()].concat();
+    let (sed, _) = Sed::new(&[&format!("s/ /{}/g", "&".repeat(100))]).unwrap();
+    assert_eq!(sed.run(&spaces), Err(too_large("a line")));
+    let (sed, _) = Sed::new(&["-n", &"p;".repeat(100)]).unwrap();
+    assert_eq!(sed.run(&spaces), Err(too_large("the output")));
+    // `-o` of every character, each after the file's name: 2,000,000
+    // records of 13 bytes ("n123456789:a\n").
+    let (g, _) = Grep::new(&["-H", "-o", "."]).unwrap();
+    let every = [vec![b'a'; 2_000_000], b"\n".to_vec()].concat();
+    assert_eq!(
+        g.run(&[("n123456789".into(), every)]),
+        Err(too_large("the output"))
+    );
     let every = "\u{1}-\u{10FFFF}";
     assert_eq!(s(&tr(&["-d", every], b"abc\0").unwrap()), "\0");
     assert_eq!(
