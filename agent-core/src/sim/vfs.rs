@@ -24,6 +24,14 @@ enum Node {
 /// It holds the largest install (256 MiB) several times over.
 pub const CAPACITY: usize = 1 << 30;
 
+/// The longest path the phone takes, in bytes as resolved (Linux's
+/// PATH_MAX less its terminating NUL), and the longest name in one
+/// (NAME_MAX). It also bounds how deep the tree grows: the tree is walked
+/// and dropped recursively, and `mkdir -p` of a megabyte of `a/a/…` would
+/// otherwise nest half a million directories.
+const PATH_MAX: usize = 4095;
+const NAME_MAX: usize = 255;
+
 /// An in-memory file system rooted at `/`.
 #[derive(Debug, Clone)]
 pub struct Vfs {
@@ -68,6 +76,17 @@ pub(crate) fn components(path: &str) -> Vec<&str> {
     out
 }
 
+/// Refuses a path longer than the phone takes ([`PATH_MAX`], [`NAME_MAX`]),
+/// as the kernel does (ENAMETOOLONG).
+pub fn check_length(path: &str) -> Result<(), String> {
+    let parts = components(path);
+    let length: usize = parts.iter().map(|part| part.len() + 1).sum();
+    if length > PATH_MAX || parts.iter().any(|part| part.len() > NAME_MAX) {
+        return Err(format!("{path}: File name too long"));
+    }
+    Ok(())
+}
+
 impl Vfs {
     fn node(&self, path: &str) -> Option<&Node> {
         components(path)
@@ -94,8 +113,12 @@ impl Vfs {
         }
     }
 
-    /// Creates a directory and its parents (like `mkdir -p`).
+    /// Creates a directory and its parents (like `mkdir -p`); false where a
+    /// file stands in the way or the path is too long ([`check_length`]).
     pub fn mkdir_all(&mut self, path: &str) -> bool {
+        if check_length(path).is_err() {
+            return false;
+        }
         let mut node = &mut self.root;
         for name in components(path) {
             let Node::Dir(children, _) = node else {
@@ -116,6 +139,7 @@ impl Vfs {
         mode: u32,
         mtime: u32,
     ) -> Result<(), String> {
+        check_length(path)?;
         let parts = components(path);
         let Some((name, parents)) = parts.split_last() else {
             return Err(format!("{path}: is a directory"));
@@ -205,6 +229,7 @@ impl Vfs {
         if components(from) == components(to) {
             return Ok(());
         }
+        check_length(to)?;
         let parts = components(to);
         let Some((name, parents)) = parts.split_last() else {
             return Err(format!("{to}: is a directory"));
@@ -363,6 +388,32 @@ mod tests {
         assert_eq!(fs.stat("/sdcard/log").unwrap().mtime, 9);
         assert!(fs.set_mtime("/sdcard", 9));
         assert!(!fs.set_mtime("/sdcard/none", 9));
+    }
+
+    /// A resolved path of 4095 bytes is taken, one of 4096 is not, nor a
+    /// name of 256: `/a` 2047 times is 4094 bytes, 2048 times 4096.
+    #[test]
+    fn paths_longer_than_the_kernel_takes_are_refused() {
+        let mut fs = Vfs::default();
+        let deep = |n: usize| "/a".repeat(n);
+        let longest = format!("{}/bc", deep(2046));
+        assert_eq!(longest.len(), 4095);
+        fs.write(&longest, b"x".to_vec(), 0o644, 0).unwrap();
+        let too_long = format!("{}/bcd", deep(2046));
+        let refused = Err(format!("{too_long}: File name too long"));
+        assert_eq!(fs.write(&too_long, vec![], 0o644, 0), refused);
+        assert_eq!(fs.rename(&longest, &too_long), refused);
+        assert!(fs.mkdir_all(&deep(2047)));
+        assert!(!fs.mkdir_all(&deep(2048)));
+        // Only the resolved path counts.
+        let relative = format!("/sdcard/{}{}", "b/../".repeat(3000), "c".repeat(255));
+        fs.write(&relative, vec![], 0o644, 0).unwrap();
+        assert!(fs.stat(&format!("/sdcard/{}", "c".repeat(255))).is_some());
+        let name = format!("/sdcard/{}", "n".repeat(256));
+        assert_eq!(
+            fs.write(&name, vec![], 0o644, 0),
+            Err(format!("{name}: File name too long"))
+        );
     }
 
     #[test]

@@ -358,6 +358,9 @@ fn rm(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
 
 fn mkdir(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
     for path in args.iter().filter(|a| !a.starts_with('-')) {
+        if let Err(e) = crate::sim::vfs::check_length(&call.path(path)) {
+            return usage("mkdir", &e);
+        }
         if !env.fs.mkdir_all(&call.path(path)) {
             return usage("mkdir", &format!("'{path}': Not a directory"));
         }

@@ -21,7 +21,7 @@ use super::backend::{ShellOutput, Stream};
 use super::packages::Packages;
 use super::phone::Phone;
 use super::vfs::Vfs;
-use syntax::{Command, Join, Pipeline, Target, expand};
+use syntax::{Command, Join, Pipeline, Target, Word, expand, expanded_len};
 
 /// What a command runs against.
 pub struct ShellEnv<'a> {
@@ -83,7 +83,9 @@ fn over_bounds() -> String {
 /// (`$PWD`), the last status and whether `exit` ran.
 #[derive(Clone)]
 struct Shell {
-    vars: BTreeMap<String, String>,
+    /// Shared values: a pipeline's every part and every child shell start
+    /// with a copy of the variables, which must not copy a long value.
+    vars: BTreeMap<String, Rc<str>>,
     status: u8,
     exited: bool,
     depth: usize,
@@ -109,7 +111,7 @@ impl Shell {
             ("EXTERNAL_STORAGE", "/sdcard"),
         ]
         .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .map(|(k, v)| (k.to_owned(), Rc::from(v)))
         .collect();
         Self {
             vars,
@@ -185,13 +187,42 @@ impl Shell {
         out
     }
 
-    fn expand(&self, word: &syntax::Word) -> String {
-        expand(word, self.status, |name| self.vars.get(name).cloned())
+    fn var(&self, name: &str) -> Option<&str> {
+        self.vars.get(name).map(|value| &**value)
+    }
+
+    /// `words` expanded, their length charged against what the line may
+    /// still write before they are made (`A=$A$A` doubles a variable at
+    /// every assignment); `None` once the line may not, which ends it.
+    fn expand(&self, words: &[&Word]) -> Option<Vec<String>> {
+        let length = words
+            .iter()
+            .map(|word| expanded_len(word, self.status, |name| self.var(name)))
+            .fold(0, usize::saturating_add);
+        let spent = Budget {
+            written: length,
+            read: 0,
+            commands: 0,
+        };
+        self.spend(spent).then(|| {
+            words
+                .iter()
+                .map(|word| expand(word, self.status, |name| self.var(name)))
+                .collect()
+        })
+    }
+
+    /// A redirection's word expanded, as [`Self::expand`]; the message
+    /// ending the line when it may not be.
+    fn expand_one(&self, word: &Word) -> Result<String, String> {
+        self.expand(&[word])
+            .and_then(|mut words| words.pop())
+            .ok_or_else(over_bounds)
     }
 
     /// A path as the command means it: relative ones from `$PWD`.
     fn path(&self, path: &str) -> String {
-        absolute(self.vars.get("PWD").map_or("/", String::as_str), path)
+        absolute(self.var("PWD").unwrap_or("/"), path)
     }
 
     /// Spends `budget` of what the line may still do; false (and the line
@@ -220,14 +251,24 @@ impl Shell {
     }
 
     fn command(&mut self, command: &Command, stdin: &[u8], env: &mut ShellEnv) -> ShellOutput {
-        let argv: Vec<String> = command.words.iter().map(|w| self.expand(w)).collect();
+        let words: Vec<&Word> = command.words.iter().collect();
+        let values: Vec<&Word> = command.assignments.iter().map(|(_, v)| v).collect();
+        let (Some(argv), Some(values)) = (self.expand(&words), self.expand(&values)) else {
+            return ShellOutput::fail(1, format!("/system/bin/sh: {}\n", over_bounds()));
+        };
+        let assignments = command
+            .assignments
+            .iter()
+            .zip(values)
+            .map(|((name, _), value)| (name.clone(), Rc::from(value)))
+            .collect();
         // A child shell's writes were charged command by command as it ran;
         // it counts as a command itself, or a script running itself at
         // every level would count none.
         let child = argv
             .first()
             .is_some_and(|w| matches!(w.as_str(), "sh" | "/system/bin/sh" | "/bin/sh"));
-        let (out, written) = self.uncharged_command(command, argv, stdin, env);
+        let (out, written) = self.uncharged_command(command, argv, assignments, stdin, env);
         let spent = Budget {
             written: if child { 0 } else { written },
             read: 0,
@@ -249,20 +290,16 @@ impl Shell {
         ShellOutput::fail(1, message)
     }
 
-    /// Runs the command `argv` names, with the command's assignments and
+    /// Runs the command `argv` names, with `assignments` and the command's
     /// redirections; also gives the bytes it wrote, wherever they went.
     fn uncharged_command(
         &mut self,
         command: &Command,
         argv: Vec<String>,
+        assignments: Vec<(String, Rc<str>)>,
         stdin: &[u8],
         env: &mut ShellEnv,
     ) -> (ShellOutput, usize) {
-        let assignments: Vec<(String, String)> = command
-            .assignments
-            .iter()
-            .map(|(name, value)| (name.clone(), self.expand(value)))
-            .collect();
         let mut io = match self.open(command, stdin, env) {
             Ok(io) => io,
             Err(message) => {
@@ -280,7 +317,7 @@ impl Shell {
             ShellOutput::default()
         } else {
             self.builtin(&argv, &io.input, env).unwrap_or_else(|| {
-                let pwd = self.vars.get("PWD").cloned().unwrap_or_else(|| "/".into());
+                let pwd = self.var("PWD").unwrap_or("/").to_owned();
                 // A tool's output grows with what it reads, so it may read
                 // no more than the line may still write either: `cat f f …`
                 // of a large file stops before building it all.
@@ -338,7 +375,7 @@ impl Shell {
             let fd = usize::from(redirect.fd);
             match &redirect.target {
                 Target::Read(word) => {
-                    let path = self.path(&self.expand(word));
+                    let path = self.path(&self.expand_one(word)?);
                     let size = env.fs.stat(&path).map_or(0, |st| st.size as usize);
                     if !self.spend_read(size) {
                         return Err(over_bounds());
@@ -350,7 +387,7 @@ impl Shell {
                 }
                 Target::Dup(from) => io.places[fd] = io.places[usize::from(*from)],
                 Target::Write { path, append } => {
-                    let written = self.expand(path);
+                    let written = self.expand_one(path)?;
                     io.places[fd] = match written.as_str() {
                         "/dev/null" => Place::Null,
                         "/dev/stdout" | "/dev/tty" => Place::Stdout,
@@ -404,7 +441,7 @@ impl Shell {
                 let target = self.path(args.first().copied().unwrap_or("/"));
                 match env.fs.stat(&target) {
                     Some(stat) if stat.is_dir() => {
-                        self.vars.insert("PWD".into(), target);
+                        self.vars.insert("PWD".into(), Rc::from(target));
                         ShellOutput::default()
                     }
                     Some(_) => ShellOutput::fail(
@@ -421,7 +458,7 @@ impl Shell {
             "export" => {
                 for arg in args {
                     if let Some((name, value)) = arg.split_once('=') {
-                        self.vars.insert(name.to_owned(), value.to_owned());
+                        self.vars.insert(name.to_owned(), Rc::from(value));
                     }
                 }
                 ShellOutput::default()

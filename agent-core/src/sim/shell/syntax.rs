@@ -434,21 +434,38 @@ fn dollar(
 
 /// A word with its parameters replaced: `$?` by the last exit status, a
 /// variable by its value (empty if unset).
-pub fn expand(word: &Word, last_status: u8, var: impl Fn(&str) -> Option<String>) -> String {
+pub fn expand<'v>(word: &Word, last_status: u8, var: impl Fn(&str) -> Option<&'v str>) -> String {
+    let mut out = String::with_capacity(expanded_len(word, last_status, &var));
+    for piece in word {
+        match piece {
+            Piece::Text(t) => out.push_str(t),
+            Piece::LastStatus => out.push_str(&last_status.to_string()),
+            Piece::Var(name) => out.push_str(var(name).unwrap_or_default()),
+        }
+    }
+    out
+}
+
+/// The length of what [`expand`] makes of `word`, found without making it.
+pub fn expanded_len<'v>(
+    word: &Word,
+    last_status: u8,
+    var: impl Fn(&str) -> Option<&'v str>,
+) -> usize {
     word.iter()
-        .map(|p| match p {
-            Piece::Text(t) => t.clone(),
-            Piece::LastStatus => last_status.to_string(),
-            Piece::Var(name) => var(name).unwrap_or_default(),
+        .map(|piece| match piece {
+            Piece::Text(t) => t.len(),
+            Piece::LastStatus => last_status.to_string().len(),
+            Piece::Var(name) => var(name).map_or(0, str::len),
         })
-        .collect()
+        .sum()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn no_vars(_: &str) -> Option<String> {
+    fn no_vars(_: &str) -> Option<&'static str> {
         None
     }
 
@@ -506,11 +523,12 @@ mod tests {
         assert_eq!(first.assignments.len(), 2);
         assert_eq!(first.assignments[1].0, "B");
         let vars = |name: &str| match name {
-            "A" => Some("1".to_owned()),
-            "B" => Some("x y".to_owned()),
+            "A" => Some("1"),
+            "B" => Some("x y"),
             _ => None,
         };
         assert_eq!(expand(&first.assignments[1].1, 0, vars), "x y");
+        assert_eq!(expanded_len(&first.assignments[1].1, 0, vars), 3);
         assert!(list[1].1.commands[0].words.is_empty());
         let echo: Vec<String> = list[2].1.commands[0]
             .words
@@ -518,6 +536,12 @@ mod tests {
             .map(|w| expand(w, 0, vars))
             .collect();
         assert_eq!(echo, ["echo", "1b", "", "x y"]);
+        let lengths: Vec<usize> = list[2].1.commands[0]
+            .words
+            .iter()
+            .map(|w| expanded_len(w, 0, vars))
+            .collect();
+        assert_eq!(lengths, [4, 2, 0, 3]);
         // Quoted or not at the start: not an assignment.
         assert_eq!(words("'A=1' x"), [["A=1", "x"]]);
         assert_eq!(words("echo A=1"), [["echo", "A=1"]]);

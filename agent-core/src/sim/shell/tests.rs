@@ -455,3 +455,50 @@ fn touch_keeps_what_a_file_holds() {
     assert_ne!(f.mtime, 1);
     assert_eq!(p.stat("/sdcard/g").unwrap().size, 0);
 }
+
+/// Expanding a variable counts against what the line may write before it
+/// is made: `A=$A$A` doubles A, so after `A=x` and k doublings the line has
+/// spent 1 + 2 + 4 + … + 2^k = 2^(k+1) - 1 bytes, and `echo done` 13 more
+/// (its two words, 8 bytes, and its output, 5). After 26 doublings that
+/// fits in 256 MiB = 2^28 bytes; after 27, 2^28 - 1 + 13 does not (forty
+/// doublings would ask for a terabyte).
+#[test]
+fn a_variable_cannot_outgrow_the_line() {
+    let p = phone();
+    let doublings = |k: usize| format!("A=x;{}", " A=$A$A;".repeat(k));
+    let out = p.shell(&format!("{} echo never", doublings(40)));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("/system/bin/sh: {OVER}\n")
+    );
+    assert_eq!(out.stdout, b"");
+    let out = p.shell(&format!("{} echo done", doublings(27)));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("/system/bin/sh: {OVER}\n")
+    );
+    let out = p.shell(&format!("{} echo done", doublings(26)));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
+    assert_eq!(
+        stdout(&p, &format!("{} echo $A | wc -c", doublings(20))),
+        "1048577\n"
+    );
+}
+
+/// Paths the kernel would refuse as too long fail as it words it, so a
+/// line of `a/a/…` cannot nest the tree half a million deep.
+#[test]
+fn directories_nest_no_deeper_than_a_path_reaches() {
+    let p = phone();
+    let deep = format!("/sdcard{}", "/a".repeat(3000));
+    let out = p.shell(&format!("mkdir -p {deep}; echo $?"));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("mkdir: {deep}: File name too long\n")
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "1\n");
+    assert_eq!(
+        stdout(&p, "ls /sdcard/a 2>&1; echo $?"),
+        "ls: /sdcard/a: No such file or directory\n1\n"
+    );
+}

@@ -739,7 +739,7 @@ enum Replacement {
 fn sed_replacement(text: &str) -> Vec<Replacement> {
     let mut pieces = Vec::new();
     let mut literal = String::new();
-    let mut group = |pieces: &mut Vec<Replacement>, literal: &mut String, n: usize| {
+    let group = |pieces: &mut Vec<Replacement>, literal: &mut String, n: usize| {
         if !literal.is_empty() {
             pieces.push(Replacement::Text(std::mem::take(literal).into_bytes()));
         }
