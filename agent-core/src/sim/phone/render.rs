@@ -8,7 +8,7 @@
 
 use super::scene::{Align, Color, Element, Glyph, Rect, TextLook};
 use super::widgets::{OUTLINE, PRIMARY, WHITE};
-use ab_glyph::{Font, FontRef, GlyphId, PxScale, ScaleFont, point};
+use ab_glyph::{Font, FontRef, GlyphId, PxScale, PxScaleFont, ScaleFont, point};
 use image::{Rgba, RgbaImage};
 use std::sync::LazyLock;
 
@@ -36,21 +36,59 @@ fn px_scale(font: &FontRef, em: f32) -> PxScale {
 
 /// Width in pixels of `text` set at `em` pixels.
 pub(crate) fn text_width(text: &str, em: f32, bold: bool) -> f32 {
-    let Some(font) = font(bold) else {
-        return em * 0.55 * text.chars().count() as f32;
-    };
-    let scaled = font.as_scaled(px_scale(font, em));
-    let mut width = 0.0;
-    let mut prev: Option<GlyphId> = None;
-    for c in text.chars() {
-        let id = scaled.glyph_id(c);
-        if let Some(p) = prev {
-            width += scaled.kern(p, id);
+    let mut pen = Pen::new(em, bold);
+    text.chars().for_each(|c| pen.push(c));
+    pen.width()
+}
+
+/// Text measured as it is set, one character after the other: a line
+/// grows, or is cut, without being measured again from its start (which
+/// made a long text field quadratic). Its widths are [`text_width`]'s to
+/// the bit, the same sums in the same order.
+#[derive(Clone, Copy)]
+struct Pen {
+    face: Option<PxScaleFont<&'static FontRef<'static>>>,
+    em: f32,
+    chars: usize,
+    width: f32,
+    prev: Option<GlyphId>,
+}
+
+impl Pen {
+    fn new(em: f32, bold: bool) -> Self {
+        Self {
+            face: font(bold).map(|f| f.as_scaled(px_scale(f, em))),
+            em,
+            chars: 0,
+            width: 0.0,
+            prev: None,
         }
-        width += scaled.h_advance(id);
-        prev = Some(id);
     }
-    width
+
+    fn push(&mut self, c: char) {
+        self.chars += 1;
+        if let Some(face) = &self.face {
+            let id = face.glyph_id(c);
+            if let Some(p) = self.prev {
+                self.width += face.kern(p, id);
+            }
+            self.width += face.h_advance(id);
+            self.prev = Some(id);
+        }
+    }
+
+    fn width(&self) -> f32 {
+        match self.face {
+            Some(_) => self.width,
+            None => self.em * 0.55 * self.chars as f32,
+        }
+    }
+
+    /// The width with `c` set after what is set.
+    fn width_with(mut self, c: char) -> f32 {
+        self.push(c);
+        self.width()
+    }
 }
 
 /// Whether the bundled regular face has a glyph for `c`.
@@ -583,20 +621,27 @@ pub(crate) fn wrapped_height(text: &str, t: &TextLook, width: i32) -> i32 {
     (lines * line_height(t.size)).ceil() as i32 + 2 * t.pad
 }
 
-/// `text` cut to fit `width`, ending in "…" when cut.
+/// `text` cut to fit `width`, ending in "…" when cut: its longest start,
+/// without trailing spaces, that fits with the "…" (nothing when not even
+/// the "…" fits).
 fn ellipsize(text: &str, em: f32, bold: bool, width: f32) -> String {
     if text_width(text, em, bold) <= width {
         return text.to_string();
     }
-    let mut out: String = text.to_string();
-    while !out.is_empty() {
-        out.pop();
-        let candidate = format!("{}…", out.trim_end());
-        if text_width(&candidate, em, bold) <= width {
-            return candidate;
+    let mut pen = Pen::new(em, bold);
+    // The start of the first n characters, trimmed, and its pen.
+    let mut kept = (0, pen);
+    let mut longest = None;
+    for (i, c) in text.char_indices() {
+        if kept.1.width_with('…') <= width {
+            longest = Some(kept.0);
+        }
+        pen.push(c);
+        if !c.is_whitespace() {
+            kept = (i + c.len_utf8(), pen);
         }
     }
-    String::new()
+    longest.map_or_else(String::new, |end| format!("{}…", &text[..end]))
 }
 
 /// `text` broken into lines no wider than `width`, at spaces when possible
@@ -605,29 +650,118 @@ fn wrap(text: &str, em: f32, bold: bool, width: f32) -> Vec<String> {
     let mut lines = Vec::new();
     for para in text.split('\n') {
         let mut line = String::new();
+        let mut pen = Pen::new(em, bold);
         for word in para.split(' ') {
-            let candidate = if line.is_empty() {
-                word.to_string()
-            } else {
-                format!("{line} {word}")
-            };
-            if text_width(&candidate, em, bold) <= width {
-                line = candidate;
+            let mut with_word = pen;
+            if !line.is_empty() {
+                with_word.push(' ');
+            }
+            word.chars().for_each(|c| with_word.push(c));
+            if with_word.width() <= width {
+                if !line.is_empty() {
+                    line.push(' ');
+                }
+                line.push_str(word);
+                pen = with_word;
                 continue;
             }
             if !line.is_empty() {
                 lines.push(std::mem::take(&mut line));
+                pen = Pen::new(em, bold);
             }
             for ch in word.chars() {
-                line.push(ch);
-                if text_width(&line, em, bold) > width && line.chars().count() > 1 {
-                    line.pop();
+                let mut with_char = pen;
+                with_char.push(ch);
+                if with_char.width() > width && pen.chars > 0 {
                     lines.push(std::mem::take(&mut line));
-                    line.push(ch);
+                    pen = Pen::new(em, bold);
+                    pen.push(ch);
+                } else {
+                    pen = with_char;
                 }
+                line.push(ch);
             }
         }
         lines.push(line);
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The longest cut of `text` that fits with "…", found by trying every
+    /// cut from the longest, each measured whole.
+    fn ellipsized_by_trying(text: &str, em: f32, bold: bool, width: f32) -> String {
+        if text_width(text, em, bold) <= width {
+            return text.to_string();
+        }
+        let chars: Vec<char> = text.chars().collect();
+        (0..chars.len())
+            .rev()
+            .map(|n| format!("{}…", chars[..n].iter().collect::<String>().trim_end()))
+            .find(|candidate| text_width(candidate, em, bold) <= width)
+            .unwrap_or_default()
+    }
+
+    /// Lines of `text` as the definition reads: words join a line while the
+    /// whole line, measured again, fits; a word too wide for a line of its
+    /// own is broken between characters, at least one to a line.
+    fn wrapped_by_measuring(text: &str, em: f32, bold: bool, width: f32) -> Vec<String> {
+        let mut lines = Vec::new();
+        for para in text.split('\n') {
+            let mut line = String::new();
+            for word in para.split(' ') {
+                let candidate = if line.is_empty() {
+                    word.to_string()
+                } else {
+                    format!("{line} {word}")
+                };
+                if text_width(&candidate, em, bold) <= width {
+                    line = candidate;
+                    continue;
+                }
+                if !line.is_empty() {
+                    lines.push(std::mem::take(&mut line));
+                }
+                for ch in word.chars() {
+                    line.push(ch);
+                    if text_width(&line, em, bold) > width && line.chars().count() > 1 {
+                        line.pop();
+                        lines.push(std::mem::take(&mut line));
+                        line.push(ch);
+                    }
+                }
+            }
+            lines.push(line);
+        }
+        lines
+    }
+
+    fn text() -> impl Strategy<Value = String> {
+        // Narrow and wide letters, spaces, line breaks, a combining accent
+        // (no advance of its own), CJK and a glyph the face lacks.
+        proptest::collection::vec(
+            proptest::sample::select(vec![
+                'i', 'W', 'a', ' ', ' ', '\n', '\u{301}', '北', '🙂', '.',
+            ]),
+            0..40,
+        )
+        .prop_map(|chars| chars.into_iter().collect())
+    }
+
+    proptest! {
+        #[test]
+        fn a_cut_is_the_longest_that_fits(text in text(), em in 8.0f32..40.0, bold: bool, width in 1.0f32..300.0) {
+            let text = text.replace('\n', " ");
+            prop_assert_eq!(ellipsize(&text, em, bold, width), ellipsized_by_trying(&text, em, bold, width));
+        }
+
+        #[test]
+        fn lines_break_where_measuring_them_whole_breaks_them(text in text(), em in 8.0f32..40.0, bold: bool, width in 1.0f32..300.0) {
+            prop_assert_eq!(wrap(&text, em, bold, width), wrapped_by_measuring(&text, em, bold, width));
+        }
+    }
 }
