@@ -46,6 +46,91 @@ fn run_rejects_an_unknown_task() {
     );
 }
 
+/// Flag values no episode can run with are refused before one starts,
+/// naming the flag: seeds past the last (the split's 2^40 instances, or
+/// u64's end), no threads or more than ggml takes, a screenshot below
+/// Qwen's 3,136-pixel minimum, no tokens, a temperature that is no number,
+/// no episodes.
+#[test]
+fn impossible_settings_are_refused_by_name() {
+    let dir = Dir::new();
+    let refused = |args: &[&str], says: &str| {
+        let out = dir.btl(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    };
+    let oracle = ["--policy", "oracle", "--tasks", "wifi_on"];
+    let last = u64::MAX.to_string();
+    refused(
+        &[&["bench", "--seed", &last, "--episodes", "2"][..], &oracle].concat(),
+        &format!("--seed: seeds {last} and on, 2 of them, run past the last seed ({last})"),
+    );
+    refused(
+        &[
+            &[
+                "bench",
+                "--split",
+                "heldout",
+                "--seed",
+                "1099511627775",
+                "--repeats",
+                "2",
+            ][..],
+            &oracle,
+        ]
+        .concat(),
+        "run past the last instance of the heldout split (1099511627775)",
+    );
+    refused(
+        &[
+            "run",
+            "--task",
+            "wifi_on",
+            "--split",
+            "train",
+            "--seed",
+            "1099511627776",
+        ],
+        "--seed: seeds 1099511627776 and on, 1 of them, run past the last instance",
+    );
+    refused(
+        &[
+            &[
+                "collect",
+                "--sim",
+                "1",
+                "--seed",
+                &last,
+                "--episodes",
+                "2",
+                "--out",
+            ][..],
+            &[dir.path("c").to_str().unwrap()],
+            &oracle,
+        ]
+        .concat(),
+        "run past the last seed",
+    );
+    for (flag, value) in [
+        ("--threads", "0"),
+        ("--threads", "513"),
+        ("--max-pixels", "3135"),
+        ("--max-tokens", "0"),
+        ("--temperature", "nan"),
+        ("--temperature", "-1"),
+    ] {
+        refused(
+            &["run", "--task", "wifi_on", flag, value],
+            &format!("'{value}'"),
+        );
+    }
+    refused(
+        &[&["bench", "--episodes", "0"][..], &oracle].concat(),
+        "'0'",
+    );
+    refused(&[&["bench", "--repeats", "0"][..], &oracle].concat(), "'0'");
+}
+
 #[test]
 fn run_with_the_oracle_succeeds_and_writes_a_report() {
     let dir = Dir::new();

@@ -59,10 +59,10 @@ pub struct Args {
     #[arg(long, value_delimiter = ',')]
     tasks: Vec<String>,
     /// Episodes per task in each repeat.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     episodes: u32,
     /// Independent repeats; the spread is over these.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     repeats: u32,
     /// First seed.
     #[arg(long, default_value_t = 0)]
@@ -300,6 +300,9 @@ pub fn run(args: &Args) -> Outcome {
             "the injection suite runs on the virtual phone only: its misled check reads the phone's state"
         )));
     }
+    let episodes = u64::from(args.repeats) * u64::from(args.episodes);
+    crate::sim::tasks::check_instances(args.seed, episodes, args.split)
+        .map_err(|e| Failure::BadInput(anyhow!("--seed: {e}")))?;
     let names = task_names(args.suite, &args.tasks, &target)?;
     let shared: Option<SharedPolicy> = match args.policy.policy {
         PolicyKind::Model => Some(load_policy(&args.policy, args.agent.vote)?),

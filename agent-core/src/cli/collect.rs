@@ -46,7 +46,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', required = true)]
     tasks: Vec<String>,
     /// Episodes per task (seeds `seed`, `seed + 1`, …).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     episodes: u32,
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -269,6 +269,8 @@ fn targets(args: &Args) -> Result<Vec<Target>, Failure> {
 }
 
 fn jobs(args: &Args) -> Result<Vec<Job>, Failure> {
+    tasks::check_instances(args.seed, u64::from(args.episodes), args.split)
+        .map_err(|e| Failure::BadInput(anyhow!("--seed: {e}")))?;
     let names: Vec<String> = if args.tasks.iter().any(|t| t == "all") {
         tasks::templates()
             .iter()

@@ -84,14 +84,14 @@ pub struct PolicyArgs {
     /// Longest answer in tokens. The grammar's limits shrink to fit it, so
     /// a constrained answer always closes; the default holds the longest
     /// answer of the default limits.
-    #[arg(long, default_value_t = crate::model::grammar::DEFAULT_MAX_TOKENS)]
+    #[arg(long, default_value_t = crate::model::grammar::DEFAULT_MAX_TOKENS, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tokens: u32,
     /// Sampling temperature, 0 for greedy decoding [default: 0, or 0.9 with
     /// --vote above 1, the temperature BTL-UI samples with in training].
-    #[arg(long)]
+    #[arg(long, value_parser = parse_temperature)]
     pub temperature: Option<f32>,
     /// CPU threads of llama.cpp.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(i32).range(1..=MAX_THREADS))]
     pub threads: i32,
     /// Model layers offloaded to the GPU; 0 keeps everything on the CPU,
     /// the vision encoder included [default: all in a Vulkan or CUDA build
@@ -140,7 +140,7 @@ pub struct AgentArgs {
     pub safety_config: Option<PathBuf>,
     /// max_pixels of the model frame (smart_resize) [default: the model
     /// file's, else --budget's].
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(crate::protocol::MIN_PIXELS..))]
     pub max_pixels: Option<u64>,
     /// Screenshot size by what a step may cost, for a model file that does
     /// not say its own: phone (200,704 pixels), balanced (802,816) or full
@@ -158,6 +158,19 @@ pub struct AgentArgs {
     /// the checker's verdict when the episode ends.
     #[arg(long)]
     pub until_finish: bool,
+}
+
+/// The most threads llama.cpp takes (ggml's GGML_MAX_N_THREADS).
+pub const MAX_THREADS: i64 = 512;
+
+/// A sampling temperature: a finite number, 0 or more.
+fn parse_temperature(s: &str) -> Result<f32, String> {
+    match s.parse::<f32>() {
+        Ok(t) if t.is_finite() && t >= 0.0 => Ok(t),
+        _ => Err(format!(
+            "'{s}' is not a temperature (a finite number, 0 or more)"
+        )),
+    }
 }
 
 fn parse_confirm(s: &str) -> Result<Confirm, String> {

@@ -19,7 +19,7 @@ pub struct QuantizeArgs {
     #[arg(long = "type", value_enum)]
     ty: crate::model::quantize::QuantType,
     /// Threads (0: all cores).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(i32).range(0..=super::episode::MAX_THREADS))]
     threads: i32,
 }
 

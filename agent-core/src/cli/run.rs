@@ -69,6 +69,8 @@ impl Args {
 }
 
 pub fn run(args: &Args) -> Outcome {
+    tasks::check_instances(args.seed, 1, args.split)
+        .map_err(|e| Failure::BadInput(anyhow!("--seed: {e}")))?;
     let target = args.device.target(args.instance_seed());
     let (agent, dir, task) = match &args.resume {
         Some(dir) => resume(args, &target, dir)?,

@@ -125,6 +125,8 @@ fn env(args: &EnvArgs) -> Outcome {
 }
 
 fn list_tasks(args: &TasksArgs) -> Outcome {
+    tasks::check_instances(args.seed, 1, args.split)
+        .map_err(|e| crate::process::Failure::BadInput(anyhow::anyhow!("--seed: {e}")))?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let names: Vec<&str> = if args.injection {
