@@ -60,6 +60,19 @@ pub enum Error {
     /// A PEFT LoRA adapter directory is malformed or uses features host-trainer does not.
     #[error("{}: {message}", path.display())]
     Adapter { path: PathBuf, message: String },
+    /// A step's loss or gradient is no longer a number: the weights are
+    /// lost, so the step is neither logged nor saved.
+    #[error(
+        "step {step} diverged (loss {loss}, gradient norm {grad_norm}) and was not kept; \
+         resume from {resume_from} with a lower optim.lr"
+    )]
+    Diverged {
+        step: u64,
+        loss: f64,
+        grad_norm: f64,
+        /// The last checkpoint, in words.
+        resume_from: String,
+    },
     /// libtorch reported an error.
     #[error("libtorch: {0}")]
     Torch(#[from] tch::TchError),

@@ -479,6 +479,49 @@ fn the_sft_command_lowers_the_answer_loss_and_resumes() {
     );
 }
 
+/// A learning rate of 1e30 makes the weights overflow in the first step:
+/// the run stops at the step whose loss is no number, saying so, and
+/// metrics.jsonl keeps only steps that are numbers, so it still reads.
+#[test]
+fn a_diverging_run_stops_rather_than_save_what_is_no_number() {
+    let dir = tempfile::tempdir().unwrap();
+    toy_config(dir.path(), 4);
+    std::fs::write(dir.path().join("samples.json"), SFT_SAMPLES).unwrap();
+    let config = dir.path().join("train.toml");
+    let run = [
+        "sft",
+        "--config",
+        config.to_str().unwrap(),
+        "--lr",
+        "1e30",
+        "--max-grad-norm",
+        "0",
+        "--warmup-ratio",
+        "0",
+    ];
+    let out = btl_train(&run);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("diverged") && stderr.contains("with a lower optim.lr"),
+        "{stderr}"
+    );
+    let metrics = read_metrics(&dir.path().join("out/metrics.jsonl")).unwrap();
+    assert!(metrics.len() < 4, "{metrics:?}");
+    assert!(metrics.iter().all(|m| m.loss.is_finite()));
+    let saved = std::fs::read_dir(dir.path().join("out"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("checkpoint-")
+        })
+        .count();
+    assert_eq!(saved, 0);
+}
+
 /// A model that has learnt the answers gets every held-out action right;
 /// the random model it started from gets none.
 #[test]

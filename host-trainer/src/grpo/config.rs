@@ -433,6 +433,39 @@ impl TrainConfig {
         if !(o.lr > 0.0 && o.lr.is_finite()) {
             return bad("optim.lr", format!("must be positive, not {}", o.lr));
         }
+        let a = &o.adamw;
+        // Each of these left out of range turns every weight NaN in the
+        // first step, or (a zero eps) wherever a gradient is zero.
+        for (field, value) in [("optim.beta1", a.beta1), ("optim.beta2", a.beta2)] {
+            if !(0.0..1.0).contains(&value) {
+                return bad(field, format!("must be in [0, 1), not {value}"));
+            }
+        }
+        if !(a.eps > 0.0 && a.eps.is_finite()) {
+            return bad("optim.eps", format!("must be positive, not {}", a.eps));
+        }
+        if !(a.weight_decay >= 0.0 && a.weight_decay.is_finite()) {
+            return bad(
+                "optim.weight_decay",
+                format!("must be ≥ 0, not {}", a.weight_decay),
+            );
+        }
+        if !(o.max_grad_norm >= 0.0 && o.max_grad_norm.is_finite()) {
+            return bad(
+                "optim.max_grad_norm",
+                format!(
+                    "must be ≥ 0 (0 turns clipping off), not {}",
+                    o.max_grad_norm
+                ),
+            );
+        }
+        let w = self.reward.weights;
+        if ![w.format, w.blink, w.link].iter().all(|w| w.is_finite()) {
+            return bad(
+                "reward.weights",
+                format!("must be finite, not {}, {}, {}", w.format, w.blink, w.link),
+            );
+        }
         if !(0.0..1.0).contains(&o.warmup_ratio) {
             return bad(
                 "optim.warmup_ratio",
@@ -614,6 +647,27 @@ output_dir = "out"
         c.grpo.num_generations = 1;
         let e = c.validate().unwrap_err().to_string();
         assert!(e.contains("grpo.num_generations"), "{e}");
+        // AdamW's and the reward's numbers that would train a NaN model.
+        type Spoil = fn(&mut TrainConfig);
+        let cases: [(&str, Spoil); 7] = [
+            ("optim.beta1", |c| c.optim.adamw.beta1 = 1.0),
+            ("optim.beta2", |c| c.optim.adamw.beta2 = 5.0),
+            ("optim.eps", |c| c.optim.adamw.eps = 0.0),
+            ("optim.weight_decay", |c| {
+                c.optim.adamw.weight_decay = f64::NAN
+            }),
+            ("optim.weight_decay", |c| c.optim.adamw.weight_decay = -0.1),
+            ("optim.max_grad_norm", |c| {
+                c.optim.max_grad_norm = f64::INFINITY
+            }),
+            ("reward.weights", |c| c.reward.weights.link = f64::NAN),
+        ];
+        for (field, spoil) in cases {
+            let mut c = TrainConfig::from_toml(MINIMAL).unwrap();
+            spoil(&mut c);
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains(&format!("config: {field}: must be")), "{e}");
+        }
         let mut c = TrainConfig::from_toml(MINIMAL).unwrap();
         c.induction.max_len = 0;
         let e = c.validate().unwrap_err().to_string();

@@ -62,6 +62,17 @@ pub fn run(
         }
         let mut metrics = trainer.step()?;
         let done = trainer.steps_done();
+        if !(metrics.loss.is_finite() && metrics.grad_norm.is_finite()) {
+            return Err(Error::Diverged {
+                step: done,
+                loss: metrics.loss,
+                grad_norm: metrics.grad_norm,
+                resume_from: last_checkpoint.as_ref().map_or_else(
+                    || "the run's last checkpoint, if any (--resume)".to_string(),
+                    |dir: &PathBuf| dir.display().to_string(),
+                ),
+            });
+        }
         if profiled.recording.is_some() {
             profiled.steps += 1;
             profiled.seconds += metrics.seconds;
