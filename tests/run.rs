@@ -124,6 +124,32 @@ fn impossible_settings_are_refused_by_name() {
             &format!("'{value}'"),
         );
     }
+    // A used directory is not written over; an empty one is used.
+    std::fs::create_dir(dir.path("used")).unwrap();
+    let used = dir.write("used/report.html", "kept");
+    let used_dir = dir.path("used");
+    let run_into = |out: &str| {
+        [
+            "run", "--task", "wifi_on", "--policy", "oracle", "--out", out,
+        ]
+        .map(str::to_owned)
+    };
+    refused(
+        &run_into(used_dir.to_str().unwrap())
+            .each_ref()
+            .map(String::as_str),
+        "already exists and is not an empty directory",
+    );
+    refused(
+        &run_into(used.to_str().unwrap())
+            .each_ref()
+            .map(String::as_str),
+        "already exists",
+    );
+    assert_eq!(std::fs::read_to_string(&used).unwrap(), "kept");
+    std::fs::create_dir(dir.path("empty")).unwrap();
+    let out = dir.btl(run_into("empty"));
+    assert!(out.status.success(), "{}", stderr(&out));
     refused(
         &[&["bench", "--episodes", "0"][..], &oracle].concat(),
         "'0'",

@@ -130,6 +130,17 @@ pub fn run(args: &Args) -> Outcome {
 type Started = (Agent, PathBuf, Option<Arc<dyn Task>>);
 
 fn start(args: &Args, target: &Target) -> Result<Started, Failure> {
+    // An episode writes its screenshots and report by fixed names, over
+    // whatever a used directory holds.
+    if let Some(out) = &args.out
+        && std::fs::read_dir(out).map_or(out.exists(), |mut entries| entries.next().is_some())
+    {
+        return Err(Failure::BadInput(anyhow!(
+            "--out {}: already exists and is not an empty directory; name a new one \
+             (or continue the episode in it with --resume)",
+            out.display()
+        )));
+    }
     let task: Option<Arc<dyn Task>> = match &args.task {
         Some(name) => Some(Arc::from(
             tasks::sample(name, args.instance_seed()).ok_or_else(|| {
