@@ -737,6 +737,35 @@ fn an_episode_directory_is_never_overwritten() {
     assert!(matches!(resumed, Err(AgentError::AlreadyEnded { .. })));
 }
 
+/// While one agent writes an episode, a second cannot take it over (two
+/// would interleave their lines in steps.jsonl); once the first is gone,
+/// the episode resumes.
+#[test]
+fn one_writer_holds_an_episode_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let phone = new_phone();
+    let scripted = || Box::new(ScriptedPolicy::new(Vec::<String>::new()));
+    let first = agent(dir.path(), config("x"), &phone, Vec::new());
+    let second = Agent::resume(
+        dir.path(),
+        Box::new(SimDevice::new(phone.clone())),
+        scripted(),
+    );
+    match second {
+        Err(AgentError::Trajectory(e @ TrajectoryError::Busy(_))) => assert_eq!(
+            e.to_string(),
+            format!(
+                "another process is writing the episode in {}",
+                dir.path().display()
+            )
+        ),
+        other => panic!("{:?}", other.err()),
+    }
+    drop(first);
+    let resumed = Agent::resume(dir.path(), Box::new(SimDevice::new(phone)), scripted());
+    assert!(resumed.is_ok(), "{:?}", resumed.err());
+}
+
 /// Settings beyond the bounds are refused in words, from a new episode's
 /// config and from an edited `episode.json` a resume reads, before a
 /// vote of four billion answers is drawn up.

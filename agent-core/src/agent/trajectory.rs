@@ -196,6 +196,9 @@ pub enum TrajectoryError {
     /// `episode.json` already exists: starting would overwrite an episode.
     #[error("{0} already holds an episode")]
     Exists(PathBuf),
+    /// Another writer holds the episode: two would interleave their steps.
+    #[error("another process is writing the episode in {0}")]
+    Busy(PathBuf),
     /// A complete line or file is not a valid record.
     #[error("{path}{}: {source}", line.map(|l| format!(" line {l}")).unwrap_or_default())]
     Json {
@@ -208,6 +211,19 @@ pub enum TrajectoryError {
         index: u32,
         source: image::ImageError,
     },
+}
+
+/// Holds `steps` (an episode's steps.jsonl) for this writer alone until it
+/// is closed, before anything is cut from it: a second `run --resume`, or
+/// a `collect` on the same directory, is refused rather than interleaved.
+fn lock(steps: &File, dir: &Path) -> Result<(), TrajectoryError> {
+    steps.try_lock().map_err(|e| match e {
+        std::fs::TryLockError::WouldBlock => TrajectoryError::Busy(dir.to_path_buf()),
+        std::fs::TryLockError::Error(source) => TrajectoryError::Io {
+            path: dir.join(STEPS_FILE),
+            source,
+        },
+    })
 }
 
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> TrajectoryError + '_ {
@@ -275,10 +291,12 @@ impl TrajectoryWriter {
         let steps_path = dir.join(STEPS_FILE);
         let steps = OpenOptions::new()
             .create(true)
-            .truncate(true)
+            .truncate(false)
             .write(true)
             .open(&steps_path)
             .map_err(io_error(&steps_path))?;
+        lock(&steps, dir)?;
+        steps.set_len(0).map_err(io_error(&steps_path))?;
         let writer = Self {
             dir: dir.to_path_buf(),
             steps,
@@ -295,6 +313,7 @@ impl TrajectoryWriter {
             .append(true)
             .open(&steps_path)
             .map_err(io_error(&steps_path))?;
+        lock(&steps, dir)?;
         steps.set_len(valid_len).map_err(io_error(&steps_path))?;
         steps.sync_all().map_err(io_error(&steps_path))?;
         Ok(Self {
