@@ -61,10 +61,10 @@ impl EncoderClock {
         let line = line.trim_ascii_end();
         if line.starts_with(b"encoding ") && line.ends_with(b" slice...") {
             self.running = Some(now);
-        } else if line.windows(18).any(|w| w == b" slice encoded in ") {
-            if let Some(started) = self.running.take() {
-                self.total += now.saturating_duration_since(started);
-            }
+        } else if line.windows(18).any(|w| w == b" slice encoded in ")
+            && let Some(started) = self.running.take()
+        {
+            self.total += now.saturating_duration_since(started);
         }
     }
 }
@@ -82,10 +82,10 @@ unsafe extern "C" fn mtmd_log(level: sys::ggml_log_level, text: *const c_char, u
         let now = Instant::now();
         // try_*: see keep_errors.
         let _ = ENCODER_CLOCK.try_with(|clock| {
-            if let Ok(mut clock) = clock.try_borrow_mut() {
-                if let Some(clock) = clock.as_mut() {
-                    clock.observe(line, now);
-                }
+            if let Ok(mut clock) = clock.try_borrow_mut()
+                && let Some(clock) = clock.as_mut()
+            {
+                clock.observe(line, now);
             }
         });
     }
@@ -118,10 +118,10 @@ unsafe extern "C" fn keep_errors(level: sys::ggml_log_level, text: *const c_char
     // try_*: a log call during thread teardown or re-entrantly must not
     // panic across the C boundary; such a line is simply not kept.
     let _ = LOGGED_ERRORS.try_with(|errors| {
-        if let Ok(mut errors) = errors.try_borrow_mut() {
-            if let Some(errors) = errors.as_mut() {
-                errors.push_str(&text);
-            }
+        if let Ok(mut errors) = errors.try_borrow_mut()
+            && let Some(errors) = errors.as_mut()
+        {
+            errors.push_str(&text);
         }
     });
 }

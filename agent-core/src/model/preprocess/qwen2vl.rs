@@ -156,7 +156,7 @@ impl Qwen2VlImageProcessor {
         if size.width == 0 || size.height == 0 {
             return Err(ResizeError::Empty(size).into());
         }
-        if size.width % factor != 0 || size.height % factor != 0 {
+        if !size.width.is_multiple_of(factor) || !size.height.is_multiple_of(factor) {
             return Err(PreprocessError::NotAligned { size, factor });
         }
         let p = self.patch_size as usize;
