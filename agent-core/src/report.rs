@@ -40,7 +40,7 @@ pub fn write(dir: &Path) -> Result<PathBuf, ReportError> {
     for step in &trajectory.steps {
         let path = dir.join(&step.screenshot);
         // A step whose PNG is missing is still worth showing.
-        match std::fs::read(&path) {
+        match crate::agent::trajectory::read_screenshot_file(&path) {
             Ok(bytes) => shots.push(Some(bytes)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => shots.push(None),
             Err(source) => return Err(ReportError::Screenshot { path, source }),

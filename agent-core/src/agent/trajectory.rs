@@ -78,8 +78,11 @@ pub struct Outcome {
 pub struct StepRecord {
     /// From 1, as in the file names.
     pub index: u32,
+    /// The screenshot's file name in the episode's directory.
+    #[serde(deserialize_with = "file_name")]
     pub screenshot: String,
-    /// `None` when the device offered no UI tree.
+    /// The UI tree's file name there; `None` when the device offered none.
+    #[serde(default, deserialize_with = "optional_file_name")]
     pub ui_tree: Option<String>,
     pub frame: FrameMap,
     pub prompt: Prompt,
@@ -105,6 +108,47 @@ pub struct StepRecord {
     /// Filled in by offline scoring; the agent does not know it.
     #[serde(default)]
     pub reward: Option<f64>,
+}
+
+/// A name of a file in the episode's directory, as the writer gives them:
+/// a path elsewhere (`/etc/shadow`, `../x`, `/dev/zero`) in an edited step
+/// log would have readers embed or train on another file.
+fn file_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let name = String::deserialize(d)?;
+    let plain = !matches!(name.as_str(), "" | "." | "..") && !name.contains(['/', '\\', '\0']);
+    if !plain {
+        return Err(serde::de::Error::custom(format!(
+            "{name:?} is not the name of a file in the episode's directory"
+        )));
+    }
+    Ok(name)
+}
+
+fn optional_file_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    struct Name(#[serde(deserialize_with = "file_name")] String);
+    Ok(Option::<Name>::deserialize(d)?.map(|Name(name)| name))
+}
+
+/// The most bytes a screenshot file is read to: a phone's PNG is a few
+/// megabytes, and a file that claims more (an edited episode's link to
+/// `/dev/zero`) would be read until memory ran out.
+pub const MAX_SCREENSHOT_BYTES: u64 = 64 << 20;
+
+/// The screenshot file at `path`, refused past [`MAX_SCREENSHOT_BYTES`].
+pub fn read_screenshot_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    File::open(path)?
+        .take(MAX_SCREENSHOT_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_SCREENSHOT_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("more than {MAX_SCREENSHOT_BYTES} bytes, too large for a screenshot"),
+        ));
+    }
+    Ok(bytes)
 }
 
 /// One answer of the policy and what became of it.
@@ -505,6 +549,55 @@ mod tests {
             }
             (o, w) => o == w,
         }
+    }
+
+    /// A step log naming a file outside the episode's directory, or a
+    /// directory, is refused at its line; the names the writer gives read.
+    #[test]
+    fn steps_name_files_of_their_own_directory_only() {
+        let (episode, log) = old_oracle_trajectory();
+        let log = std::str::from_utf8(log).unwrap();
+        let first = log.lines().next().unwrap();
+        let second_line = |value: &str| {
+            let mut step: serde_json::Value = serde_json::from_str(first).unwrap();
+            step["screenshot"] = value.into();
+            format!("{first}\n{step}\n")
+        };
+        for name in ["/etc/shadow", "../x.png", "a/s.png", "..", "", "a\\b"] {
+            let e = parse_trajectory(Path::new("ep"), episode, second_line(name).as_bytes())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with("ep/steps.jsonl line 2: ")
+                    && e.contains(&format!(
+                        "{name:?} is not the name of a file in the episode's directory"
+                    )),
+                "{name}: {e}"
+            );
+        }
+        let mut step: serde_json::Value = serde_json::from_str(first).unwrap();
+        step["ui_tree"] = "/etc/passwd".into();
+        let e = parse_trajectory(Path::new("ep"), episode, format!("{step}\n").as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"/etc/passwd\" is not the name"), "{e}");
+        step["ui_tree"] = serde_json::Value::Null;
+        step["screenshot"] = "step-0001.png".into();
+        parse_trajectory(Path::new("ep"), episode, format!("{step}\n").as_bytes()).unwrap();
+    }
+
+    /// A file larger than any screenshot is refused after reading just past
+    /// the bound, not read whole.
+    #[test]
+    fn a_screenshot_file_is_read_to_a_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.png");
+        let file = File::create(&path).unwrap();
+        file.set_len(MAX_SCREENSHOT_BYTES + 1).unwrap();
+        let e = read_screenshot_file(&path).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+        file.set_len(3).unwrap();
+        assert_eq!(read_screenshot_file(&path).unwrap(), [0, 0, 0]);
     }
 
     /// A trajectory the oracle wrote before steps recorded an overruled

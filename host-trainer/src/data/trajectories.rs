@@ -363,7 +363,7 @@ pub(crate) fn images_beside(out: &Path) -> (&Path, String) {
 /// the file.
 fn read_screenshot(dir: &Path, step: &StepRecord) -> Result<(Size, Vec<u8>, String), String> {
     let path = dir.join(&step.screenshot);
-    let (size, png) = std::fs::read(&path)
+    let (size, png) = agent_core::agent::trajectory::read_screenshot_file(&path)
         .map_err(|e| e.to_string())
         .and_then(screenshot_png)
         .map_err(|e| format!("screenshot {}: {e}", path.display()))?;
