@@ -629,6 +629,91 @@ fn the_cli_converts_and_exports_and_reports_bad_input() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// No command writes its output over what it reads: a samples file over
+/// its own input, or anything into an episode it converts; the input is
+/// left as it was.
+#[test]
+fn an_output_never_overwrites_an_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let episode = tmp.path().join("wifi");
+    record(&episode, "wifi_on", 0, None);
+    let samples = tmp.path().join("s.json");
+    btl_train_succeeds(&[
+        "data",
+        "from-trajectories",
+        episode.to_str().unwrap(),
+        "--out",
+        samples.to_str().unwrap(),
+    ]);
+    let log = episode.join("steps.jsonl");
+    let (steps, written) = (
+        std::fs::read(&log).unwrap(),
+        std::fs::read(&samples).unwrap(),
+    );
+    let via_dots = tmp.path().join("wifi/../s.json");
+    for (args, over) in [
+        (
+            vec![
+                "from-trajectories",
+                episode.to_str().unwrap(),
+                "--out",
+                log.to_str().unwrap(),
+            ],
+            &episode,
+        ),
+        (
+            vec![
+                "tap-text",
+                episode.to_str().unwrap(),
+                "--out",
+                log.to_str().unwrap(),
+            ],
+            &episode,
+        ),
+        (
+            vec![
+                "augment-typed",
+                samples.to_str().unwrap(),
+                "--out",
+                via_dots.to_str().unwrap(),
+            ],
+            &samples,
+        ),
+        (
+            vec![
+                "text-only",
+                samples.to_str().unwrap(),
+                "--out",
+                samples.to_str().unwrap(),
+            ],
+            &samples,
+        ),
+    ] {
+        refused_over(&[&["data"][..], &args].concat(), over);
+    }
+    let run = format!("a={}", samples.display());
+    refused_over(
+        &["plot-bench", &run, "--out", samples.to_str().unwrap()],
+        &samples,
+    );
+    assert_eq!(std::fs::read(&log).unwrap(), steps);
+    assert_eq!(std::fs::read(&samples).unwrap(), written);
+}
+
+/// `btl-train ARGS` fails as bad input for writing over `over`.
+fn refused_over(args: &[&str], over: &Path) {
+    let out = btl_train(args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "it would write over {}, which this command reads",
+            over.display()
+        )),
+        "{args:?}: {stderr}"
+    );
+}
+
 /// A real contact_add episode: its two typing steps are copied with other
 /// values that the goal and the answer agree on, the copies written in
 /// another directory still find their screenshots, and the trainer makes

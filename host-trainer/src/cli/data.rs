@@ -86,7 +86,7 @@ pub struct AugmentTypedArgs {
     #[arg(long)]
     out: PathBuf,
     /// Copies per typing sample.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=1000).map(usize::from))]
     copies: usize,
     /// Seed of the random text (each sample draws from it and its id).
     #[arg(long, default_value_t = 0)]
@@ -153,6 +153,7 @@ pub fn run(command: &Command) -> Outcome {
 }
 
 fn text_only_cmd(args: &TextOnlyArgs) -> Outcome {
+    super::apart_from_inputs(&args.out, [args.samples.as_path()])?;
     let samples = load_samples(&args.samples).map_err(failure)?;
     let copies = text_only_copies(&samples);
     write_samples(&args.out, &copies).map_err(failure)?;
@@ -165,6 +166,7 @@ fn text_only_cmd(args: &TextOnlyArgs) -> Outcome {
 }
 
 fn tap_text_cmd(args: &TapTextArgs) -> Outcome {
+    super::apart_from_inputs(&args.out, args.dirs.iter().map(PathBuf::as_path))?;
     let options = TapTextOptions {
         per_screen: args.per_screen,
         seed: args.seed,
@@ -196,6 +198,7 @@ fn tap_text_cmd(args: &TapTextArgs) -> Outcome {
 }
 
 fn augment_typed_cmd(args: &AugmentTypedArgs) -> Outcome {
+    super::apart_from_inputs(&args.out, [args.samples.as_path()])?;
     let samples = load_samples(&args.samples).map_err(failure)?;
     let (mut copies, report) =
         augment_typed(&samples, args.copies, args.seed, &args.samples).map_err(failure)?;
@@ -230,6 +233,7 @@ fn failure(e: Error) -> Failure {
 }
 
 fn from_trajectories_cmd(args: &FromTrajectoriesArgs) -> Outcome {
+    super::apart_from_inputs(&args.out, args.dirs.iter().map(PathBuf::as_path))?;
     let options = ConvertOptions {
         lambda: args.lambda,
         all_episodes: args.all_episodes,

@@ -19,6 +19,8 @@ pub struct PlotBenchArgs {
 }
 
 pub fn run_plot_bench(args: &PlotBenchArgs) -> Outcome {
+    let reports = args.runs.iter().filter_map(|run| run.split_once('='));
+    super::apart_from_inputs(&args.out, reports.map(|(_, path)| path.as_ref()))?;
     let mut runs = Vec::new();
     for run in &args.runs {
         let Some((name, path)) = run.split_once('=') else {
