@@ -629,6 +629,62 @@ fn the_cli_converts_and_exports_and_reports_bad_input() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// The files under `dir`, by path, with their bytes.
+fn tree(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(tree(&path));
+        } else {
+            files.insert(path.clone(), std::fs::read(&path).unwrap());
+        }
+    }
+    files
+}
+
+/// A conversion that fails on a broken episode leaves the previous run's
+/// samples and screenshots as they were, though its first episode has the
+/// same name as one of them (`ep`, another task's screens); a conversion
+/// that succeeds replaces both.
+#[test]
+fn a_failed_conversion_keeps_the_previous_samples_and_images() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (first, second, broken) = (
+        tmp.path().join("a/ep"),
+        tmp.path().join("b/ep"),
+        tmp.path().join("broken"),
+    );
+    record(&first, "wifi_on", 0, None);
+    record(&second, "note_create", 0, None);
+    record(&broken, "wifi_on", 1, None);
+    std::fs::remove_file(broken.join("step-0001.png")).unwrap();
+    let out = tmp.path().join("keep.json");
+    let convert = |dirs: &[&Path]| {
+        let mut args = vec!["data", "from-trajectories", "--out", out.to_str().unwrap()];
+        args.extend(dirs.iter().map(|d| d.to_str().unwrap()));
+        btl_train(&args)
+    };
+    assert!(convert(&[&first]).status.success());
+    let (samples, images) = (
+        std::fs::read(&out).unwrap(),
+        tree(&tmp.path().join("keep-images")),
+    );
+    let failed = convert(&[&second, &broken]);
+    assert_eq!(failed.status.code(), Some(2));
+    assert_eq!(std::fs::read(&out).unwrap(), samples);
+    assert_eq!(tree(&tmp.path().join("keep-images")), images);
+    assert!(convert(&[&second]).status.success());
+    assert_ne!(std::fs::read(&out).unwrap(), samples);
+    assert_ne!(tree(&tmp.path().join("keep-images")), images);
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with('.'))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
 /// No command writes its output over what it reads: a samples file over
 /// its own input, or anything into an episode it converts; the input is
 /// left as it was.

@@ -52,8 +52,8 @@
 //! typed-value copies teach for typed text.
 
 use super::augment::{reshape, without_screenshot};
-use super::trajectories::{EpisodeInput, episode_dirs, images_beside, read_ui_tree, write_image};
-use super::{Error, Result, samples::write_samples};
+use super::trajectories::{EpisodeInput, ImageStage, episode_dirs, read_ui_tree};
+use super::{Error, Result};
 use agent_core::agent::trajectory::{Executed, StepRecord, read_trajectory};
 use agent_core::device::DeviceAction;
 use agent_core::device::ui::UiNode;
@@ -425,10 +425,11 @@ pub fn tap_text(dirs: &[PathBuf], out: &Path, options: &TapTextOptions) -> Resul
         return Err(Error::Usage("lambda must be at least 1".into()));
     }
     let episodes = episode_dirs(dirs)?;
-    let (base, images) = images_beside(out);
+    let mut stage = ImageStage::new(out)?;
+    let images = stage.images.clone();
     let mut report = TapTextReport {
         episodes: episodes.len(),
-        images_dir: base.join(&images),
+        images_dir: stage.dir(),
         ..TapTextReport::default()
     };
     let mut names = HashSet::new();
@@ -452,13 +453,13 @@ pub fn tap_text(dirs: &[PathBuf], out: &Path, options: &TapTextOptions) -> Resul
                 continue;
             }
             if !options.move_points {
-                write_image(base, &cx.image, &png)?;
+                stage.write(&cx.image, &png)?;
             }
             samples.extend(made);
         }
     }
     report.samples = samples.len();
-    write_samples(out, &samples)?;
+    stage.finish(out, &samples)?;
     Ok(report)
 }
 

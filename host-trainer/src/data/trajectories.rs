@@ -162,8 +162,7 @@ pub fn episode_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>> {
 }
 
 /// Converts the episodes in `dirs` (see [`episode_dirs`]) into the sample
-/// file `out`, writing the screenshots beside it first and the sample file
-/// last, each atomically.
+/// file `out`, its screenshots beside it ([`ImageStage`]).
 pub fn from_trajectories(
     dirs: &[PathBuf],
     out: &Path,
@@ -173,10 +172,11 @@ pub fn from_trajectories(
         return Err(Error::Usage("lambda must be at least 1".into()));
     }
     let episodes = episode_dirs(dirs)?;
-    let (base, images) = images_beside(out);
+    let mut stage = ImageStage::new(out)?;
+    let images = stage.images.clone();
     let mut report = ConvertReport {
         episodes: episodes.len(),
-        images_dir: base.join(&images),
+        images_dir: stage.dir(),
         ..ConvertReport::default()
     };
     let mut names = HashSet::new();
@@ -228,7 +228,7 @@ pub fn from_trajectories(
                 }
             };
             let sample = step_sample(step, executed, ui.as_ref(), &cx).map_err(at_step)?;
-            write_image(base, &cx.image, &png)?;
+            stage.write(&cx.image, &png)?;
             samples.push(sample);
             report.relabelled += usize::from(target.is_some());
         }
@@ -240,7 +240,7 @@ pub fn from_trajectories(
         }
     }
     report.samples = samples.len();
-    write_samples(out, &samples)?;
+    stage.finish(out, &samples)?;
     Ok(report)
 }
 
@@ -281,7 +281,7 @@ impl<'a> EpisodeInput<'a> {
         }
     }
 
-    /// `step`'s screenshot (checked, to be written with [`write_image`])
+    /// `step`'s screenshot (checked, to be written with [`ImageStage`])
     /// and the context its samples are made in, their images under
     /// `images`. `Err` names the file.
     pub(crate) fn screen(
@@ -303,14 +303,96 @@ impl<'a> EpisodeInput<'a> {
     }
 }
 
-/// Writes a sample's screenshot `png` at `image` (relative to `base`, the
-/// sample file's directory).
-pub(crate) fn write_image(base: &Path, image: &str, png: &[u8]) -> Result<()> {
-    let dest = base.join(image);
-    if let Some(parent) = dest.parent() {
-        create_dir(parent)?;
+/// Where a conversion's screenshots go: a staging directory beside the
+/// sample file, put in the place of `STEM-images` only once every sample is
+/// made, right before the sample file. A run that fails midway (a broken
+/// episode) leaves the previous run's samples and images as they were; it
+/// had written over the images of its episodes of the same names, so the
+/// old samples showed other screens. A crash between the last two renames
+/// leaves the new images beside the old samples.
+pub(crate) struct ImageStage<'a> {
+    base: &'a Path,
+    /// The images' directory name, `STEM-images`.
+    pub(crate) images: String,
+    staging: PathBuf,
+    written: bool,
+}
+
+impl<'a> ImageStage<'a> {
+    pub(crate) fn new(out: &'a Path) -> Result<Self> {
+        let (base, images) = images_beside(out);
+        let staging = base.join(format!(".{images}.partial"));
+        remove_dir(&staging)?;
+        Ok(Self {
+            base,
+            images,
+            staging,
+            written: false,
+        })
     }
-    write_file(&dest, png)
+
+    /// Where the images end up.
+    pub(crate) fn dir(&self) -> PathBuf {
+        self.base.join(&self.images)
+    }
+
+    /// Writes a sample's screenshot `png`, `image` being its path as the
+    /// sample names it (relative to the sample file's directory).
+    pub(crate) fn write(&mut self, image: &str, png: &[u8]) -> Result<()> {
+        let inside = image
+            .strip_prefix(&self.images)
+            .map_or(image, |rest| rest.trim_start_matches('/'));
+        let dest = self.staging.join(inside);
+        if let Some(parent) = dest.parent() {
+            create_dir(parent)?;
+        }
+        self.written = true;
+        write_file(&dest, png)
+    }
+
+    /// Puts the images in place of the previous run's, then writes the
+    /// samples.
+    pub(crate) fn finish(self, out: &Path, samples: &[Sample]) -> Result<()> {
+        if self.written {
+            let dir = self.dir();
+            let old = self.base.join(format!(".{}.old", self.images));
+            remove_dir(&old)?;
+            if dir.exists() {
+                rename(&dir, &old)?;
+            }
+            rename(&self.staging, &dir)?;
+            write_samples(out, samples)?;
+            remove_dir(&old)
+        } else {
+            write_samples(out, samples)
+        }
+    }
+}
+
+impl Drop for ImageStage<'_> {
+    /// A run that failed leaves no staging directory behind (best effort:
+    /// the next run removes what is left).
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.staging);
+    }
+}
+
+fn rename(from: &Path, to: &Path) -> Result<()> {
+    std::fs::rename(from, to).map_err(|source| Error::Write {
+        path: to.to_path_buf(),
+        source,
+    })
+}
+
+/// Removes a directory left by an earlier run, if there is one.
+fn remove_dir(path: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(path) {
+        Err(source) if source.kind() != std::io::ErrorKind::NotFound => Err(Error::Write {
+            path: path.to_path_buf(),
+            source,
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// The episode's directory name, made unique among those already taken.
