@@ -16,6 +16,42 @@ fn bench(dir: &Dir, extra: &[&str]) -> Value {
     serde_json::from_str(stdout(&run).trim()).expect("one JSON object")
 }
 
+/// An `--out` that holds another policy's episodes is not read as this
+/// policy's results, and a task named twice is refused rather than counted
+/// twice.
+#[test]
+fn a_bench_counts_only_its_own_policys_episodes() {
+    let dir = Dir::new();
+    let oracle = bench(&dir, &["--policy", "oracle", "--tasks", "wifi_on"]);
+    assert_eq!(oracle["tasks"][0]["successes"], 1, "{oracle}");
+    let out = dir.path("bench");
+    let mut args = vec![
+        "bench",
+        "--tasks",
+        "wifi_on",
+        "--max-steps",
+        "1",
+        "--out",
+        path_str(&out),
+    ];
+    args.extend_from_slice(&TINY_MODEL);
+    let run = dir.btl(&args);
+    assert!(
+        stderr(&run).contains("holds an episode of oracle of wifi_on, and this run's policy is tiny-qwen25vl-f16.gguf: give a new --out"),
+        "{}",
+        stderr(&run)
+    );
+    assert!(!run.status.success());
+    assert_eq!(stdout(&run), "");
+    let twice = dir.btl(["bench", "--policy", "oracle", "--tasks", "wifi_on,wifi_on"]);
+    assert_eq!(twice.status.code(), Some(2));
+    assert!(
+        stderr(&twice).contains("--tasks names 'wifi_on' twice"),
+        "{}",
+        stderr(&twice)
+    );
+}
+
 #[test]
 fn the_oracle_solves_the_whole_suite_over_two_repeats() {
     let dir = Dir::new();

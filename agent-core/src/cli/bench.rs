@@ -513,7 +513,12 @@ fn task_names(suite: Suite, wanted: &[String], target: &Target) -> Result<Vec<St
             .map(String::from)
             .collect());
     }
-    for name in wanted {
+    for (i, name) in wanted.iter().enumerate() {
+        if wanted[..i].contains(name) {
+            return Err(Failure::BadInput(anyhow!(
+                "--tasks names '{name}' twice: its episodes would be counted twice"
+            )));
+        }
         if tasks::sample(name, 0).is_none() {
             return Err(Failure::BadInput(anyhow!(
                 "no task named '{name}' (see `btl sim tasks`)"

@@ -280,7 +280,12 @@ fn jobs(args: &Args) -> Result<Vec<Job>, Failure> {
         args.tasks.clone()
     };
     let mut jobs = Vec::new();
-    for name in &names {
+    for (i, name) in names.iter().enumerate() {
+        if names[..i].contains(name) {
+            return Err(Failure::BadInput(anyhow!(
+                "--tasks names '{name}' twice: one directory would hold both its episodes"
+            )));
+        }
         for e in 0..args.episodes {
             let k = args.seed + u64::from(e);
             let seed = args.split.map_or(k, |split| split.seed(k));

@@ -712,7 +712,8 @@ pub enum EpisodeFailure {
 
 /// One episode of a suite task, started fresh or, when `dir` holds an
 /// interrupted one (or one its device failed), resumed; a finished one is
-/// read back, not rerun.
+/// read back, not rerun. Either must be the same policy's: another's
+/// (an `--out` reused for another model) is refused.
 /// Nobody is at a terminal to confirm sensitive actions: unless `--confirm`
 /// says otherwise they are allowed on the virtual phone, where several
 /// tasks are deletions and nothing real is at stake, and declined on adb
@@ -733,6 +734,14 @@ pub fn run_task_episode(
     let policy = episode_policy(choice, shared, Some(task), seed).map_err(failure)?;
     let agent = if dir.join(crate::agent::trajectory::EPISODE_FILE).exists() {
         let recorded = read_trajectory(dir).map_err(|e| other(e.into()))?;
+        let (theirs, ours) = (&recorded.episode.policy, policy.name());
+        if *theirs != ours {
+            return Err(other(anyhow!(
+                "{} holds an episode of {theirs}, and this run's policy is {ours}: \
+                 give a new --out",
+                dir.display()
+            )));
+        }
         if let Some(outcome) = recorded.episode.ended() {
             return Ok(outcome.clone());
         }
