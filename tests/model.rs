@@ -84,6 +84,59 @@ fn quantize_refuses_bad_input_and_never_overwrites() {
     assert_eq!(run.status.code(), Some(2));
 }
 
+/// The tiny text model with its `qwen2vl.block_count` (a u32 after the
+/// key and its type, 4) set to `layers`.
+fn with_layers(dir: &Dir, layers: u32) -> std::path::PathBuf {
+    let mut bytes = std::fs::read(F16).unwrap();
+    let key = b"qwen2vl.block_count";
+    let at = bytes.windows(key.len()).position(|w| w == key).unwrap() + key.len();
+    assert_eq!(bytes[at..at + 4], 4u32.to_le_bytes(), "a u32 value");
+    bytes[at + 4..at + 8].copy_from_slice(&layers.to_le_bytes());
+    let path = dir.path(&format!("layers-{layers}.gguf"));
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// A model file with no layers, or more than llama.cpp's 512, would make
+/// llama.cpp abort the whole process (an assertion, not an error): `run`
+/// and `quantize` refuse it in words first.
+#[test]
+fn a_layer_count_llama_cpp_asserts_on_is_refused() {
+    let dir = Dir::new();
+    for layers in [0, 513, 100_000] {
+        let model = with_layers(&dir, layers);
+        let says = format!("qwen2vl.block_count is {layers}; llama.cpp takes 1 to 512 layers");
+        let run = dir.btl([
+            "run",
+            "--task",
+            "wifi_on",
+            "--model",
+            path_str(&model),
+            "--mmproj",
+            TINY_MMPROJ,
+        ]);
+        assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+        assert!(stderr(&run).contains(&says), "{}", stderr(&run));
+        let out = dir.path("out.gguf");
+        let quantize = dir.btl([
+            "model",
+            "quantize",
+            path_str(&model),
+            path_str(&out),
+            "--type",
+            "q8_0",
+        ]);
+        assert_ne!(quantize.status.code(), Some(0));
+        assert_ne!(
+            quantize.status.code(),
+            None,
+            "killed by a signal: {}",
+            stderr(&quantize)
+        );
+        assert!(stderr(&quantize).contains(&says), "{}", stderr(&quantize));
+    }
+}
+
 /// A vision projector quantizes to every type it takes: each file is
 /// smaller than the f16 one (f16 and bf16 aside), loads beside the text
 /// model and answers the reference's image prompt; at q8_0 the first token,

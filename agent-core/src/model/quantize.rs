@@ -127,12 +127,91 @@ pub enum QuantizeError {
 /// The `general.architecture` of a GGUF file (`clip` for a vision
 /// projector), read with ggml's GGUF reader without loading any tensor.
 pub fn architecture(path: &Path) -> Result<String, QuantizeError> {
-    check_gguf(path)?;
-    let unreadable = |reason: &str| {
+    let architecture = read_metadata(path, |m| m.string(c"general.architecture"))?;
+    architecture.ok_or_else(|| {
         QuantizeError::Input(LoadError::Unreadable {
             path: path.to_path_buf(),
-            reason: reason.to_owned(),
+            reason: "it has no general.architecture".into(),
         })
+    })
+}
+
+/// llama.cpp's most layers (LLAMA_MAX_LAYERS).
+const MAX_LAYERS: u32 = 512;
+
+/// Refuses a text model whose layer counts llama.cpp asserts on, which
+/// aborts the whole process rather than failing the load:
+/// `ARCH.block_count` outside 1..=512, or `ARCH.nextn_predict_layers`
+/// past it. (A count of another type llama.cpp refuses in words.)
+pub(crate) fn check_layers(path: &Path) -> Result<(), LoadError> {
+    let counts = read_metadata(path, |m| {
+        let architecture = m.string(c"general.architecture")?;
+        let count = |key: &str| {
+            CString::new(format!("{architecture}.{key}"))
+                .ok()
+                .and_then(|key| m.u32(&key))
+        };
+        let (layers, next) = (count("block_count"), count("nextn_predict_layers"));
+        Some((architecture, layers, next))
+    })?;
+    let Some((architecture, Some(layers), next)) = counts else {
+        return Ok(());
+    };
+    let bad = |reason: String| {
+        Err(LoadError::Model {
+            path: path.to_path_buf(),
+            reason,
+        })
+    };
+    if !(1..=MAX_LAYERS).contains(&layers) {
+        return bad(format!(
+            "{architecture}.block_count is {layers}; llama.cpp takes 1 to {MAX_LAYERS} layers"
+        ));
+    }
+    if let Some(next) = next.filter(|&n| n > layers) {
+        return bad(format!(
+            "{architecture}.nextn_predict_layers is {next}, more than its {layers} layers"
+        ));
+    }
+    Ok(())
+}
+
+/// The metadata of an open GGUF file.
+struct Metadata(*mut sys::gguf_context);
+
+impl Metadata {
+    fn string(&self, key: &std::ffi::CStr) -> Option<String> {
+        // SAFETY: the context is valid while `self` lives (read_metadata);
+        // a string value is NUL-terminated and owned by the context, so it
+        // is copied before it ends.
+        unsafe {
+            let id = sys::gguf_find_key(self.0, key.as_ptr());
+            (id >= 0 && sys::gguf_get_kv_type(self.0, id) == sys::GGUF_TYPE_STRING).then(|| {
+                std::ffi::CStr::from_ptr(sys::gguf_get_val_str(self.0, id))
+                    .to_string_lossy()
+                    .into_owned()
+            })
+        }
+    }
+
+    /// A value stored as a u32 (ggml asserts on any other type's getter).
+    fn u32(&self, key: &std::ffi::CStr) -> Option<u32> {
+        // SAFETY: as in `string`; the type is checked before the getter.
+        unsafe {
+            let id = sys::gguf_find_key(self.0, key.as_ptr());
+            (id >= 0 && sys::gguf_get_kv_type(self.0, id) == sys::GGUF_TYPE_UINT32)
+                .then(|| sys::gguf_get_val_u32(self.0, id))
+        }
+    }
+}
+
+/// `read` of the metadata of the GGUF file at `path`, read with ggml's GGUF
+/// reader without loading any tensor.
+fn read_metadata<T>(path: &Path, read: impl FnOnce(&Metadata) -> T) -> Result<T, LoadError> {
+    check_gguf(path)?;
+    let unreadable = |reason: &str| LoadError::Unreadable {
+        path: path.to_path_buf(),
+        reason: reason.to_owned(),
     };
     let c_path = CString::new(path.to_string_lossy().as_bytes())
         .map_err(|_| unreadable("the path contains a NUL byte"))?;
@@ -146,21 +225,12 @@ pub fn architecture(path: &Path) -> Result<String, QuantizeError> {
     if gguf.is_null() {
         return Err(unreadable("ggml cannot read its GGUF header"));
     }
-    let key = c"general.architecture";
-    // SAFETY: gguf is a valid context until gguf_free below; a string value
-    // is NUL-terminated and owned by the context, so it is copied first.
-    let value = unsafe {
-        let id = sys::gguf_find_key(gguf, key.as_ptr());
-        let value =
-            (id >= 0 && sys::gguf_get_kv_type(gguf, id) == sys::GGUF_TYPE_STRING).then(|| {
-                std::ffi::CStr::from_ptr(sys::gguf_get_val_str(gguf, id))
-                    .to_string_lossy()
-                    .into_owned()
-            });
-        sys::gguf_free(gguf);
-        value
-    };
-    value.ok_or_else(|| unreadable("it has no general.architecture"))
+    let metadata = Metadata(gguf);
+    let value = read(&metadata);
+    // SAFETY: made by gguf_init_from_file above and freed once; nothing
+    // read from it outlives this.
+    unsafe { sys::gguf_free(gguf) };
+    Ok(value)
 }
 
 /// Quantizes `input` to `output` as `ty` with `threads` threads (0: all).
@@ -182,6 +252,9 @@ pub fn quantize(
                 .collect::<Vec<_>>()
                 .join(", "),
         });
+    }
+    if architecture != PROJECTOR_ARCHITECTURE {
+        check_layers(input)?;
     }
     if output.exists() {
         return Err(QuantizeError::OutputExists(output.to_path_buf()));

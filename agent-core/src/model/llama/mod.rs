@@ -408,6 +408,7 @@ pub struct LlamaPolicy {
 impl LlamaPolicy {
     pub fn load(config: LlamaConfig) -> Result<Self, LoadError> {
         check_gguf(&config.model)?;
+        super::quantize::check_layers(&config.model)?;
         check_gguf(&config.mmproj)?;
         let adapter = match config.adapters.as_slice() {
             [] => None,
