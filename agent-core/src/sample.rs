@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
+use std::collections::HashMap;
 use thiserror::Error;
 
 /// One official-format sample.
@@ -243,6 +244,18 @@ pub struct Completion {
 /// Reads a completions JSONL file against the samples it refers to. Blank
 /// lines are skipped.
 pub fn parse_completions(text: &str, samples: &[Sample]) -> Result<Vec<Completion>, InputError> {
+    // Each id's first sample, and its second where two share it.
+    let mut by_id: HashMap<&str, (usize, Option<usize>)> = HashMap::new();
+    for (i, sample) in samples.iter().enumerate() {
+        if let Some(id) = sample.id.as_deref() {
+            by_id
+                .entry(id)
+                .and_modify(|(_, second)| {
+                    second.get_or_insert(i);
+                })
+                .or_insert((i, None));
+        }
+    }
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
@@ -256,7 +269,18 @@ pub fn parse_completions(text: &str, samples: &[Sample]) -> Result<Vec<Completio
             })?;
             let sample = match &parsed.sample {
                 SampleRef::Index(i) => (*i < samples.len()).then_some(*i),
-                SampleRef::Id(id) => samples.iter().position(|s| s.id.as_deref() == Some(id)),
+                SampleRef::Id(id) => match by_id.get(id.as_str()) {
+                    Some(&(first, Some(second))) => {
+                        return Err(InputError {
+                            line,
+                            reason: format!(
+                                "sample {} is ambiguous: samples {first} and {second} both have that id",
+                                parsed.sample
+                            ),
+                        });
+                    }
+                    found => found.map(|&(first, _)| first),
+                },
             }
             .ok_or_else(|| InputError {
                 line,
@@ -365,5 +389,20 @@ mod tests {
         );
         let err = parse_completions("{\"sample\": 0}", &samples).unwrap_err();
         assert!(err.reason.contains("missing field `completion`"), "{err}");
+        // Two samples with one id: naming it is ambiguous, their indices not.
+        let mut twice = vec![samples[0].clone(), samples[0].clone(), samples[0].clone()];
+        twice[1].id = Some("other".into());
+        let err =
+            parse_completions("{\"sample\": \"nav-1\", \"completion\": \"\"}", &twice).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "line 1: sample \"nav-1\" is ambiguous: samples 0 and 2 both have that id"
+        );
+        let c = parse_completions(
+            "{\"sample\": \"other\", \"completion\": \"\"}\n{\"sample\": 2, \"completion\": \"\"}",
+            &twice,
+        )
+        .unwrap();
+        assert_eq!((c[0].sample, c[1].sample), (1, 2));
     }
 }
