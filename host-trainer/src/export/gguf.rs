@@ -21,6 +21,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashSet;
+use std::fmt::Display;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -67,6 +68,19 @@ pub enum ValueType {
 }
 
 impl ValueType {
+    /// The fewest bytes one value of this type takes in a file (a string
+    /// its length, an array its element type and length).
+    fn min_encoded_size(self) -> usize {
+        use ValueType::*;
+        match self {
+            U8 | I8 | Bool => 1,
+            U16 | I16 => 2,
+            U32 | I32 | F32 => 4,
+            U64 | I64 | F64 | String => 8,
+            Array => 12,
+        }
+    }
+
     fn from_id(id: u32) -> Option<Self> {
         use ValueType::*;
         Some(match id {
@@ -347,22 +361,22 @@ pub struct Parsed {
 /// Parses and checks a whole GGUF file held in `bytes`. Pure; never panics.
 pub fn parse(bytes: &[u8]) -> std::result::Result<Parsed, ParseError> {
     let mut r = Reader { bytes, pos: 0 };
-    let magic = r.take(4, "the magic")?;
+    let magic = r.take(4, &"the magic")?;
     if magic != MAGIC {
         return Err(r.error_at(
             0,
             format!("not a GGUF file (magic {magic:02x?}, expected \"GGUF\")"),
         ));
     }
-    let version = r.u32("the version")?;
+    let version = r.u32(&"the version")?;
     if version != VERSION {
         return Err(r.error_at(
             4,
             format!("GGUF version {version}; only version {VERSION} is supported"),
         ));
     }
-    let n_tensors = r.u64("the tensor count")?;
-    let n_kv = r.u64("the metadata count")?;
+    let n_tensors = r.u64(&"the tensor count")?;
+    let n_kv = r.u64(&"the metadata count")?;
 
     // Each pair takes at least 13 bytes (key length, type, one byte of value),
     // each tensor info at least 24: counts beyond that cannot be right.
@@ -482,6 +496,15 @@ struct Reader<'a> {
     pos: usize,
 }
 
+/// What a read is of, in words: `the value of` and a key.
+struct Of<'k>(&'static str, &'k str);
+
+impl Display for Of<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.0, self.1)
+    }
+}
+
 impl<'a> Reader<'a> {
     fn error_at(&self, offset: impl TryInto<u64>, message: String) -> ParseError {
         ParseError {
@@ -490,7 +513,9 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn take(&mut self, n: u64, what: &str) -> std::result::Result<&'a [u8], ParseError> {
+    /// `what` is said only in an error: building it for every element of a
+    /// long array under a long key was quadratic.
+    fn take(&mut self, n: u64, what: &dyn Display) -> std::result::Result<&'a [u8], ParseError> {
         let left = self.bytes.len() - self.pos;
         match usize::try_from(n) {
             Ok(n) if n <= left => {
@@ -505,17 +530,20 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn array<const N: usize>(&mut self, what: &str) -> std::result::Result<[u8; N], ParseError> {
+    fn array<const N: usize>(
+        &mut self,
+        what: &dyn Display,
+    ) -> std::result::Result<[u8; N], ParseError> {
         let mut out = [0u8; N];
         out.copy_from_slice(self.take(N as u64, what)?);
         Ok(out)
     }
 
-    fn u32(&mut self, what: &str) -> std::result::Result<u32, ParseError> {
+    fn u32(&mut self, what: &dyn Display) -> std::result::Result<u32, ParseError> {
         Ok(u32::from_le_bytes(self.array(what)?))
     }
 
-    fn u64(&mut self, what: &str) -> std::result::Result<u64, ParseError> {
+    fn u64(&mut self, what: &dyn Display) -> std::result::Result<u64, ParseError> {
         Ok(u64::from_le_bytes(self.array(what)?))
     }
 
@@ -526,7 +554,7 @@ impl<'a> Reader<'a> {
         usize::try_from(count).map_or(fit, |c| c.min(fit))
     }
 
-    fn string(&mut self, what: &str) -> std::result::Result<String, ParseError> {
+    fn string(&mut self, what: &dyn Display) -> std::result::Result<String, ParseError> {
         let len = self.u64(what)?;
         let start = self.pos;
         let raw = self.take(len, what)?;
@@ -542,7 +570,7 @@ impl<'a> Reader<'a> {
         key: &str,
         depth: usize,
     ) -> std::result::Result<Value, ParseError> {
-        let what = &format!("the value of {key}");
+        let what = &Of("the value of", key);
         Ok(match value_type {
             ValueType::U8 => Value::U8(u8::from_le_bytes(self.array(what)?)),
             ValueType::I8 => Value::I8(i8::from_le_bytes(self.array(what)?)),
@@ -575,15 +603,16 @@ impl<'a> Reader<'a> {
                     ));
                 }
                 let type_at = self.pos;
-                let id = self.u32(&format!("the array type of {key}"))?;
+                let id = self.u32(&Of("the array type of", key))?;
                 let element = ValueType::from_id(id).ok_or_else(|| {
                     self.error_at(
                         type_at,
                         format!("{key}: unknown array element type id {id}"),
                     )
                 })?;
-                let len = self.u64(&format!("the array length of {key}"))?;
-                let mut items = Vec::with_capacity(self.capacity_for(len, 1));
+                let len = self.u64(&Of("the array length of", key))?;
+                let mut items =
+                    Vec::with_capacity(self.capacity_for(len, element.min_encoded_size()));
                 for _ in 0..len {
                     items.push(self.value(element, key, depth + 1)?);
                 }
