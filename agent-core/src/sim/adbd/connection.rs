@@ -77,6 +77,12 @@ pub(super) enum ConnectionError {
 pub(super) struct FrameReader {
     io: OwnedReadHalf,
     buf: Vec<u8>,
+    /// Where the undecoded bytes of `buf` start. Decoded messages are let
+    /// go of by moving it, and the rest moved to the front only before the
+    /// next read: dropping each message from the front on its own moved a
+    /// large buffer's bytes once per message (24-byte OKAYs after a 1 MB
+    /// write cost seconds per read).
+    start: usize,
 }
 
 impl FrameReader {
@@ -84,6 +90,7 @@ impl FrameReader {
         Self {
             io,
             buf: Vec::new(),
+            start: 0,
         }
     }
 
@@ -93,15 +100,17 @@ impl FrameReader {
     /// only consumed once a whole message is decoded.
     pub(super) async fn read_message(&mut self) -> Result<Option<Message>, ConnectionError> {
         loop {
-            match Message::decode(&self.buf) {
+            match Message::decode(&self.buf[self.start..]) {
                 Ok((message, used)) => {
-                    self.buf.drain(..used);
+                    self.start += used;
                     return Ok(Some(message));
                 }
                 // Not an error: the rest of the message is still in flight.
                 Err(FrameError::Incomplete) => {}
                 Err(error) => return Err(error.into()),
             }
+            self.buf.drain(..self.start);
+            self.start = 0;
             self.buf.reserve(READ_CHUNK);
             if self.io.read_buf(&mut self.buf).await? == 0 {
                 return match self.buf.len() {
