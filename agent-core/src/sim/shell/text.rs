@@ -441,8 +441,17 @@ fn cut_list(list: &str) -> Result<Vec<(usize, usize)>, String> {
         }
         ranges.push((a, b));
     }
+    // Sorted and merged, so a position is looked up by a binary search
+    // rather than against every range of a list of thousands.
     ranges.sort_unstable();
-    Ok(ranges)
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
+    for (a, b) in ranges {
+        match merged.last_mut() {
+            Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    Ok(merged)
 }
 
 /// `cut`'s options: the plain ones, and those that take a value.
@@ -451,8 +460,10 @@ pub const CUT_OPTIONS: (&str, &str) = ("sn", "fcbd");
 /// `cut -f LIST [-d DELIM] [-s]`, `cut -c LIST`, `cut -b LIST`, with its
 /// options parsed by [`CUT_OPTIONS`].
 pub fn cut(opts: &Opts, data: &[u8]) -> Result<Vec<u8>, String> {
-    let wanted =
-        |i: usize, ranges: &[(usize, usize)]| ranges.iter().any(|&(a, b)| a <= i && i <= b);
+    let wanted = |i: usize, ranges: &[(usize, usize)]| {
+        let after = ranges.partition_point(|&(a, _)| a <= i);
+        after > 0 && i <= ranges[after - 1].1
+    };
     let mut out = Vec::new();
     if let Some(list) = opts.value('f') {
         let ranges = cut_list(list)?;
@@ -996,7 +1007,16 @@ pub fn printf(format: &str, args: &[&str]) -> (Vec<u8>, Option<String>) {
     let mut out = String::new();
     let mut error = None;
     let mut next = 0;
+    // The format is read again for each round of arguments: a long one
+    // that prints nothing, over many arguments, would never reach the
+    // output's bound.
+    let mut read = 0usize;
     loop {
+        read = read.saturating_add(format.len());
+        if read > 4 * MAX_OUTPUT {
+            error.get_or_insert(too_large("the format read once per round of arguments"));
+            return (out.into_bytes(), error);
+        }
         let mut consumed = false;
         let mut chars = format.char_indices().peekable();
         let mut literal = String::new();

@@ -120,6 +120,19 @@ fn cut_fields_and_characters() {
     assert_eq!(s(&cut_args(&["-c", "2-"], b"hello\n").unwrap()), "ello\n");
     assert_eq!(s(&cut_args(&["-c", "-2,4"], b"hello\n").unwrap()), "hel\n");
     assert!(cut_args(&["-f", "0"], data).is_err());
+    // Overlapping, touching and repeated ranges select each position once.
+    assert_eq!(
+        cut_list("5-7,1,2-3,6-9,9,11-").unwrap(),
+        [(1, 3), (5, 9), (11, usize::MAX)]
+    );
+    assert_eq!(
+        s(&cut_args(&["-c", "5-7,1,2-3,6-9,9,11-"], b"abcdefghijklm\n").unwrap()),
+        "abcefghiklm\n"
+    );
+    assert_eq!(
+        s(&cut_args(&["-d:", "-f", "3,1,1-1"], data).unwrap()),
+        "a:c\nd\nnone\n"
+    );
 }
 
 #[test]
@@ -222,6 +235,19 @@ fn output_beyond_the_phones_budget_fails_in_words() {
         let (out, error) = printf(&format!("ab{width}"), &["1"]);
         assert_eq!((s(&out), error), ("ab", Some(too_large("a field"))));
     }
+    // A format of 1,000 bytes (length modifiers) that prints nothing, read
+    // for each of 70,000 arguments: 70,000,000 bytes read, past four times
+    // 16 MiB (67,108,864).
+    let format = format!("%{}s", "l".repeat(998));
+    let args = vec![""; 70_000];
+    let (out, error) = printf(&format, &args);
+    assert_eq!(
+        (s(&out), error),
+        (
+            "",
+            Some(too_large("the format read once per round of arguments"))
+        )
+    );
     let args = vec!["xy"; 9_000_000];
     let (out, error) = printf("%s", &args);
     assert_eq!(error, Some(too_large("the output")));
