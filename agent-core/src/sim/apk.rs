@@ -136,6 +136,8 @@ const RES_XML_RESOURCE_MAP_TYPE: u16 = 0x0180;
 const RES_XML_START_ELEMENT_TYPE: u16 = 0x0102;
 const UTF8_FLAG: u32 = 1 << 8;
 const NO_INDEX: u32 = u32::MAX;
+/// sizeof(ResXMLTree_attribute).
+const ATTRIBUTE_SIZE: usize = 20;
 
 // Res_value data types and the framework's attribute ids that pm reads.
 const TYPE_STRING: u8 = 0x03;
@@ -219,6 +221,15 @@ impl From<String> for ApkError {
     }
 }
 
+/// Refuses an attribute found before: each is decoded once, and a
+/// repeated one is refused, as the framework's parser refuses duplicates.
+fn once<T>(slot: &Option<T>, what: &str) -> Result<(), String> {
+    match slot {
+        Some(_) => Err(format!("<manifest> has {what} twice")),
+        None => Ok(()),
+    }
+}
+
 /// The first element, which must be `<manifest>`.
 fn manifest_element(
     chunk: &[u8],
@@ -234,8 +245,15 @@ fn manifest_element(
     let attribute_start = usize::from(node.u16(header + 8)?);
     let attribute_size = usize::from(node.u16(header + 10)?);
     let count = usize::from(node.u16(header + 12)?);
+    // ResXMLTree_attribute's size: smaller ones overlap, so thousands of
+    // attributes could name one long string and have it decoded each time.
+    if attribute_size < ATTRIBUTE_SIZE {
+        return Err(ApkError::Malformed(format!(
+            "<manifest>'s attributes are {attribute_size} bytes each, less than {ATTRIBUTE_SIZE}"
+        )));
+    }
     let mut package = None;
-    let mut version_code = 0;
+    let mut version_code = None;
     let mut version_name = None;
     for i in 0..count {
         let at = header + attribute_start + i * attribute_size;
@@ -244,28 +262,38 @@ fn manifest_element(
         let data_type = node.u8(at + 15)?;
         let value = node.u32(at + 16)?;
         let id = resource_ids.get(name_index as usize).copied();
-        let name = strings.get(name_index)?;
         let string = || match (raw, data_type) {
             (NO_INDEX, TYPE_STRING) => strings.get(value),
-            (NO_INDEX, _) => Err(format!("attribute {name} is not a string")),
+            (NO_INDEX, _) => Err(format!(
+                "attribute {} is not a string",
+                strings.get(name_index)?
+            )),
             (raw, _) => strings.get(raw),
         };
         // The framework's attributes are known by resource id (names may
         // be stripped); `package` has no namespace and no id.
         match id {
             Some(ATTR_VERSION_CODE) => {
-                version_code = match data_type {
+                once(&version_code, "android:versionCode")?;
+                version_code = Some(match data_type {
                     TYPE_INT_DEC | TYPE_INT_HEX => i64::from(value),
                     _ => string()?
                         .parse()
                         .map_err(|_| "android:versionCode is not an integer".to_string())?,
-                }
+                });
             }
-            Some(ATTR_VERSION_NAME) => version_name = Some(string()?),
-            _ if name == "package" && id.is_none_or(|id| id == 0) => package = Some(string()?),
+            Some(ATTR_VERSION_NAME) => {
+                once(&version_name, "android:versionName")?;
+                version_name = Some(string()?);
+            }
+            _ if id.is_none_or(|id| id == 0) && strings.is(name_index, "package")? => {
+                once(&package, "package")?;
+                package = Some(string()?);
+            }
             _ => {}
         }
     }
+    let version_code = version_code.unwrap_or(0);
     let package = package.ok_or("<manifest> has no package attribute".to_string())?;
     if !valid_package_name(&package) {
         return Err(ApkError::BadPackageName(package));
@@ -310,7 +338,9 @@ impl<'a> StringPool<'a> {
         })
     }
 
-    fn get(&self, index: u32) -> Result<String, String> {
+    /// Where string `index`'s text starts, and its length in its encoding's
+    /// units (bytes of UTF-8, or UTF-16 code units).
+    fn locate(&self, index: u32) -> Result<(usize, usize), String> {
         if index >= self.count {
             return Err(format!("string index {index} is outside the pool"));
         }
@@ -320,22 +350,37 @@ impl<'a> StringPool<'a> {
             // UTF-16 length, then UTF-8 length, each in one or two bytes.
             let (_, at) = utf8_length(&data, at)?;
             let (len, at) = utf8_length(&data, at)?;
+            Ok((at, len))
+        } else {
+            let first = data.u16(at)?;
+            Ok(if first & 0x8000 != 0 {
+                let low = data.u16(at + 2)?;
+                (
+                    at + 4,
+                    ((usize::from(first) & 0x7fff) << 16) | usize::from(low),
+                )
+            } else {
+                (at + 2, usize::from(first))
+            })
+        }
+    }
+
+    /// Whether string `index` is `ascii`, read only when its length is.
+    fn is(&self, index: u32, ascii: &str) -> Result<bool, String> {
+        let (_, len) = self.locate(index)?;
+        Ok(len == ascii.len() && self.get(index)? == ascii)
+    }
+
+    fn get(&self, index: u32) -> Result<String, String> {
+        let data = Bytes(self.chunk);
+        let (at, len) = self.locate(index)?;
+        if self.utf8 {
             let bytes = self
                 .chunk
                 .get(at..at + len)
                 .ok_or_else(|| format!("string {index} runs past its pool"))?;
             String::from_utf8(bytes.to_vec()).map_err(|_| format!("string {index} is not UTF-8"))
         } else {
-            let first = data.u16(at)?;
-            let (len, at) = if first & 0x8000 != 0 {
-                let low = data.u16(at + 2)?;
-                (
-                    ((usize::from(first) & 0x7fff) << 16) | usize::from(low),
-                    at + 4,
-                )
-            } else {
-                (usize::from(first), at + 2)
-            };
             let units = (0..len)
                 .map(|i| data.u16(at + 2 * i))
                 .collect::<Result<Vec<u16>, String>>()?;

@@ -94,6 +94,12 @@ fn u32le(v: u32) -> [u8; 4] {
 /// `<manifest package="com.example.hand"/>` with a UTF-8 string pool (as
 /// aapt2 writes), laid out by hand from ResourceTypes.h.
 fn hand_made_utf8_manifest(package: &str) -> Vec<u8> {
+    manifest_with_attributes(package, 1, 20)
+}
+
+/// The hand-made manifest with its package attribute `count` times, the
+/// attributes declared `size` bytes each.
+fn manifest_with_attributes(package: &str, count: u16, size: u16) -> Vec<u8> {
     let strings = ["manifest", "package", package];
     let mut pool_bytes = Vec::new();
     let mut offsets = Vec::new();
@@ -125,22 +131,24 @@ fn hand_made_utf8_manifest(package: &str) -> Vec<u8> {
     let mut element = Vec::new();
     element.extend(u16le(0x0102));
     element.extend(u16le(16));
-    element.extend(u32le(16 + 20 + 20));
+    element.extend(u32le(16 + 20 + 20 * u32::from(count)));
     element.extend(u32le(1)); // line
     element.extend(u32le(u32::MAX)); // comment
     element.extend(u32le(u32::MAX)); // namespace
     element.extend(u32le(0)); // "manifest"
     element.extend(u16le(20)); // attributeStart
-    element.extend(u16le(20)); // attributeSize
-    element.extend(u16le(1)); // attributeCount
+    element.extend(u16le(size)); // attributeSize
+    element.extend(u16le(count)); // attributeCount
     element.extend([0; 6]); // id, class, style indices
-    element.extend(u32le(u32::MAX)); // namespace
-    element.extend(u32le(1)); // "package"
-    element.extend(u32le(2)); // raw value
-    element.extend(u16le(8));
-    element.push(0);
-    element.push(0x03); // TYPE_STRING
-    element.extend(u32le(2));
+    for _ in 0..count {
+        element.extend(u32le(u32::MAX)); // namespace
+        element.extend(u32le(1)); // "package"
+        element.extend(u32le(2)); // raw value
+        element.extend(u16le(8));
+        element.push(0);
+        element.push(0x03); // TYPE_STRING
+        element.extend(u32le(2));
+    }
 
     let mut xml = Vec::new();
     xml.extend(u16le(0x0003));
@@ -160,6 +168,23 @@ fn reads_a_utf8_string_pool() {
             version_code: 0,
             version_name: None,
         })
+    );
+}
+
+/// Attributes that overlap (fewer than ResXMLTree_attribute's 20 bytes
+/// each) or repeat are refused: either way thousands of them could have
+/// one long string decoded again and again.
+#[test]
+fn refuses_overlapping_and_repeated_attributes() {
+    assert_eq!(
+        parse_manifest(&manifest_with_attributes("com.example.hand", 1, 0)),
+        Err(ApkError::Malformed(
+            "<manifest>'s attributes are 0 bytes each, less than 20".into()
+        ))
+    );
+    assert_eq!(
+        parse_manifest(&manifest_with_attributes("com.example.hand", 2, 20)),
+        Err(ApkError::Malformed("<manifest> has package twice".into()))
     );
 }
 
