@@ -143,6 +143,15 @@ impl Sample {
         if self.image_sizes[0].contains(&0) {
             return Err("\"image_sizes\" has a zero side".into());
         }
+        // No frame fits under Qwen's minimum: every point would be judged
+        // in a frame that does not exist, and score 0 without a word.
+        if self.max_pixels < crate::protocol::MIN_PIXELS {
+            return Err(format!(
+                "\"max_pixels\" is {}, under Qwen2.5-VL's minimum of {}",
+                self.max_pixels,
+                crate::protocol::MIN_PIXELS
+            ));
+        }
         if !matches!(self.bbox.len(), 0 | 4) {
             return Err(format!(
                 "\"bbox\" must be [] or [x1, y1, x2, y2], found {} numbers",
@@ -363,6 +372,13 @@ mod tests {
             err.reason
                 .starts_with("sample 0: invalid type: integer `5`"),
             "{err}"
+        );
+
+        let text = "[{\"images\": [], \"image_sizes\": [[1, 1]], \"messages\": [], \"max_pixels\": 3135,\n \"solution\": \"[{\\\"point_2d\\\": [1, 1]}]\", \"bbox\": []}]";
+        let err = parse_samples(text).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "line 1: sample 0: \"max_pixels\" is 3135, under Qwen2.5-VL's minimum of 3136"
         );
 
         let text = "[{\"images\": [], \"image_sizes\": [[1, 1]], \"messages\": [],\n \"solution\": \"[]\", \"bbox\": [1]}]";

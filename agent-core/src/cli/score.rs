@@ -29,7 +29,7 @@ pub struct Args {
     /// plugin takes it from its MAX_PIXELS environment variable; each
     /// sample's own max_pixels is ignored in this mode [default: $MAX_PIXELS,
     /// else 4014080, the BTL-UI recipe's value]
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(crate::protocol::MIN_PIXELS..))]
     max_pixels: Option<u64>,
 }
 
@@ -47,7 +47,13 @@ fn released_frame(args: &Args) -> Result<Option<(u64, &'static str)>, Failure> {
     }
     match std::env::var(MAX_PIXELS_ENV) {
         Ok(text) => match text.trim().parse::<u64>() {
-            Ok(pixels) => Ok(Some((pixels, MAX_PIXELS_ENV))),
+            Ok(pixels) if pixels >= crate::protocol::MIN_PIXELS => {
+                Ok(Some((pixels, MAX_PIXELS_ENV)))
+            }
+            Ok(pixels) => Err(Failure::BadInput(anyhow::anyhow!(
+                "{MAX_PIXELS_ENV}={pixels} is under Qwen2.5-VL's minimum of {} pixels",
+                crate::protocol::MIN_PIXELS
+            ))),
             Err(e) => Err(Failure::BadInput(anyhow::anyhow!(
                 "{MAX_PIXELS_ENV}='{text}' is not a pixel count: {e}"
             ))),
