@@ -76,7 +76,7 @@ pub(crate) fn components(path: &str) -> Vec<&str> {
     out
 }
 
-/// Refuses a path longer than the phone takes ([`PATH_MAX`], [`NAME_MAX`]),
+/// Refuses a path longer than the phone takes (4095 bytes, a name 255),
 /// as the kernel does (ENAMETOOLONG).
 pub fn check_length(path: &str) -> Result<(), String> {
     let parts = components(path);

@@ -162,7 +162,7 @@ pub fn episode_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>> {
 }
 
 /// Converts the episodes in `dirs` (see [`episode_dirs`]) into the sample
-/// file `out`, its screenshots beside it ([`ImageStage`]).
+/// file `out`, its screenshots beside it (staged, put in place with it).
 pub fn from_trajectories(
     dirs: &[PathBuf],
     out: &Path,
