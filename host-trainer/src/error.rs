@@ -64,14 +64,15 @@ pub enum Error {
     /// lost, so the step is neither logged nor saved.
     #[error(
         "step {step} diverged (loss {loss}, gradient norm {grad_norm}) and was not kept; \
-         resume from {resume_from} with a lower optim.lr"
+         the weights before it are in {last_good}; train again with a lower optim.lr \
+         (a resumed run keeps its learning rate)"
     )]
     Diverged {
         step: u64,
         loss: f64,
         grad_norm: f64,
         /// The last checkpoint, in words.
-        resume_from: String,
+        last_good: String,
     },
     /// libtorch reported an error.
     #[error("libtorch: {0}")]

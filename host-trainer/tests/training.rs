@@ -503,7 +503,7 @@ fn a_diverging_run_stops_rather_than_save_what_is_no_number() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     assert!(
-        stderr.contains("diverged") && stderr.contains("with a lower optim.lr"),
+        stderr.contains("diverged") && stderr.contains("train again with a lower optim.lr"),
         "{stderr}"
     );
     let metrics = read_metrics(&dir.path().join("out/metrics.jsonl")).unwrap();

@@ -260,14 +260,21 @@ pub enum TrajectoryError {
 /// Holds `steps` (an episode's steps.jsonl) for this writer alone until it
 /// is closed, before anything is cut from it: a second `run --resume`, or
 /// a `collect` on the same directory, is refused rather than interleaved.
+/// Where the standard library cannot lock files (on Android before Rust
+/// 1.98 it reports Unsupported), the episode is written unlocked, as
+/// before: one app session writes its own directory.
 fn lock(steps: &File, dir: &Path) -> Result<(), TrajectoryError> {
-    steps.try_lock().map_err(|e| match e {
-        std::fs::TryLockError::WouldBlock => TrajectoryError::Busy(dir.to_path_buf()),
-        std::fs::TryLockError::Error(source) => TrajectoryError::Io {
+    match steps.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => Err(TrajectoryError::Busy(dir.to_path_buf())),
+        Err(std::fs::TryLockError::Error(e)) if e.kind() == std::io::ErrorKind::Unsupported => {
+            Ok(())
+        }
+        Err(std::fs::TryLockError::Error(source)) => Err(TrajectoryError::Io {
             path: dir.join(STEPS_FILE),
             source,
-        },
-    })
+        }),
+    }
 }
 
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> TrajectoryError + '_ {

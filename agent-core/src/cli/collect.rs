@@ -407,7 +407,7 @@ fn worker(
                 });
                 return;
             }
-            Err(EpisodeFailure::Other(error)) => {
+            Err(EpisodeFailure::OtherPolicy(error) | EpisodeFailure::Other(error)) => {
                 let _ = tx.send(Report::JobFailed {
                     device,
                     job,

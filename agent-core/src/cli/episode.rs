@@ -707,6 +707,8 @@ pub fn recorded_task(recorded: &Trajectory) -> anyhow::Result<Option<Arc<dyn Tas
 pub enum EpisodeFailure {
     /// The device could not be opened or set up: try another device.
     Device(DeviceError),
+    /// The episode's directory holds another policy's episode.
+    OtherPolicy(anyhow::Error),
     Other(anyhow::Error),
 }
 
@@ -736,7 +738,7 @@ pub fn run_task_episode(
         let recorded = read_trajectory(dir).map_err(|e| other(e.into()))?;
         let (theirs, ours) = (&recorded.episode.policy, policy.name());
         if *theirs != ours {
-            return Err(other(anyhow!(
+            return Err(EpisodeFailure::OtherPolicy(anyhow!(
                 "{} holds an episode of {theirs}, and this run's policy is {ours}: \
                  give a new --out",
                 dir.display()

@@ -42,7 +42,7 @@ pub struct Args {
     split: Option<Split>,
     #[command(flatten)]
     device: DeviceArgs,
-    /// Directory of the trajectory (must not exist yet) [default: runs/episode-TIME].
+    /// Directory of the trajectory (new, or empty) [default: runs/episode-TIME].
     #[arg(long, conflicts_with = "resume")]
     out: Option<PathBuf>,
     /// Continue the interrupted episode recorded in DIR.
@@ -135,9 +135,13 @@ fn start(args: &Args, target: &Target) -> Result<Started, Failure> {
     if let Some(out) = &args.out
         && std::fs::read_dir(out).map_or(out.exists(), |mut entries| entries.next().is_some())
     {
+        let resume = if out.join(crate::agent::trajectory::EPISODE_FILE).is_file() {
+            " (or continue the episode in it with --resume)"
+        } else {
+            ""
+        };
         return Err(Failure::BadInput(anyhow!(
-            "--out {}: already exists and is not an empty directory; name a new one \
-             (or continue the episode in it with --resume)",
+            "--out {}: already exists and is not an empty directory; name a new one{resume}",
             out.display()
         )));
     }

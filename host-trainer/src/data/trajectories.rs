@@ -308,8 +308,9 @@ impl<'a> EpisodeInput<'a> {
 /// made, right before the sample file. A run that fails midway (a broken
 /// episode) leaves the previous run's samples and images as they were; it
 /// had written over the images of its episodes of the same names, so the
-/// old samples showed other screens. A crash between the last two renames
-/// leaves the new images beside the old samples.
+/// old samples showed other screens. Only a crash between the images'
+/// rename and the sample file's leaves the new images beside the old
+/// samples; an error there puts the old images back.
 pub(crate) struct ImageStage<'a> {
     base: &'a Path,
     /// The images' directory name, `STEM-images`.
@@ -351,21 +352,29 @@ impl<'a> ImageStage<'a> {
     }
 
     /// Puts the images in place of the previous run's, then writes the
-    /// samples.
+    /// samples; where either fails, the previous images are put back.
     pub(crate) fn finish(self, out: &Path, samples: &[Sample]) -> Result<()> {
-        if self.written {
-            let dir = self.dir();
-            let old = self.base.join(format!(".{}.old", self.images));
-            remove_dir(&old)?;
-            if dir.exists() {
-                rename(&dir, &old)?;
-            }
-            rename(&self.staging, &dir)?;
-            write_samples(out, samples)?;
-            remove_dir(&old)
-        } else {
-            write_samples(out, samples)
+        if !self.written {
+            return write_samples(out, samples);
         }
+        let dir = self.dir();
+        let old = self.base.join(format!(".{}.old", self.images));
+        remove_dir(&old)?;
+        let had_old = dir.exists();
+        if had_old {
+            rename(&dir, &old)?;
+        }
+        let placed = rename(&self.staging, &dir);
+        let written = placed.and_then(|()| write_samples(out, samples));
+        if written.is_err() {
+            // Best effort: the error below is what the user must hear.
+            let _ = std::fs::remove_dir_all(&dir);
+            if had_old {
+                let _ = std::fs::rename(&old, &dir);
+            }
+            return written;
+        }
+        remove_dir(&old)
     }
 }
 

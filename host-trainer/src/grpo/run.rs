@@ -67,8 +67,8 @@ pub fn run(
                 step: done,
                 loss: metrics.loss,
                 grad_norm: metrics.grad_norm,
-                resume_from: last_checkpoint.as_ref().map_or_else(
-                    || "the run's last checkpoint, if any (--resume)".to_string(),
+                last_good: last_checkpoint.as_ref().map_or_else(
+                    || "the run's last checkpoint, if it saved one".to_string(),
                     |dir: &PathBuf| dir.display().to_string(),
                 ),
             });

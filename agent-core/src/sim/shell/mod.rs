@@ -21,7 +21,7 @@ use super::backend::{ShellOutput, Stream};
 use super::packages::Packages;
 use super::phone::Phone;
 use super::vfs::Vfs;
-use syntax::{Command, Join, Pipeline, Target, Word, expand, expanded_len};
+use syntax::{Command, Join, Pipeline, Target, Word, expand, substituted_len};
 
 /// What a command runs against.
 pub struct ShellEnv<'a> {
@@ -191,13 +191,15 @@ impl Shell {
         self.vars.get(name).map(|value| &**value)
     }
 
-    /// `words` expanded, their length charged against what the line may
-    /// still write before they are made (`A=$A$A` doubles a variable at
-    /// every assignment); `None` once the line may not, which ends it.
+    /// `words` expanded, what their parameters add charged against what
+    /// the line may still write before they are made (`A=$A$A` doubles a
+    /// variable at every assignment); `None` once the line may not, which
+    /// ends it. The line's own text is not charged: it is bounded by the
+    /// line, and `cat FILE` of the largest push must still fit.
     fn expand(&self, words: &[&Word]) -> Option<Vec<String>> {
         let length = words
             .iter()
-            .map(|word| expanded_len(word, self.status, |name| self.var(name)))
+            .map(|word| substituted_len(word, self.status, |name| self.var(name)))
             .fold(0, usize::saturating_add);
         let spent = Budget {
             written: length,
@@ -268,7 +270,7 @@ impl Shell {
         let child = argv
             .first()
             .is_some_and(|w| matches!(w.as_str(), "sh" | "/system/bin/sh" | "/bin/sh"));
-        let (out, written) = self.uncharged_command(command, argv, assignments, stdin, env);
+        let (out, written) = self.uncharged_command(command, argv, assignments, child, stdin, env);
         let spent = Budget {
             written: if child { 0 } else { written },
             read: 0,
@@ -292,11 +294,14 @@ impl Shell {
 
     /// Runs the command `argv` names, with `assignments` and the command's
     /// redirections; also gives the bytes it wrote, wherever they went.
+    /// Its writes to files are made only where the line may still write
+    /// them, unless a `child` shell charged them as it ran.
     fn uncharged_command(
         &mut self,
         command: &Command,
         argv: Vec<String>,
         assignments: Vec<(String, Rc<str>)>,
+        child: bool,
         stdin: &[u8],
         env: &mut ShellEnv,
     ) -> (ShellOutput, usize) {
@@ -353,7 +358,8 @@ impl Shell {
                 Place::Null => {}
             }
         }
-        for file in io.files {
+        let may_write = child || self.left.get().is_some_and(|left| written <= left.written);
+        for file in io.files.into_iter().filter(|_| may_write) {
             // `>` emptied the file when it opened it.
             if let Err(e) = env.fs.append(&file.path, &file.data, 0o666, 0) {
                 out.err(format!("/system/bin/sh: can't create {e}\n"));

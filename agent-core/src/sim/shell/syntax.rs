@@ -446,6 +446,22 @@ pub fn expand<'v>(word: &Word, last_status: u8, var: impl Fn(&str) -> Option<&'v
     out
 }
 
+/// The bytes parameters add to `word` in [`expand`]: what is not the
+/// line's own text, found without making it.
+pub fn substituted_len<'v>(
+    word: &Word,
+    last_status: u8,
+    var: impl Fn(&str) -> Option<&'v str>,
+) -> usize {
+    word.iter()
+        .map(|piece| match piece {
+            Piece::Text(_) => 0,
+            Piece::LastStatus => last_status.to_string().len(),
+            Piece::Var(name) => var(name).map_or(0, str::len),
+        })
+        .fold(0, usize::saturating_add)
+}
+
 /// The length of what [`expand`] makes of `word`, found without making it.
 pub fn expanded_len<'v>(
     word: &Word,
@@ -529,6 +545,7 @@ mod tests {
         };
         assert_eq!(expand(&first.assignments[1].1, 0, vars), "x y");
         assert_eq!(expanded_len(&first.assignments[1].1, 0, vars), 3);
+        assert_eq!(substituted_len(&first.assignments[1].1, 0, vars), 0);
         assert!(list[1].1.commands[0].words.is_empty());
         let echo: Vec<String> = list[2].1.commands[0]
             .words
@@ -542,6 +559,12 @@ mod tests {
             .map(|w| expanded_len(w, 0, vars))
             .collect();
         assert_eq!(lengths, [4, 2, 0, 3]);
+        let substituted: Vec<usize> = list[2].1.commands[0]
+            .words
+            .iter()
+            .map(|w| substituted_len(w, 0, vars))
+            .collect();
+        assert_eq!(substituted, [0, 1, 0, 3]);
         // Quoted or not at the start: not an assignment.
         assert_eq!(words("'A=1' x"), [["A=1", "x"]]);
         assert_eq!(words("echo A=1"), [["echo", "A=1"]]);

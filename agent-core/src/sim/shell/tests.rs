@@ -393,6 +393,19 @@ fn a_line_and_the_storage_have_their_bounds() {
     assert_eq!(stdout(&p, "printf '%10s' x > /sdcard/f; echo $?"), "0\n");
 }
 
+/// `cat` of a file as large as the largest push (256 MiB) prints it whole:
+/// the line's own words are not charged against what it may write.
+#[test]
+fn the_largest_push_can_be_read_back_whole() {
+    let p = phone();
+    let size = crate::sim::shell::LINE_OUTPUT;
+    p.write_file("/sdcard/big", 0o644, 0, vec![0; size])
+        .unwrap();
+    let out = p.shell("cat /sdcard/big");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    assert_eq!(out.stdout.len(), size);
+}
+
 /// What a line writes counts wherever it goes, `/dev/null` and files too,
 /// and what it reads counts whoever reads it: otherwise 4096 commands of
 /// 16 MB each, or a 600 MB file read again and again, would hold the phone
@@ -412,6 +425,11 @@ fn writes_and_reads_anywhere_count_against_the_line() {
         assert_eq!(String::from_utf8_lossy(&out.stderr), over, "{sink}");
         assert_eq!(out.stdout, b"", "{sink}");
     }
+    // The refused seventeenth write does not reach its file: sixteen
+    // appends of 16,000,000 bytes are there, not seventeen.
+    let appends = vec![format!("{field} >> /sdcard/g"); 17].join("; ");
+    p.shell(&appends);
+    assert_eq!(stdout(&p, "wc -c < /sdcard/g; rm /sdcard/g"), "256000000\n");
     p.write_file("/sdcard/big", 0o644, 0, vec![0; 600 << 20])
         .unwrap();
     let out = p.shell("wc -c < /sdcard/big; wc -c < /sdcard/big; echo never");
@@ -457,11 +475,11 @@ fn touch_keeps_what_a_file_holds() {
 }
 
 /// Expanding a variable counts against what the line may write before it
-/// is made: `A=$A$A` doubles A, so after `A=x` and k doublings the line has
-/// spent 1 + 2 + 4 + … + 2^k = 2^(k+1) - 1 bytes, and `echo done` 13 more
-/// (its two words, 8 bytes, and its output, 5). After 26 doublings that
-/// fits in 256 MiB = 2^28 bytes; after 27, 2^28 - 1 + 13 does not (forty
-/// doublings would ask for a terabyte).
+/// is made: `A=$A$A` doubles A, so after `A=x` (the line's own text, not
+/// counted) and k doublings the line has spent 2 + 4 + … + 2^k =
+/// 2^(k+1) - 2 bytes, and `echo done` 5 more (its output). After 26
+/// doublings that fits in 256 MiB = 2^28 bytes; after 27, 2^28 - 2 + 5
+/// does not (forty doublings would ask for a terabyte).
 #[test]
 fn a_variable_cannot_outgrow_the_line() {
     let p = phone();

@@ -56,7 +56,7 @@ use rand::SeedableRng;
 use rand::seq::IndexedRandom;
 use rand_chacha::ChaCha8Rng;
 use settings::{Brightness, Switch, Toggle};
-pub use split::{HELDOUT_VALUES, INSTANCES, Split, check_instances, names_heldout_value};
+pub use split::{HELDOUT_VALUES, Split, check_instances, names_heldout_value};
 use values::Draw;
 
 /// One step an oracle takes.

@@ -64,18 +64,16 @@ pub enum Split {
     Validation,
 }
 
-/// Instances per split; seeds below the first range are the plain suite.
+/// Instances per split ([`Split::seed`] takes `k` below it); seeds below
+/// the first range are the plain suite.
 const RANGE: u64 = 1 << 40;
-
-/// How many instances a split has: [`Split::seed`] takes `k` below this.
-pub const INSTANCES: u64 = RANGE;
 
 /// The seeds `first`, `first + 1`, … of `count` instances (of `split`'s,
 /// when one is given), refused in words where they would run past the
-/// last one: a split's instance numbers past [`INSTANCES`] would wrap
+/// last one: a split's instance numbers past 2^40 would wrap
 /// around to its first ones, the plain suite's seeds past `u64::MAX`.
 pub fn check_instances(first: u64, count: u64, split: Option<Split>) -> Result<(), String> {
-    let limit = split.map_or(u64::MAX, |_| INSTANCES - 1);
+    let limit = split.map_or(u64::MAX, |_| RANGE - 1);
     let last = first.checked_add(count.saturating_sub(1));
     match last {
         Some(last) if last <= limit => Ok(()),
