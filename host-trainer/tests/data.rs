@@ -707,45 +707,20 @@ fn an_output_never_overwrites_an_input() {
         std::fs::read(&samples).unwrap(),
     );
     let via_dots = tmp.path().join("wifi/../s.json");
-    for (args, over) in [
-        (
-            vec![
-                "from-trajectories",
-                episode.to_str().unwrap(),
-                "--out",
-                log.to_str().unwrap(),
-            ],
-            &episode,
-        ),
-        (
-            vec![
-                "tap-text",
-                episode.to_str().unwrap(),
-                "--out",
-                log.to_str().unwrap(),
-            ],
-            &episode,
-        ),
-        (
-            vec![
-                "augment-typed",
-                samples.to_str().unwrap(),
-                "--out",
-                via_dots.to_str().unwrap(),
-            ],
-            &samples,
-        ),
-        (
-            vec![
-                "text-only",
-                samples.to_str().unwrap(),
-                "--out",
-                samples.to_str().unwrap(),
-            ],
-            &samples,
-        ),
+    for (command, input, out) in [
+        ("from-trajectories", &episode, &log),
+        ("tap-text", &episode, &log),
+        ("augment-typed", &samples, &via_dots),
+        ("text-only", &samples, &samples),
     ] {
-        refused_over(&[&["data"][..], &args].concat(), over);
+        let args = [
+            "data",
+            command,
+            input.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        refused_over(&args, input);
     }
     let run = format!("a={}", samples.display());
     refused_over(

@@ -144,6 +144,12 @@ const MAX_LAYERS: u32 = 512;
 /// `ARCH.block_count` outside 1..=512, or `ARCH.nextn_predict_layers`
 /// past it. (A count of another type llama.cpp refuses in words.)
 pub(crate) fn check_layers(path: &Path) -> Result<(), LoadError> {
+    // The file was opened and its magic checked already: a header ggml
+    // cannot read is the model's fault, as llama.cpp would report it.
+    let as_model = |e| match e {
+        LoadError::Unreadable { path, reason } => LoadError::Model { path, reason },
+        other => other,
+    };
     let counts = read_metadata(path, |m| {
         let architecture = m.string(c"general.architecture")?;
         let count = |key: &str| {
@@ -153,7 +159,8 @@ pub(crate) fn check_layers(path: &Path) -> Result<(), LoadError> {
         };
         let (layers, next) = (count("block_count"), count("nextn_predict_layers"));
         Some((architecture, layers, next))
-    })?;
+    })
+    .map_err(as_model)?;
     let Some((architecture, Some(layers), next)) = counts else {
         return Ok(());
     };
@@ -209,6 +216,9 @@ impl Metadata {
 /// reader without loading any tensor.
 fn read_metadata<T>(path: &Path, read: impl FnOnce(&Metadata) -> T) -> Result<T, LoadError> {
     check_gguf(path)?;
+    // ggml's log goes where btl sends it (silenced by default) only once
+    // the backend has set it up.
+    backend()?;
     let unreadable = |reason: &str| LoadError::Unreadable {
         path: path.to_path_buf(),
         reason: reason.to_owned(),

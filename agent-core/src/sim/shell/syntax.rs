@@ -435,7 +435,7 @@ fn dollar(
 /// A word with its parameters replaced: `$?` by the last exit status, a
 /// variable by its value (empty if unset).
 pub fn expand<'v>(word: &Word, last_status: u8, var: impl Fn(&str) -> Option<&'v str>) -> String {
-    let mut out = String::with_capacity(expanded_len(word, last_status, &var));
+    let mut out = String::new();
     for piece in word {
         match piece {
             Piece::Text(t) => out.push_str(t),
@@ -460,21 +460,6 @@ pub fn substituted_len<'v>(
             Piece::Var(name) => var(name).map_or(0, str::len),
         })
         .fold(0, usize::saturating_add)
-}
-
-/// The length of what [`expand`] makes of `word`, found without making it.
-pub fn expanded_len<'v>(
-    word: &Word,
-    last_status: u8,
-    var: impl Fn(&str) -> Option<&'v str>,
-) -> usize {
-    word.iter()
-        .map(|piece| match piece {
-            Piece::Text(t) => t.len(),
-            Piece::LastStatus => last_status.to_string().len(),
-            Piece::Var(name) => var(name).map_or(0, str::len),
-        })
-        .sum()
 }
 
 #[cfg(test)]
@@ -544,7 +529,6 @@ mod tests {
             _ => None,
         };
         assert_eq!(expand(&first.assignments[1].1, 0, vars), "x y");
-        assert_eq!(expanded_len(&first.assignments[1].1, 0, vars), 3);
         assert_eq!(substituted_len(&first.assignments[1].1, 0, vars), 0);
         assert!(list[1].1.commands[0].words.is_empty());
         let echo: Vec<String> = list[2].1.commands[0]
@@ -553,12 +537,6 @@ mod tests {
             .map(|w| expand(w, 0, vars))
             .collect();
         assert_eq!(echo, ["echo", "1b", "", "x y"]);
-        let lengths: Vec<usize> = list[2].1.commands[0]
-            .words
-            .iter()
-            .map(|w| expanded_len(w, 0, vars))
-            .collect();
-        assert_eq!(lengths, [4, 2, 0, 3]);
         let substituted: Vec<usize> = list[2].1.commands[0]
             .words
             .iter()
