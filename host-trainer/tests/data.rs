@@ -660,21 +660,21 @@ fn a_failed_conversion_keeps_the_previous_samples_and_images() {
     record(&broken, "wifi_on", 1, None);
     std::fs::remove_file(broken.join("step-0001.png")).unwrap();
     let out = tmp.path().join("keep.json");
-    let convert = |dirs: &[&Path]| {
+    let convert_all = |dirs: &[&Path]| {
         let mut args = vec!["data", "from-trajectories", "--out", out.to_str().unwrap()];
         args.extend(dirs.iter().map(|d| d.to_str().unwrap()));
         btl_train(&args)
     };
-    assert!(convert(&[&first]).status.success());
+    assert!(convert_all(&[&first]).status.success());
     let (samples, images) = (
         std::fs::read(&out).unwrap(),
         tree(&tmp.path().join("keep-images")),
     );
-    let failed = convert(&[&second, &broken]);
+    let failed = convert_all(&[&second, &broken]);
     assert_eq!(failed.status.code(), Some(2));
     assert_eq!(std::fs::read(&out).unwrap(), samples);
     assert_eq!(tree(&tmp.path().join("keep-images")), images);
-    assert!(convert(&[&second]).status.success());
+    assert!(convert_all(&[&second]).status.success());
     assert_ne!(std::fs::read(&out).unwrap(), samples);
     assert_ne!(tree(&tmp.path().join("keep-images")), images);
     let left: Vec<_> = std::fs::read_dir(tmp.path())
@@ -694,13 +694,11 @@ fn an_output_never_overwrites_an_input() {
     let episode = tmp.path().join("wifi");
     record(&episode, "wifi_on", 0, None);
     let samples = tmp.path().join("s.json");
-    btl_train_succeeds(&[
-        "data",
-        "from-trajectories",
-        episode.to_str().unwrap(),
-        "--out",
-        samples.to_str().unwrap(),
-    ]);
+    convert(
+        std::slice::from_ref(&episode),
+        &samples,
+        &ConvertOptions::default(),
+    );
     let log = episode.join("steps.jsonl");
     let (steps, written) = (
         std::fs::read(&log).unwrap(),
@@ -759,13 +757,11 @@ fn typing_steps_are_copied_with_random_values_the_goal_names() {
     let outcome = record(&episode, "contact_add", seed, None);
     assert_eq!(outcome.success, Some(true));
     let samples = tmp.path().join("s.json");
-    btl_train_succeeds(&[
-        "data",
-        "from-trajectories",
-        episode.to_str().unwrap(),
-        "--out",
-        samples.to_str().unwrap(),
-    ]);
+    convert(
+        std::slice::from_ref(&episode),
+        &samples,
+        &ConvertOptions::default(),
+    );
     let out = tmp.path().join("elsewhere").join("typed.json");
     std::fs::create_dir_all(out.parent().unwrap()).unwrap();
     let stdout = btl_train_succeeds(&[
