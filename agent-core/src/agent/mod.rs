@@ -42,7 +42,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use thiserror::Error;
 use trajectory::{
     AttemptRecord, EpisodeRecord, Executed, FORMAT_VERSION, Outcome, ParseRecord, StepOutcome,
-    StepRecord, StepTimings, TrajectoryError, TrajectoryWriter, read_trajectory, step_stem,
+    StepRecord, StepTimings, TrajectoryError, TrajectoryWriter, step_stem,
 };
 
 /// Everything that shapes an episode, recorded in `episode.json` so a
@@ -300,7 +300,7 @@ impl Agent {
         device: Box<dyn Device>,
         policy: Box<dyn Policy>,
     ) -> Result<Self, AgentError> {
-        let mut trajectory = read_trajectory(dir)?;
+        let (writer, mut trajectory) = TrajectoryWriter::reopen(dir)?;
         trajectory
             .episode
             .settings
@@ -318,7 +318,6 @@ impl Agent {
         trajectory.episode.outcome = None;
         let history = trajectory.history();
         let steps = u32::try_from(trajectory.steps.len()).unwrap_or(u32::MAX);
-        let writer = TrajectoryWriter::reopen(dir, trajectory.valid_len)?;
         let mut episode = trajectory.episode;
         episode.resumed_at_steps.push(steps);
         writer.write_episode(&episode)?;

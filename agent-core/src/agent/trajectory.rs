@@ -356,21 +356,27 @@ impl TrajectoryWriter {
         Ok(writer)
     }
 
-    /// Continues an interrupted episode whose `steps.jsonl` is valid up to
-    /// byte `valid_len`; anything after (a partial line) is cut off.
-    pub fn reopen(dir: &Path, valid_len: u64) -> Result<Self, TrajectoryError> {
+    /// Continues the interrupted episode in `dir`: locks its `steps.jsonl`
+    /// first and only then reads it, so the lines a writer appended just
+    /// before letting go are read, not cut off as if they were not there.
+    /// A partial last line is cut off.
+    pub fn reopen(dir: &Path) -> Result<(Self, Trajectory), TrajectoryError> {
         let steps_path = dir.join(STEPS_FILE);
         let steps = OpenOptions::new()
             .append(true)
             .open(&steps_path)
             .map_err(io_error(&steps_path))?;
         lock(&steps, dir)?;
-        steps.set_len(valid_len).map_err(io_error(&steps_path))?;
+        let trajectory = read_trajectory(dir)?;
+        steps
+            .set_len(trajectory.valid_len)
+            .map_err(io_error(&steps_path))?;
         steps.sync_all().map_err(io_error(&steps_path))?;
-        Ok(Self {
+        let writer = Self {
             dir: dir.to_path_buf(),
             steps,
-        })
+        };
+        Ok((writer, trajectory))
     }
 
     pub fn dir(&self) -> &Path {

@@ -74,6 +74,8 @@ pub struct Call<'a> {
     /// Bytes of files the command may still read; `None` once it was
     /// refused a read, which ends the line.
     pub read_left: Cell<Option<usize>>,
+    /// Why a refused read ends the line: the bound it went past.
+    pub over: super::Bound,
 }
 
 impl Call<'_> {
@@ -87,7 +89,7 @@ impl Call<'_> {
         let size = env.fs.stat(path).map_or(0, |st| st.size as usize);
         let left = self.read_left.get().and_then(|left| left.checked_sub(size));
         self.read_left.set(left);
-        left.map(drop).ok_or_else(super::over_bounds)
+        left.map(drop).ok_or_else(|| self.over.message())
     }
 }
 

@@ -71,12 +71,30 @@ struct Budget {
     commands: usize,
 }
 
-/// Why a command line stopped early, after the shell's or a tool's name.
-fn over_bounds() -> String {
-    format!(
-        "over the virtual phone's bounds for one line ({LINE_OUTPUT} bytes written, \
-         {LINE_READ} bytes read, {LINE_COMMANDS} commands)"
-    )
+/// Which of a command line's bounds it went past.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bound {
+    Written,
+    Read,
+    /// A tool's read, bounded by what the line may still write: its
+    /// output grows with what it reads.
+    ReadToWrite,
+    Commands,
+}
+
+impl Bound {
+    /// Why the line stopped early, after the shell's or a tool's name.
+    fn message(self) -> String {
+        let what = match self {
+            Bound::Written => format!("{LINE_OUTPUT} bytes written"),
+            Bound::Read => format!("{LINE_READ} bytes of files read"),
+            Bound::ReadToWrite => format!(
+                "{LINE_OUTPUT} bytes written (a tool reads no more than its line may still write)"
+            ),
+            Bound::Commands => format!("{LINE_COMMANDS} commands"),
+        };
+        format!("over the virtual phone's bound for one line: {what}")
+    }
 }
 
 /// The shell's state while it runs a line: variables, the working directory
@@ -90,8 +108,8 @@ struct Shell {
     exited: bool,
     depth: usize,
     /// What the line's commands may still do, shared with its subshells
-    /// and child shells; `None` once one went past, which ends the line.
-    left: Rc<Cell<Option<Budget>>>,
+    /// and child shells; the bound one went past, which ends the line.
+    left: Rc<Cell<Result<Budget, Bound>>>,
 }
 
 impl Shell {
@@ -118,7 +136,7 @@ impl Shell {
             status: 0,
             exited: false,
             depth: 0,
-            left: Rc::new(Cell::new(Some(Budget {
+            left: Rc::new(Cell::new(Ok(Budget {
                 written: LINE_OUTPUT,
                 read: LINE_READ,
                 commands: LINE_COMMANDS,
@@ -136,7 +154,7 @@ impl Shell {
         };
         let mut out = ShellOutput::default();
         for (join, pipeline) in &list {
-            if self.exited || self.left.get().is_none() {
+            if self.exited || self.left.get().is_err() {
                 break;
             }
             let run_it = match join {
@@ -161,7 +179,7 @@ impl Shell {
         let last = pipeline.commands.len().saturating_sub(1);
         let mut status = 0;
         for (i, command) in pipeline.commands.iter().enumerate() {
-            if self.left.get().is_none() {
+            if self.left.get().is_err() {
                 break;
             }
             // Each part of a longer pipeline runs in a subshell: its `exit`
@@ -219,7 +237,7 @@ impl Shell {
     fn expand_one(&self, word: &Word) -> Result<String, String> {
         self.expand(&[word])
             .and_then(|mut words| words.pop())
-            .ok_or_else(over_bounds)
+            .ok_or_else(|| self.over_bounds())
     }
 
     /// A path as the command means it: relative ones from `$PWD`.
@@ -232,14 +250,27 @@ impl Shell {
     #[must_use]
     fn spend(&self, spent: Budget) -> bool {
         let left = self.left.get().and_then(|left| {
-            Some(Budget {
-                written: left.written.checked_sub(spent.written)?,
-                read: left.read.checked_sub(spent.read)?,
-                commands: left.commands.checked_sub(spent.commands)?,
+            Ok(Budget {
+                written: left
+                    .written
+                    .checked_sub(spent.written)
+                    .ok_or(Bound::Written)?,
+                read: left.read.checked_sub(spent.read).ok_or(Bound::Read)?,
+                commands: left
+                    .commands
+                    .checked_sub(spent.commands)
+                    .ok_or(Bound::Commands)?,
             })
         });
         self.left.set(left);
-        left.is_some()
+        left.is_ok()
+    }
+
+    /// Why the line ended early: the bound it went past.
+    fn over_bounds(&self) -> String {
+        // Only asked once a bound was passed; a line within them all is
+        // named by its first.
+        self.left.get().err().unwrap_or(Bound::Written).message()
     }
 
     /// Spends `bytes` of file reading.
@@ -256,7 +287,7 @@ impl Shell {
         let words: Vec<&Word> = command.words.iter().collect();
         let values: Vec<&Word> = command.assignments.iter().map(|(_, v)| v).collect();
         let (Some(argv), Some(values)) = (self.expand(&words), self.expand(&values)) else {
-            return ShellOutput::fail(1, format!("/system/bin/sh: {}\n", over_bounds()));
+            return ShellOutput::fail(1, format!("/system/bin/sh: {}\n", self.over_bounds()));
         };
         let assignments = command
             .assignments
@@ -278,10 +309,10 @@ impl Shell {
         };
         // A command (a child shell, a read) that went past the bounds as it
         // ran said so itself.
-        if self.left.get().is_none() || self.spend(spent) {
+        if self.left.get().is_err() || self.spend(spent) {
             return out;
         }
-        let message = format!("/system/bin/sh: {}\n", over_bounds());
+        let message = format!("/system/bin/sh: {}\n", self.over_bounds());
         if child {
             // What it printed was charged and stands.
             let mut out = out;
@@ -326,11 +357,16 @@ impl Shell {
                 // A tool's output grows with what it reads, so it may read
                 // no more than the line may still write either: `cat f f …`
                 // of a large file stops before building it all.
-                let may_read = self.left.get().map_or(0, |l| l.read.min(l.written));
+                let (may_read, bound) = match self.left.get() {
+                    Ok(l) if l.read <= l.written => (l.read, Bound::Read),
+                    Ok(l) => (l.written, Bound::ReadToWrite),
+                    Err(bound) => (0, bound),
+                };
                 let call = commands::Call {
                     stdin: &io.input,
                     pwd: &pwd,
                     read_left: Cell::new(Some(may_read)),
+                    over: bound,
                 };
                 let out = commands::run(&argv, &call, env);
                 match call.read_left.get() {
@@ -338,7 +374,7 @@ impl Shell {
                     Some(left) => {
                         let _ = self.spend_read(may_read - left);
                     }
-                    None => self.left.set(None),
+                    None => self.left.set(Err(bound)),
                 }
                 out
             })
@@ -358,7 +394,7 @@ impl Shell {
                 Place::Null => {}
             }
         }
-        let may_write = child || self.left.get().is_some_and(|left| written <= left.written);
+        let may_write = child || self.left.get().is_ok_and(|left| written <= left.written);
         for file in io.files.into_iter().filter(|_| may_write) {
             // `>` emptied the file when it opened it.
             if let Err(e) = env.fs.append(&file.path, &file.data, 0o666, 0) {
@@ -384,7 +420,7 @@ impl Shell {
                     let path = self.path(&self.expand_one(word)?);
                     let size = env.fs.stat(&path).map_or(0, |st| st.size as usize);
                     if !self.spend_read(size) {
-                        return Err(over_bounds());
+                        return Err(self.over_bounds());
                     }
                     io.input = env
                         .fs
@@ -506,7 +542,7 @@ impl Shell {
                 let path = self.path(file);
                 let size = env.fs.stat(&path).map_or(0, |st| st.size as usize);
                 if !self.spend_read(size) {
-                    return ShellOutput::fail(2, format!("/system/bin/sh: {}\n", over_bounds()));
+                    return ShellOutput::fail(2, format!("/system/bin/sh: {}\n", self.over_bounds()));
                 }
                 match env.fs.read(&path) {
                     Ok(bytes) => {

@@ -326,9 +326,14 @@ fn the_docs_name_every_tool() {
     assert!(missing.is_empty(), "{path} does not name {missing:?}");
 }
 
-/// Why a line stopped: 256 MiB written, 1 GiB read, 4096 commands.
-const OVER: &str = "over the virtual phone's bounds for one line \
-                    (268435456 bytes written, 1073741824 bytes read, 4096 commands)";
+/// Why a line stopped, each bound named with its size: 256 MiB written,
+/// 1 GiB of files read, 4096 commands.
+const OVER_WRITTEN: &str = "over the virtual phone's bound for one line: 268435456 bytes written";
+const OVER_READ: &str =
+    "over the virtual phone's bound for one line: 1073741824 bytes of files read";
+const OVER_READ_TO_WRITE: &str = "over the virtual phone's bound for one line: 268435456 bytes \
+     written (a tool reads no more than its line may still write)";
+const OVER_COMMANDS: &str = "over the virtual phone's bound for one line: 4096 commands";
 
 /// A line of many commands each within the text tools' budget fails once
 /// their output together passes the line's (256 MiB = 268,435,456 bytes:
@@ -340,7 +345,7 @@ const OVER: &str = "over the virtual phone's bounds for one line \
 fn a_line_and_the_storage_have_their_bounds() {
     let p = phone();
     let field = "printf '%16000000s' x";
-    let over = format!("/system/bin/sh: {OVER}\n");
+    let over = format!("/system/bin/sh: {OVER_WRITTEN}\n");
     let sixteen = vec![field; 16].join("; ");
     for line in [
         format!("{sixteen}; {field}; echo never"),
@@ -361,21 +366,24 @@ fn a_line_and_the_storage_have_their_bounds() {
     p.shell("echo 'sh /sdcard/s; sh /sdcard/s; sh /sdcard/s; sh /sdcard/s' > /sdcard/s");
     let out = p.shell("sh /sdcard/s; echo never");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.ends_with(&over), "{stderr}");
+    assert!(
+        stderr.ends_with(&format!("/system/bin/sh: {OVER_COMMANDS}\n")),
+        "{stderr}"
+    );
     assert_eq!(
         stderr.matches("nested more than 16 deep").count(),
         3074,
         "{stderr}"
     );
     assert!(!String::from_utf8_lossy(&out.stdout).contains("never"));
-    // `cat` of a file again and again stops before reading past the line's
-    // budget: 17 times 16,000,000 bytes would be.
+    // `cat` of a file again and again stops before reading more than the
+    // line may still write: 17 times 16,000,000 bytes would be.
     p.shell("printf '%16000000s' x > /sdcard/big");
     let out = p.shell(&format!("cat{}", " /sdcard/big".repeat(17)));
     assert_eq!(out.stdout.len(), 16 * 16_000_000);
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        format!("cat: /sdcard/big: {OVER}\n")
+        format!("cat: /sdcard/big: {OVER_READ_TO_WRITE}\n")
     );
     // Nearly full (zeroed pages: the gigabyte is never touched).
     assert_eq!(stdout(&p, "rm /sdcard/big /sdcard/s; echo $?"), "0\n");
@@ -414,7 +422,7 @@ fn the_largest_push_can_be_read_back_whole() {
 #[test]
 fn writes_and_reads_anywhere_count_against_the_line() {
     let p = phone();
-    let over = format!("/system/bin/sh: {OVER}\n");
+    let over = format!("/system/bin/sh: {OVER_WRITTEN}\n");
     let field = "printf '%16000000s' x";
     for sink in ["/dev/null", "/sdcard/f"] {
         let line = format!(
@@ -434,24 +442,27 @@ fn writes_and_reads_anywhere_count_against_the_line() {
         .unwrap();
     let out = p.shell("wc -c < /sdcard/big; wc -c < /sdcard/big; echo never");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "629145600\n");
-    assert_eq!(String::from_utf8_lossy(&out.stderr), over);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("/system/bin/sh: {OVER_READ}\n")
+    );
     // A tool may read no more than the line may still write (its output
     // grows with what it reads); a refused read ends the line.
     let out = p.shell("wc -c /sdcard/big; echo never");
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        format!("wc: /sdcard/big: {OVER}\n")
+        format!("wc: /sdcard/big: {OVER_READ_TO_WRITE}\n")
     );
     assert_eq!(out.stdout, b"");
-    // A copy reads its source: five of 200 MiB fit in the line's 1 GiB,
-    // the sixth does not.
+    // A copy reads its source and writes nothing: five of 200 MiB fit in
+    // the line's 1 GiB of reading, the sixth does not.
     p.write_file("/sdcard/s", 0o644, 0, vec![0; 200 << 20])
         .unwrap();
     let copy = "cp /sdcard/s /sdcard/s";
     let out = p.shell(&format!("{}; echo never", [copy; 6].join("; ")));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        format!("cp: {OVER}\n")
+        format!("cp: {OVER_READ}\n")
     );
     assert_eq!(out.stdout, b"");
     assert_eq!(stdout(&p, &[copy; 5].join("; ")), "");
@@ -487,13 +498,13 @@ fn a_variable_cannot_outgrow_the_line() {
     let out = p.shell(&format!("{} echo never", doublings(40)));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        format!("/system/bin/sh: {OVER}\n")
+        format!("/system/bin/sh: {OVER_WRITTEN}\n")
     );
     assert_eq!(out.stdout, b"");
     let out = p.shell(&format!("{} echo done", doublings(27)));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        format!("/system/bin/sh: {OVER}\n")
+        format!("/system/bin/sh: {OVER_WRITTEN}\n")
     );
     let out = p.shell(&format!("{} echo done", doublings(26)));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
