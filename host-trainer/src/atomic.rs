@@ -100,8 +100,38 @@ pub(crate) fn write_dir(path: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> 
         .map_err(io_error(&parent))?;
     fill(staging.path())?;
     sync_tree(staging.path())?;
+    replace_dir(&staging.keep(), path)
+}
 
-    let staged = staging.keep();
+/// Writes several outputs into `dir` through `fill` (which writes files
+/// and directories into the directory it is given) and moves them into
+/// place only once every one is complete and synced, each replacing its
+/// namesake in `dir` (a directory as [`write_dir`] replaces one): when
+/// `fill` fails, `dir` keeps the previous outputs, all of them.
+pub(crate) fn write_entries(dir: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(io_error(dir))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".btl-partial-")
+        .tempdir_in(dir)
+        .map_err(io_error(dir))?;
+    fill(staging.path())?;
+    sync_tree(staging.path())?;
+    for entry in std::fs::read_dir(staging.path()).map_err(io_error(staging.path()))? {
+        let entry = entry.map_err(io_error(staging.path()))?;
+        let (from, to) = (entry.path(), dir.join(entry.file_name()));
+        if entry.file_type().map_err(io_error(&from))?.is_dir() {
+            replace_dir(&from, &to)?;
+        } else {
+            std::fs::rename(&from, &to).map_err(io_error(&to))?;
+        }
+    }
+    sync_dir(dir)
+}
+
+/// Puts the complete, synced directory `staged` (in `path`'s parent) in
+/// `path`'s place, as [`write_dir`] does with what it made.
+pub(crate) fn replace_dir(staged: &Path, path: &Path) -> Result<()> {
+    let parent = parent_of(path);
     let old = if path.exists() {
         let aside = tempfile::Builder::new()
             .prefix(".btl-old-")
@@ -114,12 +144,12 @@ pub(crate) fn write_dir(path: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> 
     } else {
         None
     };
-    if let Err(source) = std::fs::rename(&staged, path) {
+    if let Err(source) = std::fs::rename(staged, path) {
         if let Some(aside) = &old {
             // Best effort: the error below is what the caller must see.
             let _ = std::fs::rename(aside, path);
         }
-        let _ = std::fs::remove_dir_all(&staged);
+        let _ = std::fs::remove_dir_all(staged);
         return Err(Error::Io {
             path: path.to_owned(),
             source,
@@ -137,7 +167,7 @@ mod tests {
     use std::fs::File;
     use std::io::{BufWriter, Write};
 
-    use super::{write_dir, write_file};
+    use super::{write_dir, write_entries, write_file};
     use crate::error::{Error, Result};
 
     fn put(w: &mut BufWriter<&File>, bytes: &[u8]) -> Result<()> {
@@ -186,5 +216,51 @@ mod tests {
         assert!(!out.join("stale").exists());
         // Nothing but the output is left in the parent directory.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn several_outputs_are_replaced_together_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("export");
+        let write = |model: &str, fail: bool| {
+            write_entries(&out, |d| {
+                std::fs::create_dir(d.join("hf")).unwrap();
+                std::fs::write(d.join("hf").join("config.json"), model).unwrap();
+                std::fs::write(d.join("model.gguf"), model).unwrap();
+                if fail {
+                    return Err(Error::Input("the projector does not fit".into()));
+                }
+                std::fs::write(d.join("mmproj.gguf"), model).unwrap();
+                Ok(())
+            })
+        };
+        write("1", false).unwrap();
+        std::fs::write(out.join("kept"), "x").unwrap();
+        assert!(write("2", true).is_err());
+        let read = |p: &str| std::fs::read_to_string(out.join(p)).unwrap();
+        assert_eq!(
+            (
+                read("hf/config.json"),
+                read("model.gguf"),
+                read("mmproj.gguf")
+            ),
+            ("1".into(), "1".into(), "1".into())
+        );
+        write("3", false).unwrap();
+        assert_eq!(
+            (
+                read("hf/config.json"),
+                read("model.gguf"),
+                read("mmproj.gguf")
+            ),
+            ("3".into(), "3".into(), "3".into())
+        );
+        // What the outputs do not name stays; no staging is left behind.
+        let mut names: Vec<String> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["hf", "kept", "mmproj.gguf", "model.gguf"]);
     }
 }

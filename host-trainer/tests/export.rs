@@ -449,4 +449,64 @@ fn a_hugging_face_checkpoint_from_another_trainer_exports_its_weights_as_they_ar
     for name in run_state {
         assert!(!exported.hf.join(name).exists(), "{name} was copied");
     }
+
+    // Exports that cannot be made whole leave the previous one as it was:
+    // an adapter asked of weights that have none (at another size, which
+    // a text GGUF written before the refusal would carry), and the two
+    // templates given the wrong way round.
+    let files = || {
+        let mut files: Vec<(String, Vec<u8>)> = files_under(&out)
+            .into_iter()
+            .map(|p| (p.display().to_string(), std::fs::read(&p).unwrap()))
+            .collect();
+        files.sort();
+        files
+    };
+    let before = files();
+    let e = export_trained(
+        &checkpoint,
+        &ExportOptions {
+            lora_gguf: true,
+            ..options(RunSettings {
+                max_pixels: Some(401_408),
+                ..settings
+            })
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("adapter"), "{e}");
+    assert!(
+        files() == before,
+        "a failed --lora-gguf export changed {out:?}"
+    );
+    let e = export_trained(
+        &checkpoint,
+        &ExportOptions {
+            text_template: &mmproj_template,
+            mmproj_template: Some(&text_template),
+            ..options(settings)
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("--gguf-template") && e.contains("projector"),
+        "{e}"
+    );
+    assert!(files() == before, "a failed export changed {out:?}");
+}
+
+/// Every file under `dir`, at any depth.
+fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(files_under(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
 }

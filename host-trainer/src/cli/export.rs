@@ -49,7 +49,7 @@ pub struct ExportArgs {
     profile: Option<Profile>,
     /// The screenshot size it is to be run with (`btl.max_pixels`)
     /// [default: the training run's data.max_pixels, else its first sample's].
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(agent_core::protocol::MIN_PIXELS..))]
     max_pixels: Option<u64>,
 }
 

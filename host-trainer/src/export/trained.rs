@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 
 use tch::Tensor;
 
-use super::gguf::Value;
+use super::gguf::{GgufFile, Value};
+use super::mapping::Family;
 use super::{
-    AdapterOptions, AdapterPrecision, Precision, write_gguf_from_template,
+    AdapterOptions, AdapterPrecision, Precision, family_of, write_gguf_from_template,
     write_gguf_from_template_with, write_lora_gguf,
 };
 use crate::data::load_samples;
@@ -119,81 +120,61 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
         (config.model.checkpoint.clone(), model, settings)
     };
     let merged: HashMap<String, Tensor> = model.merged_weights()?.into_iter().collect();
-    let out = options.out;
-    std::fs::create_dir_all(out).map_err(io(out))?;
-
-    let hf = out.join("hf");
-    let base = base.as_path();
-    crate::atomic::write_dir(&hf, |staging| {
-        // Everything but the weights (config, tokenizer, processor) comes
-        // from the base checkpoint unchanged.
-        for entry in std::fs::read_dir(base).map_err(io(base))? {
-            let path = entry.map_err(io(base))?.path();
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if path.is_file() && describes_model(&name) {
-                std::fs::copy(&path, staging.join(&name)).map_err(io(&path))?;
-            }
-        }
-        // Merged in float32, stored as the base is (bfloat16 for most
-        // checkpoints), as PEFT's merge_and_unload + save_pretrained do.
-        let kind = Checkpoint::open(base)?.stored_kind()?;
-        let mut tensors = merged
-            .iter()
-            .map(|(n, v)| Ok((n.clone(), v.f_to_kind(kind)?)))
-            .collect::<Result<Vec<(String, Tensor)>>>()?;
-        tensors.sort_by(|a, b| a.0.cmp(&b.0));
-        let path = staging.join("model.safetensors");
-        Tensor::write_safetensors(&tensors, &path).map_err(|e| Error::Checkpoint {
-            path: path.clone(),
-            message: e.to_string(),
-        })
-    })?;
-
+    check_template(options.text_template, Family::Text, "--gguf-template")?;
+    if let Some(template) = options.mmproj_template {
+        check_template(template, Family::Projector, "--mmproj-template")?;
+    }
+    // Asked before anything is written: a full run has no adapter.
+    let adapter = options
+        .lora_gguf
+        .then(|| adapter_weights(&model))
+        .transpose()?;
     let tag = suffix(options.precision);
-    let text = out.join(format!("model-{tag}.gguf"));
-    let metadata = [
-        (
-            PROFILE_KEY,
-            Value::String(settings.profile.name().to_owned()),
-        ),
-        (MAX_PIXELS_KEY, Value::U64(settings.max_pixels)),
-        (PROMPT_VERSION_KEY, Value::U32(settings.prompt_version)),
-    ];
-    write_gguf_from_template_with(
-        options.text_template,
-        &metadata,
-        &merged,
-        options.precision,
-        &text,
-    )?;
-    let mmproj = match options.mmproj_template {
-        Some(template) => {
-            let path = out.join(format!("mmproj-{tag}.gguf"));
-            write_gguf_from_template(template, &merged, options.precision, &path)?;
-            Some(path)
-        }
-        None => None,
-    };
-    let lora = if options.lora_gguf {
-        let (weights, alpha) = adapter_weights(&model)?;
-        let path = out.join("adapter-lora-f32.gguf");
-        write_lora_gguf(
+    let out = options.out;
+    let (hf, text) = (out.join("hf"), out.join(format!("model-{tag}.gguf")));
+    let mmproj = options
+        .mmproj_template
+        .map(|_| out.join(format!("mmproj-{tag}.gguf")));
+    let lora = adapter.as_ref().map(|_| out.join("adapter-lora-f32.gguf"));
+    let base = base.as_path();
+    // Every file is made before any replaces its namesake: weights that do
+    // not fit a template leave the previous export whole, not a new hf/
+    // beside an old GGUF.
+    crate::atomic::write_entries(out, |staging| {
+        let in_staging = |path: &Path| staging.join(path.file_name().unwrap_or_default());
+        write_hf(base, &merged, &in_staging(&hf))?;
+        let metadata = [
+            (
+                PROFILE_KEY,
+                Value::String(settings.profile.name().to_owned()),
+            ),
+            (MAX_PIXELS_KEY, Value::U64(settings.max_pixels)),
+            (PROMPT_VERSION_KEY, Value::U32(settings.prompt_version)),
+        ];
+        write_gguf_from_template_with(
             options.text_template,
-            &weights,
-            &AdapterOptions {
-                alpha: alpha as f32,
-                name: "btl-lora",
-                precision: AdapterPrecision::F32,
-            },
-            &path,
+            &metadata,
+            &merged,
+            options.precision,
+            &in_staging(&text),
         )?;
-        Some(path)
-    } else {
-        None
-    };
+        if let (Some(template), Some(path)) = (options.mmproj_template, &mmproj) {
+            write_gguf_from_template(template, &merged, options.precision, &in_staging(path))?;
+        }
+        if let (Some((weights, alpha)), Some(path)) = (&adapter, &lora) {
+            write_lora_gguf(
+                options.text_template,
+                weights,
+                &AdapterOptions {
+                    alpha: *alpha as f32,
+                    name: "btl-lora",
+                    precision: AdapterPrecision::F32,
+                },
+                &in_staging(path),
+            )?;
+        }
+        Ok(())
+    })?;
     Ok(Exported {
         hf,
         text,
@@ -201,6 +182,58 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
         lora,
         warnings: settings.warning.into_iter().collect(),
     })
+}
+
+/// Writes the Hugging Face directory `dir`: everything but the weights
+/// (config, tokenizer, processor) from the base checkpoint unchanged, and
+/// the merged weights.
+fn write_hf(base: &Path, merged: &HashMap<String, Tensor>, dir: &Path) -> Result<()> {
+    std::fs::create_dir(dir).map_err(io(dir))?;
+    for entry in std::fs::read_dir(base).map_err(io(base))? {
+        let path = entry.map_err(io(base))?.path();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if path.is_file() && describes_model(&name) {
+            std::fs::copy(&path, dir.join(&name)).map_err(io(&path))?;
+        }
+    }
+    // Merged in float32, stored as the base is (bfloat16 for most
+    // checkpoints), as PEFT's merge_and_unload + save_pretrained do.
+    let kind = Checkpoint::open(base)?.stored_kind()?;
+    let mut tensors = merged
+        .iter()
+        .map(|(n, v)| Ok((n.clone(), v.f_to_kind(kind)?)))
+        .collect::<Result<Vec<(String, Tensor)>>>()?;
+    tensors.sort_by(|a, b| a.0.cmp(&b.0));
+    let path = dir.join("model.safetensors");
+    Tensor::write_safetensors(&tensors, &path).map_err(|e| Error::Checkpoint {
+        path: path.clone(),
+        message: e.to_string(),
+    })
+}
+
+/// Refuses a template of the other file's family by the flag that gave it
+/// (a projector given as the text model's template made a "model" GGUF
+/// llama.cpp cannot run), before anything is written.
+fn check_template(template: &Path, family: Family, flag: &str) -> Result<()> {
+    let file = GgufFile::open(template)?;
+    match family_of(file.header()) {
+        Ok(found) if found == family => Ok(()),
+        Ok(Family::Projector) => Err(Error::Input(format!(
+            "{flag} {}: this is a projector (mmproj) file; the text model's template is the qwen2vl GGUF",
+            template.display()
+        ))),
+        Ok(Family::Text) => Err(Error::Input(format!(
+            "{flag} {}: this is a text model; the projector's template is the mmproj (clip) GGUF",
+            template.display()
+        ))),
+        Err(message) => Err(Error::Export {
+            template: template.to_owned(),
+            message,
+        }),
+    }
 }
 
 /// How the exported model is to be run, as written into its text GGUF.

@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
+use agent_core::protocol::MIN_PIXELS;
 use agent_core::reward::{RewardMode, Weights};
 use serde::{Deserialize, Serialize};
 
@@ -497,6 +498,16 @@ impl TrainConfig {
                 ),
             );
         }
+        if let Some(pixels) = self.data.max_pixels
+            && pixels < MIN_PIXELS
+        {
+            return bad(
+                "data.max_pixels",
+                format!(
+                    "must be at least {MIN_PIXELS} (the smallest screenshot Qwen2.5-VL resizes to), not {pixels}"
+                ),
+            );
+        }
         let v = self.sft.value_weight;
         if !(v.is_finite() && v >= 0.0) {
             return bad(
@@ -649,7 +660,7 @@ output_dir = "out"
         assert!(e.contains("grpo.num_generations"), "{e}");
         // AdamW's and the reward's numbers that would train a NaN model.
         type Spoil = fn(&mut TrainConfig);
-        let cases: [(&str, Spoil); 7] = [
+        let cases: [(&str, Spoil); 8] = [
             ("optim.beta1", |c| c.optim.adamw.beta1 = 1.0),
             ("optim.beta2", |c| c.optim.adamw.beta2 = 5.0),
             ("optim.eps", |c| c.optim.adamw.eps = 0.0),
@@ -661,6 +672,9 @@ output_dir = "out"
                 c.optim.max_grad_norm = f64::INFINITY
             }),
             ("reward.weights", |c| c.reward.weights.link = f64::NAN),
+            // 3,135 pixels: one under 56 × 56, which every screenshot is
+            // resized to at least.
+            ("data.max_pixels", |c| c.data.max_pixels = Some(3135)),
         ];
         for (field, spoil) in cases {
             let mut c = TrainConfig::from_toml(MINIMAL).unwrap();

@@ -542,7 +542,10 @@ impl Shell {
                 let path = self.path(file);
                 let size = env.fs.stat(&path).map_or(0, |st| st.size as usize);
                 if !self.spend_read(size) {
-                    return ShellOutput::fail(2, format!("/system/bin/sh: {}\n", self.over_bounds()));
+                    return ShellOutput::fail(
+                        2,
+                        format!("/system/bin/sh: {}\n", self.over_bounds()),
+                    );
                 }
                 match env.fs.read(&path) {
                     Ok(bytes) => {
