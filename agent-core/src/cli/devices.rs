@@ -1,7 +1,7 @@
 //! `btl devices`: the devices an adb server knows, like `adb devices -l`.
 
 use super::{Outcome, json_line};
-use crate::device::adb::{DEFAULT_SERVER_PORT, list_devices};
+use crate::device::adb::{DEFAULT_SERVER_PORT, DEFAULT_TIMEOUT, list_devices};
 use anyhow::Context;
 use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -18,7 +18,7 @@ pub struct Args {
 
 pub fn run(args: &Args) -> Outcome {
     let server = SocketAddrV4::new(Ipv4Addr::LOCALHOST, args.adb_port);
-    let devices = list_devices(server)
+    let devices = list_devices(server, DEFAULT_TIMEOUT)
         .with_context(|| format!("cannot list devices of the adb server on {server}"))?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

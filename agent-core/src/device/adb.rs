@@ -79,15 +79,17 @@ impl AdbDevice {
         server: SocketAddrV4,
         timeout: Duration,
     ) -> Result<Self, DeviceError> {
-        let listed = list_devices(server)?;
+        let listed = list_devices(server, timeout)?;
         let state = match listed.iter().find(|d| d.serial == serial) {
             Some(d) => d.state.clone(),
             None => match serial.parse::<SocketAddrV4>() {
                 Ok(addr) => {
-                    ADBServer::new(server)
-                        .connect_device(addr)
-                        .map_err(|e| disconnected("adb connect", e))?;
-                    list_devices(server)?
+                    within("adb connect", timeout, move || {
+                        ADBServer::new(server)
+                            .connect_device(addr)
+                            .map_err(|e| disconnected("adb connect", e))
+                    })?;
+                    list_devices(server, timeout)?
                         .into_iter()
                         .find(|d| d.serial == serial)
                         .map_or_else(|| "absent".to_string(), |d| d.state)
@@ -230,11 +232,17 @@ pub struct ListedDevice {
     pub device: String,
 }
 
-/// The devices the adb server knows (`adb devices -l`).
-pub fn list_devices(server: SocketAddrV4) -> Result<Vec<ListedDevice>, DeviceError> {
-    let devices = ADBServer::new(server)
-        .devices_long()
-        .map_err(|e| disconnected("adb devices", e))?;
+/// The devices the adb server knows (`adb devices -l`), waiting at most
+/// `timeout` for its answer.
+pub fn list_devices(
+    server: SocketAddrV4,
+    timeout: Duration,
+) -> Result<Vec<ListedDevice>, DeviceError> {
+    let devices = within("adb devices", timeout, move || {
+        ADBServer::new(server)
+            .devices_long()
+            .map_err(|e| disconnected("adb devices", e))
+    })?;
     Ok(devices
         .into_iter()
         .map(|d| ListedDevice {
@@ -248,6 +256,38 @@ pub fn list_devices(server: SocketAddrV4) -> Result<Vec<ListedDevice>, DeviceErr
             device: d.device,
         })
         .collect())
+}
+
+/// Runs `request` to the adb server on a thread of its own and waits at
+/// most `timeout` for it: adb_client's requests have no time limit, and a
+/// server that takes the connection but never answers would hang the
+/// caller. A request that times out is left to its thread.
+fn within<R: Send + 'static>(
+    operation: &str,
+    timeout: Duration,
+    request: impl FnOnce() -> Result<R, DeviceError> + Send + 'static,
+) -> Result<R, DeviceError> {
+    let (reply, answer) = mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("btl-adb-request".into())
+        .spawn(move || {
+            let _ = reply.send(request());
+        })
+        .map_err(|e| DeviceError::Disconnected {
+            operation: operation.into(),
+            reason: format!("cannot start a thread: {e}"),
+        })?;
+    match answer.recv_timeout(timeout) {
+        Ok(result) => result,
+        Err(mpsc::RecvTimeoutError::Timeout) => Err(DeviceError::Timeout {
+            operation: operation.into(),
+            after: timeout,
+        }),
+        Err(mpsc::RecvTimeoutError::Disconnected) => Err(DeviceError::Disconnected {
+            operation: operation.into(),
+            reason: "the adb request stopped".into(),
+        }),
+    }
 }
 
 /// Quotes one word for the device's POSIX shell.
@@ -385,6 +425,28 @@ impl Device for AdbDevice {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server that takes the connection and never answers (as a wedged
+    /// adb server does) fails the listing after its time limit instead of
+    /// hanging `btl devices` and the opening of every device.
+    #[test]
+    fn a_server_that_never_answers_times_out() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let std::net::SocketAddr::V4(server) = listener.local_addr().unwrap() else {
+            panic!("an IPv4 listener");
+        };
+        let limit = Duration::from_millis(300);
+        let e = list_devices(server, limit).unwrap_err();
+        assert!(
+            matches!(&e, DeviceError::Timeout { operation, after } if operation == "adb devices" && *after == limit),
+            "{e:?}"
+        );
+        let e = AdbDevice::open("127.0.0.1:5555", server, limit)
+            .err()
+            .unwrap();
+        assert!(matches!(e, DeviceError::Timeout { .. }), "{e:?}");
+        drop(listener);
+    }
 
     #[test]
     fn exit_code_is_split_off_stdout() {
