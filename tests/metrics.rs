@@ -73,3 +73,32 @@ fn unknown_preset_is_a_usage_error() {
         stderr(&out)
     );
 }
+
+/// A sample whose solution is no action is the user's input to fix (exit
+/// 2), named with the predictions line that scored it and why it is not
+/// read, not an internal failure.
+#[test]
+fn an_unreadable_solution_is_named_with_its_line() {
+    let dir = Dir::new();
+    let mut samples: Value =
+        serde_json::from_str(&std::fs::read_to_string(NAVIGATION_SAMPLES).unwrap()).unwrap();
+    samples[0]["solution"] = json!(r#"[{"Action": {"function": "Fly"}}]"#);
+    let samples = dir.write("s.json", &samples.to_string());
+    let line = json!({"sample": 0, "completion": "x"}).to_string();
+    let preds = dir.write("p.jsonl", &format!("\n{line}\n"));
+    let out = dir.btl([
+        "metrics",
+        "--samples",
+        path_str(&samples),
+        "--predictions",
+        path_str(&preds),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(
+        e.contains("s.json: sample 0 (scored by line 2 of ")
+            && e.contains("p.jsonl): its solution is not a readable action: ")
+            && e.contains("Fly"),
+        "{e}"
+    );
+}

@@ -15,7 +15,7 @@
 //!   model frame to original pixels, lies strictly inside the target box.
 
 use crate::protocol::{
-    Action, BBox, Link, ParseMode, Point, Size, parse, parse_link_json, smart_resize,
+    Action, BBox, Link, ParseError, ParseMode, Point, Size, parse, parse_link_json, smart_resize,
 };
 use crate::reward::normalized_distance;
 use crate::reward::pyvalue::{token_f1, token_set};
@@ -86,9 +86,9 @@ struct Truth {
 }
 
 impl Truth {
-    fn of(sample: &Sample) -> Option<Self> {
-        let (link, _) = parse_link_json(&sample.solution, ParseMode::Tolerant).ok()?;
-        Some(Self {
+    fn of(sample: &Sample) -> Result<Self, ParseError> {
+        let (link, _) = parse_link_json(&sample.solution, ParseMode::Tolerant)?;
+        Ok(Self {
             link,
             bbox: sample.gt_bbox(),
             btl_bbox: sample.judged().gt_bbox(),
@@ -112,14 +112,18 @@ impl Truth {
     }
 }
 
-/// Scores one prediction (raw model text) against its sample. `None` when
+/// Scores one prediction (raw model text) against its sample; fails when
 /// the sample's solution is not a readable action.
-pub fn evaluate(sample: &Sample, completion: &str, preset: Preset) -> Option<StepOutcome> {
+pub fn evaluate(
+    sample: &Sample,
+    completion: &str,
+    preset: Preset,
+) -> Result<StepOutcome, ParseError> {
     let truth = Truth::of(sample)?;
     let predicted = parse(completion, ParseMode::Tolerant)
         .ok()
         .map(|p| p.output.link);
-    Some(outcome(&truth, predicted.as_ref(), preset))
+    Ok(outcome(&truth, predicted.as_ref(), preset))
 }
 
 fn outcome(truth: &Truth, predicted: Option<&Link>, preset: Preset) -> StepOutcome {

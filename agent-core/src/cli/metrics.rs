@@ -2,6 +2,7 @@
 
 use super::{Outcome, json_line, load_pairs};
 use crate::metrics::{Preset, Report, evaluate};
+use crate::process::Failure;
 use anyhow::anyhow;
 use std::io::Write;
 use std::path::PathBuf;
@@ -26,14 +27,15 @@ pub fn run(args: &Args) -> Outcome {
     let (samples, predictions) = load_pairs(&args.samples, &args.predictions)?;
     let mut report = Report::new(args.preset);
     for p in &predictions {
-        let outcome =
-            evaluate(&samples[p.sample], &p.completion, args.preset).ok_or_else(|| {
-                anyhow!(
-                    "{}: sample {}: the solution is not a readable action",
-                    args.samples.display(),
-                    p.sample_ref
-                )
-            })?;
+        let outcome = evaluate(&samples[p.sample], &p.completion, args.preset).map_err(|e| {
+            Failure::BadInput(anyhow!(
+                "{}: sample {} (scored by line {} of {}): its solution is not a readable action: {e}",
+                args.samples.display(),
+                p.sample_ref,
+                p.line,
+                args.predictions.display(),
+            ))
+        })?;
         report.add(&outcome);
     }
     let stdout = std::io::stdout();
