@@ -137,6 +137,14 @@ pub fn parse_line(line: &[u8]) -> Result<Envelope, (Value, String)> {
         }
         Err(e) => return Err((Value::Null, format!("not JSON: {e}"))),
     };
+    if let Err(e) = serde_json::from_str::<OnceEach>(text) {
+        // The id itself may be what is given twice: then it is not known.
+        let id = object
+            .get("id")
+            .cloned()
+            .filter(|_| !e.to_string().contains("`id`"));
+        return Err((id.unwrap_or(Value::Null), e.to_string()));
+    }
     let id = object.remove("id").unwrap_or(Value::Null);
     if !object.contains_key("op") {
         return Err((id, "missing field `op` (reset, step or close)".into()));
@@ -144,6 +152,42 @@ pub fn parse_line(line: &[u8]) -> Result<Envelope, (Value, String)> {
     match Request::deserialize(Value::Object(object)) {
         Ok(request) => Ok(Envelope { id, request }),
         Err(e) => Err((id, e.to_string())),
+    }
+}
+
+/// A request object whose fields are each given once. serde_json's `Value`
+/// keeps the last of two: `{"op": "step", "answer": "a", "answer": "b"}`
+/// would act on one answer and `"op"` twice on one operation, where the
+/// client may have meant the other.
+struct OnceEach;
+
+impl<'de> Deserialize<'de> for OnceEach {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = OnceEach;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<OnceEach, A::Error> {
+                let mut seen = std::collections::HashSet::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if !seen.insert(key.clone()) {
+                        return Err(serde::de::Error::custom(format!(
+                            "field `{key}` is given twice"
+                        )));
+                    }
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+                Ok(OnceEach)
+            }
+        }
+        de.deserialize_map(Fields)
     }
 }
 
@@ -263,6 +307,14 @@ mod tests {
                 "a string or a non-negative integer",
             ),
             (r#"{"id": 5, "op": "close", "env": ""}"#, "is not 1 to 64"),
+            (
+                r#"{"id": 5, "op": "step", "env": 1, "answer": "a", "answer": "b"}"#,
+                "field `answer` is given twice",
+            ),
+            (
+                r#"{"id": 5, "op": "close", "op": "step", "env": 1, "answer": "a"}"#,
+                "field `op` is given twice",
+            ),
         ];
         for (line, reason) in cases {
             let (id, message) = parse(line).unwrap_err();
@@ -271,6 +323,11 @@ mod tests {
                 assert_eq!(id, json!(5), "{line}");
             }
         }
+        let (id, message) = parse(r#"{"id": 5, "id": 6, "op": "close", "env": 1}"#).unwrap_err();
+        assert_eq!(
+            (id, message.as_str()),
+            (Value::Null, "field `id` is given twice at line 1 column 14")
+        );
         let (_, message) = parse_line(b"{\"op\": \"\xff\"}").unwrap_err();
         assert_eq!(message, "not UTF-8 at byte 8");
     }
