@@ -80,11 +80,12 @@ impl Walk<'_> {
             return false;
         };
         let (x, y) = node.center();
-        self.receivers
+        // Only views after the subtree can cover it, and any of them under
+        // the point does: the last one under it starts later still.
+        let after = self.receivers.partition_point(|&(start, _)| start < end);
+        self.receivers[after..]
             .iter()
-            .rev()
-            .find(|(_, [x1, y1, x2, y2])| x >= *x1 && x < *x2 && y >= *y1 && y < *y2)
-            .is_some_and(|&(start, _)| start >= end)
+            .any(|(_, [x1, y1, x2, y2])| x >= *x1 && x < *x2 && y >= *y1 && y < *y2)
     }
 
     /// Lists `node` and its subtree; `spoken` when an ancestor's label
@@ -103,12 +104,17 @@ impl Walk<'_> {
         }
         let usable = node.clickable || node.long_clickable;
         let own = node.own_words();
-        if self.listable(node) {
-            if usable || node.checkable {
+        // Whether it is covered is asked only of a node that would be a
+        // line: it is the costly question.
+        if usable || node.checkable {
+            if self.listable(node) {
                 self.push(node.label(), node, node.checkable.then_some(node.checked));
-            } else if !spoken && let Some(words) = own {
-                self.push(words.to_string(), node, None);
             }
+        } else if !spoken
+            && let Some(words) = own
+            && self.listable(node)
+        {
+            self.push(words.to_string(), node, None);
         }
         // A usable element speaks for the passive texts inside it: with
         // words of its own TalkBack reads those instead of the children's
@@ -189,7 +195,6 @@ mod tests {
     }
 
     const KEYBOARDS: [&str; 1] = ["com.btl.inputmethod"];
-
     /// A row names itself by its passive texts, its switch is a line of its
     /// own with its state, and the row's texts are not repeated.
     #[test]
@@ -344,5 +349,58 @@ mod tests {
                 .iter()
                 .all(|e| e.label.chars().count() == MAX_LABEL_CHARS)
         );
+    }
+
+    /// A tree of up to a few dozen views on a small grid, some of them
+    /// clickable, so that views overlap and cover one another often.
+    fn tree() -> impl proptest::strategy::Strategy<Value = UiNode> {
+        use proptest::prelude::*;
+        let view = (0..8i32, 0..8i32, 1..6i32, 1..6i32, any::<bool>()).prop_map(
+            |(x, y, w, h, clickable)| UiNode {
+                bounds: [x, y, x + w, y + h],
+                clickable,
+                ..UiNode::default()
+            },
+        );
+        view.prop_recursive(4, 48, 4, |inner| {
+            (inner.clone(), proptest::collection::vec(inner, 0..4)).prop_map(
+                |(mut node, children)| {
+                    node.children = children;
+                    node
+                },
+            )
+        })
+    }
+
+    proptest::proptest! {
+        /// Covered as Android decides it: the last view in document order
+        /// that takes a touch at the node's middle lies after the node's
+        /// subtree. Checked against that definition for every node.
+        #[test]
+        fn covered_is_the_last_receiver_under_the_middle_after_the_subtree(root in tree()) {
+            let frame = frame();
+            let mut walk = Walk {
+                frame: &frame,
+                keyboard_packages: &[],
+                keyboard_listed: false,
+                spans: HashMap::new(),
+                receivers: Vec::new(),
+                out: Vec::new(),
+            };
+            walk.number(&root, 0);
+            let mut stack = vec![&root];
+            while let Some(node) = stack.pop() {
+                let (_, end) = walk.spans[&std::ptr::from_ref(node)];
+                let (x, y) = node.center();
+                let last = walk
+                    .receivers
+                    .iter()
+                    .filter(|(_, [x1, y1, x2, y2])| x >= *x1 && x < *x2 && y >= *y1 && y < *y2)
+                    .map(|&(start, _)| start)
+                    .max();
+                proptest::prop_assert_eq!(walk.covered(node), last.is_some_and(|start| start >= end));
+                stack.extend(&node.children);
+            }
+        }
     }
 }

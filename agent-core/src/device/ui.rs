@@ -211,6 +211,9 @@ pub enum UiXmlError {
     /// Nodes are nested deeper than [`MAX_UI_DEPTH`].
     #[error("nodes nested deeper than {MAX_UI_DEPTH} levels, at byte {at} of the dump")]
     TooDeep { at: u64 },
+    /// The dump holds more than [`MAX_UI_NODES`] nodes.
+    #[error("more than {MAX_UI_NODES} nodes, at byte {at} of the dump")]
+    TooMany { at: u64 },
 }
 
 /// The deepest nesting of nodes a dump may have. Real screens stay far
@@ -218,6 +221,12 @@ pub enum UiXmlError {
 /// keeps every recursive walk of a tree, its drop included, within the
 /// stack when a dump is hostile.
 pub const MAX_UI_DEPTH: usize = 256;
+
+/// The most nodes a dump may have. A phone screen holds a few hundred, a
+/// long web page a few thousand; the cap bounds the work of reading a
+/// screen (which views cover which, `device::elements`) when a dump is
+/// hostile.
+pub const MAX_UI_NODES: usize = 20_000;
 
 /// The dump `uiautomator dump` writes for `root`: one line, the XML
 /// declaration Android's serializer emits, then `<hierarchy rotation="0">`.
@@ -331,6 +340,16 @@ pub fn parse_uiautomator_xml(xml: &str) -> Result<UiNode, UiXmlError> {
     let too_deep = |reader: &Reader<&[u8]>| UiXmlError::TooDeep {
         at: start as u64 + reader.buffer_position(),
     };
+    let mut nodes = 0usize;
+    let mut count = |reader: &Reader<&[u8]>| {
+        nodes += 1;
+        match nodes > MAX_UI_NODES {
+            true => Err(UiXmlError::TooMany {
+                at: start as u64 + reader.buffer_position(),
+            }),
+            false => Ok(()),
+        }
+    };
     // Depth of elements that are neither `hierarchy` nor `node`; their
     // content is skipped so unknown wrappers cannot misplace nodes.
     let mut unknown_depth = 0usize;
@@ -344,13 +363,19 @@ pub fn parse_uiautomator_xml(xml: &str) -> Result<UiNode, UiXmlError> {
             Event::Start(tag) => match tag.name().as_ref() {
                 "hierarchy" => seen_hierarchy = true,
                 "node" if open.len() == MAX_UI_DEPTH => return Err(too_deep(&reader)),
-                "node" => open.push(node_from_tag(&tag)?),
+                "node" => {
+                    count(&reader)?;
+                    open.push(node_from_tag(&tag)?);
+                }
                 _ => unknown_depth = 1,
             },
             Event::Empty(tag) => match tag.name().as_ref() {
                 "hierarchy" => seen_hierarchy = true,
                 "node" if open.len() == MAX_UI_DEPTH => return Err(too_deep(&reader)),
-                "node" => attach(node_from_tag(&tag)?, &mut open, &mut windows),
+                "node" => {
+                    count(&reader)?;
+                    attach(node_from_tag(&tag)?, &mut open, &mut windows);
+                }
                 _ => {}
             },
             Event::End(_) if unknown_depth > 0 => unknown_depth -= 1,
@@ -566,6 +591,24 @@ mod tests {
             parse_uiautomator_xml(&dump(1_000_000, leaf)),
             Err(UiXmlError::TooDeep { .. })
         ));
+    }
+
+    /// 20,000 sibling nodes are read; one more is refused where its tag
+    /// ends: after "x", the 24-byte hierarchy tag and 20,001 tags of 28
+    /// bytes.
+    #[test]
+    fn a_dump_of_more_nodes_than_the_cap_is_refused_where_it_passes_it() {
+        let leaf = r#"<node bounds="[0,0][1,1]" />"#;
+        assert_eq!(leaf.len(), 28);
+        let dump = |n: usize| format!("x<hierarchy rotation=\"0\">{}</hierarchy>", leaf.repeat(n));
+        let root = parse_uiautomator_xml(&dump(MAX_UI_NODES)).unwrap();
+        assert_eq!(root.children.len(), MAX_UI_NODES);
+        assert_eq!(
+            parse_uiautomator_xml(&dump(MAX_UI_NODES + 1)),
+            Err(UiXmlError::TooMany {
+                at: 1 + 24 + 20_001 * 28
+            })
+        );
     }
 
     #[test]
