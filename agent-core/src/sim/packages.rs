@@ -30,8 +30,42 @@ pub struct InstallFlags {
 #[derive(Debug, Default)]
 struct Session {
     flags: InstallFlags,
-    /// Split name → APK bytes, in the order written.
-    apks: Vec<(String, Vec<u8>)>,
+    /// Split name → when it was written (a count) and its APK bytes.
+    apks: BTreeMap<String, (u64, Vec<u8>)>,
+    writes: u64,
+}
+
+impl Session {
+    fn bytes(&self) -> usize {
+        self.apks.values().map(|(_, apk)| apk.len()).sum()
+    }
+}
+
+/// The most install sessions open at once, as PackageInstallerService
+/// allows an installer holding INSTALL_PACKAGES (the shell does).
+pub const MAX_ACTIVE_SESSIONS: usize = 1024;
+
+/// Why a session request failed, in the words pm's exception carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionError {
+    /// No open session has the id.
+    Unknown(u32),
+    /// [`MAX_ACTIVE_SESSIONS`] are open.
+    TooMany,
+    /// The staged APKs would not fit in the storage left.
+    NoSpace,
+}
+
+impl std::fmt::Display for SessionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unknown(id) => write!(f, "Error: Failed to open session {id}"),
+            // The shell's uid.
+            Self::TooMany => f.write_str("Too many active sessions for UID 2000"),
+            // libcore's words for a write that failed with ENOSPC.
+            Self::NoSpace => f.write_str("write failed: ENOSPC (No space left on device)"),
+        }
+    }
 }
 
 /// Packages installed since boot, and install sessions not yet committed.
@@ -109,11 +143,11 @@ impl Packages {
             .get(&package)
             .and_then(|old| fs.stat(&old.path))
             .map_or(0, |st| st.size as usize);
-        if apk.len() > fs.free() + old_size {
+        let room = fs.free() + old_size;
+        if apk.len() > room {
             return Err(format!(
-                "INSTALL_FAILED_INSUFFICIENT_STORAGE: {} bytes do not fit in the {} left",
+                "INSTALL_FAILED_INSUFFICIENT_STORAGE: {} bytes do not fit in the {room} left",
                 apk.len(),
-                fs.free() + old_size
             ));
         }
         if let Some(old) = self.installed.remove(&package) {
@@ -152,52 +186,79 @@ impl Packages {
     }
 
     /// `pm install-create`: a new session's id.
-    pub fn create_session(&mut self, flags: InstallFlags) -> u32 {
+    pub fn create_session(&mut self, flags: InstallFlags) -> Result<u32, SessionError> {
+        if self.sessions.len() >= MAX_ACTIVE_SESSIONS {
+            return Err(SessionError::TooMany);
+        }
         self.serial += 1;
         let id = FIRST_SESSION + self.serial;
         self.sessions.insert(
             id,
             Session {
                 flags,
-                apks: Vec::new(),
+                ..Session::default()
             },
         );
-        id
+        Ok(id)
     }
 
-    /// `pm install-write`: adds (or replaces) one named APK of a session.
-    pub fn write_session(&mut self, id: u32, name: &str, apk: Vec<u8>) -> Result<(), String> {
+    /// `pm install-write`: adds (or replaces) one named APK of a session,
+    /// if it fits in `fs`'s storage: a phone stages it on its data
+    /// partition, so it takes room from files and installs until the
+    /// session ends.
+    pub fn write_session(
+        &mut self,
+        fs: &mut Vfs,
+        id: u32,
+        name: &str,
+        apk: Vec<u8>,
+    ) -> Result<(), SessionError> {
         let session = self
             .sessions
             .get_mut(&id)
-            .ok_or_else(|| format!("Error: Failed to open session {id}"))?;
-        session.apks.retain(|(n, _)| n != name);
-        session.apks.push((name.to_string(), apk));
+            .ok_or(SessionError::Unknown(id))?;
+        let replaced = session.apks.get(name).map_or(0, |(_, old)| old.len());
+        if apk.len() > fs.free() + replaced {
+            return Err(SessionError::NoSpace);
+        }
+        fs.release(replaced);
+        fs.hold(apk.len()).map_err(|_| SessionError::NoSpace)?;
+        session.writes += 1;
+        session.apks.insert(name.to_string(), (session.writes, apk));
         Ok(())
     }
 
     /// `pm install-commit`: installs the session's base APK. A session
-    /// with several APKs is a split install; the phone takes the first as
-    /// the base and keeps no splits, as it runs no code from any of them.
+    /// with several APKs is a split install; the phone takes the first
+    /// written (a name written again counts as written then) as the base
+    /// and keeps no splits, as it runs no code from any of them.
     pub fn commit_session(
         &mut self,
         fs: &mut Vfs,
         system: &[String],
         id: u32,
     ) -> Result<String, String> {
-        let session = self
-            .sessions
-            .remove(&id)
-            .ok_or_else(|| format!("Error: Failed to open session {id}"))?;
-        let Some((_, base)) = session.apks.into_iter().next() else {
+        let session = self.close(fs, id).map_err(|e| e.to_string())?;
+        let Some((_, base)) = session
+            .apks
+            .into_values()
+            .min_by_key(|(written, _)| *written)
+        else {
             return Err("INSTALL_FAILED_INVALID_APK: No packages staged".into());
         };
         self.install(fs, system, base, session.flags)
     }
 
-    /// `pm install-abandon`; false for an unknown session.
-    pub fn abandon_session(&mut self, id: u32) -> bool {
-        self.sessions.remove(&id).is_some()
+    /// `pm install-abandon`.
+    pub fn abandon_session(&mut self, fs: &mut Vfs, id: u32) -> Result<(), SessionError> {
+        self.close(fs, id).map(drop)
+    }
+
+    /// Ends session `id`, giving its staged bytes back to `fs`.
+    fn close(&mut self, fs: &mut Vfs, id: u32) -> Result<Session, SessionError> {
+        let session = self.sessions.remove(&id).ok_or(SessionError::Unknown(id))?;
+        fs.release(session.bytes());
+        Ok(session)
     }
 }
 

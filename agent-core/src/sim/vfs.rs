@@ -217,6 +217,22 @@ impl Vfs {
         CAPACITY - self.used
     }
 
+    /// Takes `bytes` of storage for data kept outside the tree (an install
+    /// session's staged APKs, which a phone keeps on its data partition),
+    /// if they fit.
+    pub fn hold(&mut self, bytes: usize) -> Result<(), String> {
+        if bytes > self.free() {
+            return Err("No space left on device".into());
+        }
+        self.used += bytes;
+        Ok(())
+    }
+
+    /// Gives back `bytes` that [`Self::hold`] took.
+    pub fn release(&mut self, bytes: usize) {
+        self.used -= bytes;
+    }
+
     /// Moves the file `from` to `to`, replacing a file there and creating
     /// missing parent directories as [`Self::write`] does. No data is
     /// copied, so a full phone still moves files, as rename(2) does.

@@ -117,11 +117,15 @@ fn uninstall_removes_the_apk() {
 #[test]
 fn a_session_installs_its_base_apk_on_commit() {
     let (mut packages, mut fs) = (Packages::default(), Vfs::default());
-    let id = packages.create_session(InstallFlags::default());
-    let other = packages.create_session(InstallFlags::default());
+    let id = packages.create_session(InstallFlags::default()).unwrap();
+    let other = packages.create_session(InstallFlags::default()).unwrap();
     assert_ne!(id, other);
     packages
-        .write_session(id, "base", fixture("signed-v2.apk"))
+        .write_session(&mut fs, id, "base", fixture("signed-v2.apk"))
+        .unwrap();
+    // A split written after the base is not installed in its place.
+    packages
+        .write_session(&mut fs, id, "split", b"not an apk".to_vec())
         .unwrap();
     assert!(
         packages.get(PKG).is_none(),
@@ -140,10 +144,63 @@ fn a_session_installs_its_base_apk_on_commit() {
         packages.commit_session(&mut fs, &[], other),
         Err("INSTALL_FAILED_INVALID_APK: No packages staged".into())
     );
-    assert!(packages.write_session(other, "base", vec![]).is_err());
-    let third = packages.create_session(InstallFlags::default());
-    assert!(packages.abandon_session(third));
-    assert!(!packages.abandon_session(third));
+    assert_eq!(
+        packages.write_session(&mut fs, other, "base", vec![]),
+        Err(SessionError::Unknown(other))
+    );
+    let third = packages.create_session(InstallFlags::default()).unwrap();
+    assert_eq!(packages.abandon_session(&mut fs, third), Ok(()));
+    assert_eq!(
+        packages.abandon_session(&mut fs, third),
+        Err(SessionError::Unknown(third))
+    );
+}
+
+/// A session's APKs take storage until it ends, as staged files on a
+/// phone's data partition do: written past what is left they are refused,
+/// a file cannot take their room, and abandoning gives it back. A name
+/// written again replaces its bytes rather than adding to them.
+#[test]
+fn a_session_holds_its_bytes_in_storage_until_it_ends() {
+    let (mut packages, mut fs) = (Packages::default(), Vfs::default());
+    let id = packages.create_session(InstallFlags::default()).unwrap();
+    let half = crate::sim::vfs::CAPACITY / 2;
+    // Zeroed pages: the gigabyte is never touched.
+    packages
+        .write_session(&mut fs, id, "a", vec![0; half])
+        .unwrap();
+    packages
+        .write_session(&mut fs, id, "a", vec![0; half])
+        .unwrap();
+    assert_eq!(fs.free(), crate::sim::vfs::CAPACITY - half);
+    packages
+        .write_session(&mut fs, id, "b", vec![0; half - 10])
+        .unwrap();
+    assert_eq!(fs.free(), 10);
+    assert_eq!(
+        packages.write_session(&mut fs, id, "c", vec![0; 11]),
+        Err(SessionError::NoSpace)
+    );
+    assert!(fs.write("/sdcard/f", vec![0; 11], 0o644, 0).is_err());
+    assert_eq!(fs.free(), 10);
+    packages.abandon_session(&mut fs, id).unwrap();
+    assert_eq!(fs.free(), crate::sim::vfs::CAPACITY);
+}
+
+/// At most 1,024 sessions are open at once, as PackageInstallerService
+/// allows the shell; ending one makes room for another.
+#[test]
+fn no_more_than_1024_sessions_are_open() {
+    let (mut packages, mut fs) = (Packages::default(), Vfs::default());
+    let ids: Vec<u32> = (0..1024)
+        .map(|_| packages.create_session(InstallFlags::default()).unwrap())
+        .collect();
+    assert_eq!(
+        packages.create_session(InstallFlags::default()),
+        Err(SessionError::TooMany)
+    );
+    packages.abandon_session(&mut fs, ids[0]).unwrap();
+    assert!(packages.create_session(InstallFlags::default()).is_ok());
 }
 
 /// An update that does not fit, even in the old version's place, is

@@ -5,7 +5,7 @@ use super::ShellEnv;
 use super::commands::Call;
 use crate::sim::apk;
 use crate::sim::backend::ShellOutput;
-use crate::sim::packages::InstallFlags;
+use crate::sim::packages::{InstallFlags, SessionError};
 
 pub fn pm(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
     let Some((verb, rest)) = args.split_first() else {
@@ -19,10 +19,10 @@ pub fn pm(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
         "path" => path(rest, env),
         "install" => install(rest, call, env),
         "install-create" => match install_options(rest) {
-            Ok((flags, _, _)) => {
-                let id = env.packages.create_session(flags);
-                ShellOutput::ok(format!("Success: created install session [{id}]\n"))
-            }
+            Ok((flags, _, _)) => match env.packages.create_session(flags) {
+                Ok(id) => ShellOutput::ok(format!("Success: created install session [{id}]\n")),
+                Err(e) => session_exception("install-create", &e),
+            },
             Err(out) => out,
         },
         "install-write" => install_write(rest, call, env),
@@ -34,8 +34,13 @@ pub fn pm(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
             Err(out) => out,
         },
         "install-abandon" => match session_id(rest) {
-            Ok(id) if env.packages.abandon_session(id) => ShellOutput::ok("Success\n"),
-            Ok(id) => exception("install-abandon", &format!("Failed to open session {id}")),
+            Ok(id) => match env.packages.abandon_session(env.fs, id) {
+                Ok(()) => ShellOutput::ok("Success\n"),
+                Err(SessionError::Unknown(id)) => {
+                    exception("install-abandon", &format!("Failed to open session {id}"))
+                }
+                Err(e) => session_exception("install-abandon", &e),
+            },
             Err(out) => out,
         },
         "uninstall" => uninstall(rest, env),
@@ -62,11 +67,27 @@ fn exception(command: &str, message: &str) -> ShellOutput {
 }
 
 fn thrown(out: &mut ShellOutput, command: &str, message: &str) {
+    thrown_as(out, command, "java.lang.IllegalArgumentException", message);
+}
+
+fn thrown_as(out: &mut ShellOutput, command: &str, class: &str, message: &str) {
     out.err(format!(
-        "\nException occurred while executing '{command}':\n\
-         java.lang.IllegalArgumentException: {message}\n"
+        "\nException occurred while executing '{command}':\n{class}: {message}\n"
     ));
     out.exit_code = 255;
+}
+
+/// A session request that failed, thrown as PackageInstallerService
+/// throws it.
+fn session_exception(command: &str, e: &SessionError) -> ShellOutput {
+    let class = match e {
+        SessionError::Unknown(_) => "java.lang.IllegalArgumentException",
+        SessionError::TooMany => "java.lang.IllegalStateException",
+        SessionError::NoSpace => "java.io.IOException",
+    };
+    let mut out = ShellOutput::default();
+    thrown_as(&mut out, command, class, &e.to_string());
+    out
 }
 
 /// The package arguments of a command after its options (`--user 0` and
@@ -323,9 +344,9 @@ fn install_write(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput 
         Err(out) => return out,
     };
     let bytes = apk.len();
-    match env.packages.write_session(id, name, apk) {
+    match env.packages.write_session(env.fs, id, name, apk) {
         Ok(()) => ShellOutput::ok(format!("Success: streamed {bytes} bytes\n")),
-        Err(e) => exception("install-write", &e),
+        Err(e) => session_exception("install-write", &e),
     }
 }
 

@@ -531,3 +531,73 @@ fn directories_nest_no_deeper_than_a_path_reaches() {
         "ls: /sdcard/a: No such file or directory\n1\n"
     );
 }
+
+/// pm's install sessions fail as PackageInstallerService fails them: the
+/// 1,025th open session, and staged bytes past the storage left (a session
+/// holds its bytes until it ends), each thrown with its exception's class.
+#[test]
+fn install_sessions_are_bounded_as_on_a_phone() {
+    let p = phone();
+    let created = |line: &str| -> u32 {
+        let out = stdout(&p, line);
+        let id = out
+            .strip_prefix("Success: created install session [")
+            .and_then(|rest| rest.strip_suffix("]\n"))
+            .unwrap_or_else(|| panic!("{out}"));
+        id.parse().unwrap()
+    };
+    let first = created("pm install-create");
+    for _ in 1..1024 {
+        created("pm install-create");
+    }
+    let thrown = |command: &str, class_and_message: &str| {
+        format!("\nException occurred while executing '{command}':\n{class_and_message}\n")
+    };
+    let out = p.shell("pm install-create");
+    assert_eq!(out.exit_code, 255);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        thrown(
+            "install-create",
+            "java.lang.IllegalStateException: Too many active sessions for UID 2000"
+        )
+    );
+    assert_eq!(
+        stdout(&p, &format!("pm install-abandon {first}")),
+        "Success\n"
+    );
+    let id = created("pm install-create");
+    // 20 bytes left; a 25-byte write does not fit, a 20-byte one does and
+    // leaves no room for a file.
+    let full = crate::sim::vfs::CAPACITY - 20;
+    p.write_file("/data/local/tmp/big", 0o644, 0, vec![0; full])
+        .unwrap();
+    let out = p.shell(&format!(
+        "printf '%25s' x | pm install-write -S 25 {id} base -"
+    ));
+    assert_eq!(out.exit_code, 255);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        thrown(
+            "install-write",
+            "java.io.IOException: write failed: ENOSPC (No space left on device)"
+        )
+    );
+    assert_eq!(
+        stdout(
+            &p,
+            &format!("printf '%20s' x | pm install-write -S 20 {id} base -")
+        ),
+        "Success: streamed 20 bytes\n"
+    );
+    let out = p.shell("echo x > /data/local/tmp/f");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("No space left on device"),
+        "{out:?}"
+    );
+    assert_eq!(stdout(&p, &format!("pm install-abandon {id}")), "Success\n");
+    assert_eq!(
+        stdout(&p, "echo x > /data/local/tmp/f; cat /data/local/tmp/f"),
+        "x\n"
+    );
+}
