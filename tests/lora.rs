@@ -115,6 +115,17 @@ fn scale_zero_gives_the_base_models_tokens() {
     assert_eq!(text.tokens, ids(&r["cases"]["text"]["generated_ids"]));
 }
 
+/// An adapter at a scale whose update overflows (1e38 times its weights)
+/// gives scores that are no numbers: generating says so rather than
+/// decoding tokens from them.
+#[test]
+fn an_overflowing_scale_is_a_clear_error() {
+    let r = reference();
+    let mut policy = LlamaPolicy::load(config(vec![adapter().with_scale(1e38)])).unwrap();
+    let e = policy.generate(text_prompt(&r), None, 0).err().unwrap();
+    assert!(e.to_string().contains("not numbers"), "{e}");
+}
+
 /// Trajectories record the policy by name: the adapter and its scale are
 /// part of it.
 #[test]

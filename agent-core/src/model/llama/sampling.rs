@@ -58,6 +58,20 @@ impl TokenSampler {
     /// The next token from the logits of the context's last position; every
     /// sampler is told it was chosen.
     pub(super) fn sample(&mut self, ctx: &LlamaContext) -> Result<LlamaToken, GenerateError> {
+        // Overflowed scores would still pick a token (greedy takes the
+        // first NaN), or leave a grammar nothing to admit: either way the
+        // answer would not be the model's.
+        if ctx
+            .get_logits_ith(-1)
+            .iter()
+            .any(|l| l.is_nan() || *l == f32::INFINITY)
+        {
+            return Err(GenerateError::Decode(
+                "the model's scores for the next token are not numbers (NaN or infinite): \
+                 its weights, or a LoRA adapter at a large scale, overflow"
+                    .to_owned(),
+            ));
+        }
         let Some((grammar, check)) = &mut self.grammar else {
             return Ok(self.chain.sample(ctx, -1));
         };
