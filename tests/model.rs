@@ -24,6 +24,25 @@ fn quantized_to_q8_0_the_model_loads_and_keeps_its_first_tokens() {
     assert!((0.53..0.65).contains(&ratio), "q8_0 / f16 = {ratio}");
     // No temporary file is left beside the output.
     assert_eq!(std::fs::read_dir(dir.path("")).unwrap().count(), 1);
+    // Quantizing the result again is refused in words, naming its first
+    // quantized tensor, and nothing is written.
+    let again = dir.path("tiny-q4_0.gguf");
+    let run = dir.btl([
+        "model",
+        "quantize",
+        path_str(&out),
+        path_str(&again),
+        "--type",
+        "q4_0",
+    ]);
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    assert!(
+        stderr(&run).contains("is quantized already (its tensor ")
+            && stderr(&run).contains(" is q8_0)"),
+        "{}",
+        stderr(&run)
+    );
+    assert!(!again.exists());
 
     let reference: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(std::path::Path::new(TINY_DIR).join("reference.json")).unwrap(),
@@ -82,6 +101,39 @@ fn quantize_refuses_bad_input_and_never_overwrites() {
     assert_eq!(std::fs::read_to_string(&existing).unwrap(), "keep me");
     let run = dir.btl(["model", "quantize", F16, "x.gguf", "--type", "q9_9"]);
     assert_eq!(run.status.code(), Some(2));
+}
+
+/// When llama.cpp's quantizer fails, its own reason, which only its log
+/// holds, is the error's: here an architecture it does not know (the tiny
+/// model's "qwen2vl" renamed "qwen9vl").
+#[test]
+fn a_failed_quantization_says_llama_cpps_reason() {
+    let dir = Dir::new();
+    let mut bytes = std::fs::read(F16).unwrap();
+    let key = b"general.architecture";
+    let at = bytes.windows(key.len()).position(|w| w == key).unwrap() + key.len();
+    // The value's type (8, a string) and length (7) come before it.
+    assert_eq!(&bytes[at + 12..at + 19], b"qwen2vl");
+    bytes[at + 16] = b'9';
+    let model = dir.path("renamed.gguf");
+    std::fs::write(&model, bytes).unwrap();
+    let out = dir.path("out.gguf");
+    let run = dir.btl([
+        "model",
+        "quantize",
+        path_str(&model),
+        path_str(&out),
+        "--type",
+        "q8_0",
+    ]);
+    assert_eq!(run.status.code(), Some(1), "{}", stderr(&run));
+    assert!(
+        stderr(&run).contains("(a qwen9vl GGUF): ")
+            && stderr(&run).contains("unknown model architecture: 'qwen9vl'"),
+        "{}",
+        stderr(&run)
+    );
+    assert!(!out.exists());
 }
 
 /// The tiny text model with its `qwen2vl.block_count` (a u32 after the

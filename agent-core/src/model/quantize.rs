@@ -14,7 +14,7 @@
 //! place, so an interrupted run never leaves a half-written model under
 //! the final name.
 
-use super::llama::{LoadError, backend, check_gguf};
+use super::llama::{LoadError, backend, check_gguf, llama_errors};
 use clap::ValueEnum;
 use llama_cpp_sys_2 as sys;
 use std::ffi::CString;
@@ -113,27 +113,42 @@ pub enum QuantizeError {
         ty: String,
         allowed: String,
     },
-    /// llama.cpp's quantizer failed (it logs why; the usual cause is a GGUF
-    /// of an architecture it does not know).
+    /// Quantizing again loses what the first quantization kept; llama.cpp
+    /// refuses it unless asked, and btl does not ask.
     #[error(
-        "llama.cpp could not quantize {input} (a {architecture} GGUF; llama.cpp's log above says why)"
+        "{input} is quantized already (its tensor {tensor} is {ty}); quantize the f16 or f32 file it was made from"
     )]
+    Quantized {
+        input: PathBuf,
+        tensor: String,
+        ty: String,
+    },
+    /// llama.cpp's quantizer failed, for the reason its error log gives
+    /// (a GGUF of an architecture it does not know, one quantized
+    /// already).
+    #[error("llama.cpp could not quantize {input} (a {architecture} GGUF): {reason}")]
     Failed {
         input: PathBuf,
         architecture: String,
+        reason: String,
     },
 }
 
-/// The `general.architecture` of a GGUF file (`clip` for a vision
-/// projector), read with ggml's GGUF reader without loading any tensor.
-pub fn architecture(path: &Path) -> Result<String, QuantizeError> {
-    let architecture = read_metadata(path, |m| m.string(c"general.architecture"))?;
-    architecture.ok_or_else(|| {
+/// What quantizing a GGUF file needs to know of it first, read with ggml's
+/// GGUF reader without loading any tensor: its `general.architecture`
+/// (`clip` for a vision projector), and a tensor of it that is quantized
+/// already, with that tensor's type.
+fn quantizing(path: &Path) -> Result<(String, Option<(String, String)>), QuantizeError> {
+    let (architecture, quantized) = read_metadata(path, |m| {
+        (m.string(c"general.architecture"), m.quantized_tensor())
+    })?;
+    let architecture = architecture.ok_or_else(|| {
         QuantizeError::Input(LoadError::Unreadable {
             path: path.to_path_buf(),
             reason: "it has no general.architecture".into(),
         })
-    })
+    })?;
+    Ok((architecture, quantized))
 }
 
 /// llama.cpp's most layers (LLAMA_MAX_LAYERS).
@@ -201,6 +216,31 @@ impl Metadata {
         }
     }
 
+    /// The name and type of the first tensor stored quantized (not as
+    /// floats), if any.
+    fn quantized_tensor(&self) -> Option<(String, String)> {
+        let text = |p: *const std::ffi::c_char| {
+            // SAFETY: ggml's names are NUL-terminated and static or owned
+            // by the context, and copied before it ends.
+            unsafe { std::ffi::CStr::from_ptr(p) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        // SAFETY: the context is valid while `self` lives; ids are taken
+        // below the count it gives.
+        unsafe {
+            (0..sys::gguf_get_n_tensors(self.0)).find_map(|id| {
+                let ty = sys::gguf_get_tensor_type(self.0, id);
+                sys::ggml_is_quantized(ty).then(|| {
+                    (
+                        text(sys::gguf_get_tensor_name(self.0, id)),
+                        text(sys::ggml_type_name(ty)),
+                    )
+                })
+            })
+        }
+    }
+
     /// A value stored as a u32 (ggml asserts on any other type's getter).
     fn u32(&self, key: &std::ffi::CStr) -> Option<u32> {
         // SAFETY: as in `string`; the type is checked before the getter.
@@ -250,7 +290,14 @@ pub fn quantize(
     ty: QuantType,
     threads: i32,
 ) -> Result<(), QuantizeError> {
-    let architecture = architecture(input)?;
+    let (architecture, quantized) = quantizing(input)?;
+    if let Some((tensor, ty)) = quantized {
+        return Err(QuantizeError::Quantized {
+            input: input.to_path_buf(),
+            tensor,
+            ty,
+        });
+    }
     if architecture == PROJECTOR_ARCHITECTURE && !ty.fits_projectors() {
         return Err(QuantizeError::ProjectorType {
             input: input.to_path_buf(),
@@ -291,13 +338,20 @@ pub fn quantize(
     params.nthread = threads;
     // SAFETY: both paths are NUL-terminated and outlive the call; params is
     // a valid, initialised struct.
-    let status =
-        unsafe { sys::llama_model_quantize(c_input.as_ptr(), c_partial.as_ptr(), &params) };
+    let (status, logged) = llama_errors(|| unsafe {
+        sys::llama_model_quantize(c_input.as_ptr(), c_partial.as_ptr(), &params)
+    });
     if status != 0 {
         let _ = std::fs::remove_file(&partial);
+        let reason = match logged.is_empty() {
+            // BTL_LLAMA_LOG sends the log to stderr, where it said why.
+            true => "llama.cpp's log says why".to_owned(),
+            false => logged,
+        };
         return Err(QuantizeError::Failed {
             input: input.to_path_buf(),
             architecture,
+            reason,
         });
     }
     // On disk before it takes the output's name, and the name after: a

@@ -128,7 +128,7 @@ unsafe extern "C" fn keep_errors(level: sys::ggml_log_level, text: *const c_char
 
 /// Runs `f` and returns what llama.cpp logged as errors meanwhile, tidied
 /// by [`tidy_errors`].
-pub(super) fn llama_errors<T>(f: impl FnOnce() -> T) -> (T, String) {
+pub(in crate::model) fn llama_errors<T>(f: impl FnOnce() -> T) -> (T, String) {
     LOGGED_ERRORS.with(|errors| *errors.borrow_mut() = Some(String::new()));
     let out = f();
     let logged = LOGGED_ERRORS.with(|errors| errors.borrow_mut().take());

@@ -37,7 +37,8 @@ use llama_cpp_2::mtmd::{
     MtmdBitmap, MtmdContext, MtmdContextParams, MtmdInputChunks, MtmdInputText, mtmd_default_marker,
 };
 use llama_cpp_2::token::LlamaToken;
-use log::{llama_errors, timing_encoder};
+pub(super) use log::llama_errors;
+use log::timing_encoder;
 use sampling::TokenSampler;
 use std::ffi::CString;
 use std::num::NonZeroU32;
