@@ -712,7 +712,11 @@ impl Trainer {
                     .generate_greedy(&prompt.ids, images, 2 * ids.len(), &stop)
             })?;
             let answer = self.tokenizer.decode(&greedy)?;
-            if let Some(success) = evaluate(&sample, &answer, Preset::Btl).and_then(|o| o.success) {
+            // A sample whose solution is no action has no verdict to count.
+            if let Some(success) = evaluate(&sample, &answer, Preset::Btl)
+                .ok()
+                .and_then(|o| o.success)
+            {
                 counted += 1;
                 right += usize::from(success);
             }
