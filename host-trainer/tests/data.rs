@@ -495,6 +495,20 @@ fn the_ms_swift_export_carries_every_sample_and_its_image() {
     let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     assert_eq!(first["images"][0], "/mnt/btl/swift/images/000000-0.png");
 
+    // A sample naming an endless file is refused at its index, not read
+    // until memory runs out.
+    let mut endless: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(&samples_path).unwrap()).unwrap();
+    endless[1]["images"][0] = "/dev/zero".into();
+    std::fs::write(&samples_path, serde_json::to_string(&endless).unwrap()).unwrap();
+    let err = export_ms_swift(&samples_path, &tmp.path().join("swift3"), &moved)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("sample 1: image /dev/zero: more than 67108864 bytes"),
+        "{err}"
+    );
+
     std::fs::write(&samples_path, "[\n  {\"images\": 1}\n]").unwrap();
     let err = export_ms_swift(&samples_path, &out, &ExportOptions::default())
         .unwrap_err()

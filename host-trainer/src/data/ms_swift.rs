@@ -152,7 +152,9 @@ pub fn export_ms_swift(
         let mut paths = Vec::new();
         for (j, image) in sample.images.iter().enumerate() {
             let source = base.join(image);
-            let bytes = std::fs::read(&source)
+            // Capped as a screenshot is: a sample naming /dev/zero would
+            // otherwise be read until memory ran out.
+            let bytes = agent_core::agent::trajectory::read_screenshot_file(&source)
                 .map_err(|e| at_sample(format!("image {}: {e}", source.display())))?;
             let ext = source
                 .extension()
