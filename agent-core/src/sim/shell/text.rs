@@ -13,6 +13,13 @@ use std::collections::{HashMap, HashSet};
 /// with a message instead of taking the host's memory or never ending.
 pub const MAX_OUTPUT: usize = 16 << 20;
 
+/// The most work one `sed` does: its commands times the bytes it reads.
+/// Each command looks at every line, so a script of a million commands
+/// (built from a doubled variable) over a large file would hold the phone
+/// for hours; a hand-written script of a dozen commands over the largest
+/// file the line may read stays far below.
+pub const MAX_SED_WORK: usize = 1 << 31;
+
 fn too_large(what: &str) -> String {
     format!("{what} is over the virtual phone's {MAX_OUTPUT} bytes")
 }
@@ -857,6 +864,15 @@ impl Sed {
     /// output passes [`MAX_OUTPUT`] (`s/x/xxxx/g` twenty times over makes
     /// a line of one `x` four trillion bytes long).
     pub fn run(&self, data: &[u8]) -> Result<Vec<u8>, String> {
+        let work = self.commands.len().saturating_mul(data.len());
+        if work > MAX_SED_WORK {
+            return Err(format!(
+                "{} commands over {} bytes are more than the virtual phone's {MAX_SED_WORK} \
+                 command-bytes of work for one sed",
+                self.commands.len(),
+                data.len()
+            ));
+        }
         let mut out = Vec::new();
         let all: Vec<&[u8]> = lines(data).collect();
         'lines: for (index, line) in all.iter().enumerate() {

@@ -176,6 +176,31 @@ fn sed_substitutes_prints_and_deletes() {
     assert!(Sed::new(&["y/a/b/"]).is_err());
 }
 
+/// A sed's commands times its input's bytes are bounded: 2^31. Eight
+/// commands over 2^28 bytes (lines of 63 `a`s) are exactly that much work
+/// and run; nine are refused before any line is looked at, as is a
+/// script of a million commands over 4 KiB (2^20 × 2^12 = 2^32).
+#[test]
+fn sed_refuses_more_work_than_the_phone_does() {
+    let data = [[b'a'; 63].as_slice(), b"\n"].concat().repeat(1 << 22);
+    assert_eq!(data.len(), 1 << 28);
+    let script = |n: usize| vec!["s/b/c/p"; n].join(";");
+    let (eight, _) = Sed::new(&["-n", &script(8)]).unwrap();
+    assert_eq!(eight.run(&data), Ok(Vec::new()));
+    let (nine, _) = Sed::new(&["-n", &script(9)]).unwrap();
+    assert_eq!(
+        nine.run(&data),
+        Err(
+            "9 commands over 268435456 bytes are more than the virtual phone's \
+             2147483648 command-bytes of work for one sed"
+                .into()
+        )
+    );
+    let million = vec!["p"; 1 << 20].join(";");
+    let (many, _) = Sed::new(&["-n", &million]).unwrap();
+    assert!(many.run(&[b'a'; 4096]).is_err());
+}
+
 fn printf_text(format: &str, args: &[&str]) -> String {
     let (out, error) = printf(format, args);
     assert_eq!(error, None, "{format}");
