@@ -25,7 +25,7 @@
 //! sampler.
 
 use crate::protocol::prompt::{
-    QUOTING_VERBS, ScreenElement, label_is_its_own, quoting_plan, quoting_verb,
+    QUOTING_VERBS, ScreenElement, own_labels, quoting_plan, quoting_verb,
 };
 use crate::protocol::{Action, Link, Profile, Size};
 use serde::{Deserialize, Serialize};
@@ -297,8 +297,9 @@ pub fn btl_grammar(
 /// the limits, are not quotable.
 fn grounded_plans(screen: &[ScreenElement], frame: Size, limits: &GrammarLimits) -> Vec<String> {
     let mut out = Vec::new();
+    let own = own_labels(screen);
     for line in screen {
-        let unique = label_is_its_own(screen, &line.label);
+        let unique = own.contains(line.label.as_str());
         let plain = !line.label.chars().any(|c| c == '<' || c.is_control());
         let whole = |v: f64, max: u32| v.fract() == 0.0 && (0.0..=f64::from(max)).contains(&v);
         if !unique

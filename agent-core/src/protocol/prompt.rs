@@ -241,6 +241,21 @@ pub fn label_is_its_own(screen: &[ScreenElement], label: &str) -> bool {
     screen.iter().filter(|l| l.label == label).count() == 1
 }
 
+/// The labels of `screen` that are their line's own
+/// ([`label_is_its_own`]), found in one pass: asking of every line in turn
+/// would take time in the square of a long list.
+pub fn own_labels(screen: &[ScreenElement]) -> std::collections::HashSet<&str> {
+    let mut counts: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for line in screen {
+        *counts.entry(line.label.as_str()).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .filter(|&(_, n)| n == 1)
+        .map(|(label, _)| label)
+        .collect()
+}
+
 /// A Plan that names what it acts on word for word: `Tap "Contacts".`
 pub fn quoting_plan(verb: &str, label: &str) -> String {
     format!("{verb} \"{label}\".")
@@ -595,6 +610,25 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
+        /// The own labels found in one pass are those each line's own
+        /// count finds, on lists of a few labels repeated.
+        #[test]
+        fn own_labels_are_those_of_one_line(labels in proptest::collection::vec("[ab]{0,2}", 0..12)) {
+            let screen: Vec<ScreenElement> = labels
+                .iter()
+                .map(|label| ScreenElement {
+                    label: label.clone(),
+                    point: crate::protocol::Point::new(1.0, 2.0),
+                    checked: None,
+                })
+                .collect();
+            let own = own_labels(&screen);
+            for line in &screen {
+                prop_assert_eq!(own.contains(line.label.as_str()), label_is_its_own(&screen, &line.label));
+            }
+            prop_assert!(own.iter().all(|label| labels.iter().any(|l| l == label)));
+        }
+
         /// The borders are the lengths whose prefix equals the suffix, as
         /// comparing them one by one finds.
         #[test]

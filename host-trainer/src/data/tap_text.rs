@@ -52,7 +52,7 @@
 //! typed-value copies teach for typed text.
 
 use super::augment::{reshape, without_screenshot};
-use super::trajectories::{EpisodeInput, ImageStage, episode_dirs, read_ui_tree};
+use super::trajectories::{EpisodeInput, EpisodeNames, ImageStage, episode_dirs, read_ui_tree};
 use super::{Error, Result};
 use agent_core::agent::trajectory::{Executed, StepRecord, read_trajectory};
 use agent_core::device::DeviceAction;
@@ -432,7 +432,7 @@ pub fn tap_text(dirs: &[PathBuf], out: &Path, options: &TapTextOptions) -> Resul
         images_dir: stage.dir(),
         ..TapTextReport::default()
     };
-    let mut names = HashSet::new();
+    let mut names = EpisodeNames::default();
     let mut samples = Vec::new();
     for dir in &episodes {
         let trajectory = read_trajectory(dir)?;

@@ -51,7 +51,7 @@ use agent_core::device::ui::{UiNode, parse_uiautomator_xml};
 use agent_core::protocol::Size;
 use agent_core::sample::Sample;
 use agent_core::sample::state::{StepContext, state_sample, teacher_action};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// How trajectories are converted.
@@ -179,7 +179,7 @@ pub fn from_trajectories(
         images_dir: stage.dir(),
         ..ConvertReport::default()
     };
-    let mut names = HashSet::new();
+    let mut names = EpisodeNames::default();
     let mut samples = Vec::new();
     for dir in &episodes {
         let trajectory = read_trajectory(dir)?;
@@ -259,13 +259,13 @@ impl<'a> EpisodeInput<'a> {
     pub(crate) fn new(
         dir: &'a Path,
         trajectory: &'a Trajectory,
-        names: &mut HashSet<String>,
+        names: &mut EpisodeNames,
     ) -> Result<Self> {
         let steps_path = dir.join(STEPS_FILE);
         Ok(Self {
             dir,
             trajectory,
-            name: unique_name(dir, names),
+            name: names.unique(dir),
             lines: step_lines(&steps_path)?,
             steps_path,
         })
@@ -404,23 +404,35 @@ fn remove_dir(path: &Path) -> Result<()> {
     }
 }
 
-/// The episode's directory name, made unique among those already taken.
-fn unique_name(dir: &Path, taken: &mut HashSet<String>) -> String {
-    let base = dir
-        .file_name()
-        .map_or_else(|| "episode".into(), |n| n.to_string_lossy().into_owned());
-    let name = (1..)
-        .map(|i| {
-            if i == 1 {
-                base.clone()
-            } else {
-                format!("{base}-{i}")
+/// The names given to episodes so far, each unique among them.
+#[derive(Debug, Default)]
+pub(crate) struct EpisodeNames {
+    taken: HashSet<String>,
+    /// Per directory name, the suffix to try next: thousands of episodes
+    /// of one name would otherwise try every suffix taken before.
+    next: HashMap<String, usize>,
+}
+
+impl EpisodeNames {
+    /// The episode's directory name, made unique among those taken: `ep`,
+    /// then `ep-2`, `ep-3`, ….
+    fn unique(&mut self, dir: &Path) -> String {
+        let base = dir
+            .file_name()
+            .map_or_else(|| "episode".into(), |n| n.to_string_lossy().into_owned());
+        let mut i = self.next.get(&base).copied().unwrap_or(1);
+        loop {
+            let name = match i {
+                1 => base.clone(),
+                _ => format!("{base}-{i}"),
+            };
+            i += 1;
+            if self.taken.insert(name.clone()) {
+                self.next.insert(base, i);
+                return name;
             }
-        })
-        .find(|n| !taken.contains(n))
-        .expect("an unused name exists");
-    taken.insert(name.clone());
-    name
+        }
+    }
 }
 
 /// 1-based line numbers of the complete, non-empty lines of `steps.jsonl`:
@@ -680,9 +692,13 @@ mod tests {
 
     #[test]
     fn names_of_episodes_stay_unique() {
-        let mut taken = HashSet::new();
-        assert_eq!(unique_name(Path::new("a/ep"), &mut taken), "ep");
-        assert_eq!(unique_name(Path::new("b/ep"), &mut taken), "ep-2");
-        assert_eq!(unique_name(Path::new("c/ep"), &mut taken), "ep-3");
+        let mut names = EpisodeNames::default();
+        let mut unique = |dir: &str| names.unique(Path::new(dir));
+        assert_eq!(unique("a/ep"), "ep");
+        assert_eq!(unique("b/ep"), "ep-2");
+        // A directory named as a suffixed name was: that name is taken.
+        assert_eq!(unique("x/ep-3"), "ep-3");
+        assert_eq!(unique("c/ep"), "ep-4");
+        assert_eq!(unique("y/ep-3"), "ep-3-2");
     }
 }
