@@ -52,6 +52,47 @@ fn a_bench_counts_only_its_own_policys_episodes() {
     );
 }
 
+/// Two model files of one name with other weights (here the fixture and
+/// its q8_0 copy, both named `model.gguf`) are two policies: the second's
+/// bench refuses the first's episodes rather than report them as its own.
+#[test]
+fn a_bench_tells_models_of_one_name_apart_by_their_weights() {
+    let dir = Dir::new();
+    let out = dir.path("bench");
+    let run = |text: &str| {
+        let model = dir.path(&format!("{text}/model.gguf"));
+        std::fs::create_dir_all(model.parent().unwrap()).unwrap();
+        std::fs::copy(std::path::Path::new(TINY_DIR).join(text), &model).unwrap();
+        let mut args = vec![
+            "bench",
+            "--tasks",
+            "wifi_on",
+            "--max-steps",
+            "1",
+            "--out",
+            path_str(&out),
+            "--model",
+            path_str(&model),
+            "--mmproj",
+            TINY_MMPROJ,
+        ];
+        args.extend_from_slice(&FAST_SETTLE);
+        dir.btl(&args)
+    };
+    let first = run("tiny-qwen25vl-f16.gguf");
+    assert!(first.status.success(), "{}", stderr(&first));
+    // The same file again reads its episode back.
+    let again = run("tiny-qwen25vl-f16.gguf");
+    assert!(again.status.success(), "{}", stderr(&again));
+    let other = run("tiny-qwen25vl-q8_0.gguf");
+    assert_eq!(other.status.code(), Some(2), "{}", stderr(&other));
+    assert!(
+        stderr(&other).contains("holds an episode of model.gguf with other weights (fingerprint "),
+        "{}",
+        stderr(&other)
+    );
+}
+
 #[test]
 fn the_oracle_solves_the_whole_suite_over_two_repeats() {
     let dir = Dir::new();

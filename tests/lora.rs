@@ -116,14 +116,14 @@ fn scale_zero_gives_the_base_models_tokens() {
 }
 
 /// An adapter at a scale whose update overflows (1e38 times its weights)
-/// gives scores that are no numbers: generating says so rather than
+/// gives scores that are not finite: generating says so rather than
 /// decoding tokens from them.
 #[test]
 fn an_overflowing_scale_is_a_clear_error() {
     let r = reference();
     let mut policy = LlamaPolicy::load(config(vec![adapter().with_scale(1e38)])).unwrap();
     let e = policy.generate(text_prompt(&r), None, 0).err().unwrap();
-    assert!(e.to_string().contains("not numbers"), "{e}");
+    assert!(e.to_string().contains("are not finite"), "{e}");
 }
 
 /// Trajectories record the policy by name: the adapter and its scale are

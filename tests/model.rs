@@ -136,6 +136,38 @@ fn a_failed_quantization_says_llama_cpps_reason() {
     assert!(!out.exists());
 }
 
+/// A model file whose metadata llama.cpp refuses is refused with
+/// llama.cpp's reason, which only its log holds (the binding says "null
+/// result"): here `qwen2vl.embedding_length` stored as a float.
+#[test]
+fn a_model_llama_cpp_refuses_is_refused_with_its_reason() {
+    let dir = Dir::new();
+    let mut bytes = std::fs::read(F16).unwrap();
+    let key = b"qwen2vl.embedding_length";
+    let at = bytes.windows(key.len()).position(|w| w == key).unwrap() + key.len();
+    // GGUF value types: 4 is a u32, 6 an f32 of the same four bytes.
+    assert_eq!(bytes[at..at + 4], 4u32.to_le_bytes());
+    bytes[at..at + 4].copy_from_slice(&6u32.to_le_bytes());
+    let model = dir.path("float-width.gguf");
+    std::fs::write(&model, bytes).unwrap();
+    let run = dir.btl([
+        "run",
+        "--task",
+        "wifi_on",
+        "--model",
+        path_str(&model),
+        "--mmproj",
+        TINY_MMPROJ,
+    ]);
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    let e = stderr(&run);
+    assert!(
+        e.contains("float-width.gguf") && e.contains("qwen2vl.embedding_length"),
+        "{e}"
+    );
+    assert!(!e.contains("null result"), "{e}");
+}
+
 /// The tiny text model with its `qwen2vl.block_count` (a u32 after the
 /// key and its type, 4) set to `layers`.
 fn with_layers(dir: &Dir, layers: u32) -> std::path::PathBuf {

@@ -107,7 +107,10 @@ pub(crate) fn write_dir(path: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> 
 /// and directories into the directory it is given) and moves them into
 /// place only once every one is complete and synced, each replacing its
 /// namesake in `dir` (a directory as [`write_dir`] replaces one): when
-/// `fill` fails, `dir` keeps the previous outputs, all of them.
+/// `fill` fails, `dir` keeps the previous outputs, all of them. The moves
+/// themselves are one rename each, so a crash among them (or a rename
+/// refused, such as a file over a directory) leaves some outputs new and
+/// the others as they were, each whole.
 pub(crate) fn write_entries(dir: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(io_error(dir))?;
     let staging = tempfile::Builder::new()
@@ -219,7 +222,7 @@ mod tests {
     }
 
     #[test]
-    fn several_outputs_are_replaced_together_or_not_at_all() {
+    fn several_outputs_are_all_made_before_any_is_replaced() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("export");
         let write = |model: &str, fail: bool| {

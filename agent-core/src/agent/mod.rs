@@ -275,6 +275,7 @@ impl Agent {
             device: device.name(),
             screen: device.screen_size()?,
             policy: policy.name(),
+            policy_fingerprint: policy.fingerprint(),
             settings: config,
             started_unix_ms: unix_ms(),
             resumed_at_steps: Vec::new(),
@@ -316,6 +317,7 @@ impl Agent {
             });
         }
         trajectory.episode.outcome = None;
+        writer.cut_partial_line(trajectory.valid_len)?;
         let history = trajectory.history();
         let steps = u32::try_from(trajectory.steps.len()).unwrap_or(u32::MAX);
         let mut episode = trajectory.episode;

@@ -45,6 +45,9 @@ pub struct EpisodeRecord {
     pub device: String,
     pub screen: Size,
     pub policy: String,
+    /// [`crate::model::Policy::fingerprint`]: which weights `policy` names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_fingerprint: Option<String>,
     pub settings: AgentConfig,
     pub started_unix_ms: u64,
     /// The step count at each resume, in order.
@@ -356,10 +359,10 @@ impl TrajectoryWriter {
         Ok(writer)
     }
 
-    /// Continues the interrupted episode in `dir`: locks its `steps.jsonl`
-    /// first and only then reads it, so the lines a writer appended just
-    /// before letting go are read, not cut off as if they were not there.
-    /// A partial last line is cut off.
+    /// Opens the interrupted episode in `dir` to continue it: locks its
+    /// `steps.jsonl` first and only then reads it, so the lines a writer
+    /// appended just before letting go are read, not cut off as if they
+    /// were not there. Nothing is changed until [`Self::cut_partial_line`].
     pub fn reopen(dir: &Path) -> Result<(Self, Trajectory), TrajectoryError> {
         let steps_path = dir.join(STEPS_FILE);
         let steps = OpenOptions::new()
@@ -368,15 +371,20 @@ impl TrajectoryWriter {
             .map_err(io_error(&steps_path))?;
         lock(&steps, dir)?;
         let trajectory = read_trajectory(dir)?;
-        steps
-            .set_len(trajectory.valid_len)
-            .map_err(io_error(&steps_path))?;
-        steps.sync_all().map_err(io_error(&steps_path))?;
         let writer = Self {
             dir: dir.to_path_buf(),
             steps,
         };
         Ok((writer, trajectory))
+    }
+
+    /// Cuts a partial last line (a kill's) off the step log, which is
+    /// valid up to byte `valid_len` ([`Trajectory::valid_len`]), before
+    /// steps are appended.
+    pub fn cut_partial_line(&self, valid_len: u64) -> Result<(), TrajectoryError> {
+        let path = self.dir.join(STEPS_FILE);
+        self.steps.set_len(valid_len).map_err(io_error(&path))?;
+        self.steps.sync_all().map_err(io_error(&path))
     }
 
     pub fn dir(&self) -> &Path {

@@ -459,6 +459,10 @@ impl Policy for SharedPolicy {
         self.0.lock().map_or_else(|_| "policy".into(), |p| p.name())
     }
 
+    fn fingerprint(&self) -> Option<String> {
+        self.0.lock().ok().and_then(|p| p.fingerprint())
+    }
+
     fn settings(&self) -> ModelSettings {
         self.0.lock().map(|p| p.settings()).unwrap_or_default()
     }
@@ -742,6 +746,18 @@ pub fn run_task_episode(
                 "{} holds an episode of {theirs}, and this run's policy is {ours}: \
                  give a new --out",
                 dir.display()
+            )));
+        }
+        // Episodes recorded before fingerprints were are taken by name.
+        if let (Some(theirs), Some(ours)) =
+            (&recorded.episode.policy_fingerprint, policy.fingerprint())
+            && *theirs != ours
+        {
+            return Err(EpisodeFailure::OtherPolicy(anyhow!(
+                "{} holds an episode of {} with other weights (fingerprint {theirs}; this \
+                 run's files are {ours}): give a new --out",
+                dir.display(),
+                recorded.episode.policy
             )));
         }
         if let Some(outcome) = recorded.episode.ended() {

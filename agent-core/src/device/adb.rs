@@ -73,7 +73,9 @@ pub struct AdbDevice {
 impl AdbDevice {
     /// Opens the device `serial` on the adb server at `server`, connecting it
     /// first (`adb connect`) when the serial is a TCP address the server does
-    /// not list yet. Fails when the device is not online.
+    /// not list yet. Fails when the device is not online. Each request to
+    /// the server waits at most `timeout` (listing, connecting and listing
+    /// again: three at most).
     pub fn open(
         serial: &str,
         server: SocketAddrV4,
@@ -261,7 +263,9 @@ pub fn list_devices(
 /// Runs `request` to the adb server on a thread of its own and waits at
 /// most `timeout` for it: adb_client's requests have no time limit, and a
 /// server that takes the connection but never answers would hang the
-/// caller. A request that times out is left to its thread.
+/// caller. A request that times out is left to its thread, blocked on its
+/// socket until the server answers or closes it: a thread per refusal,
+/// which ends a command anyway.
 fn within<R: Send + 'static>(
     operation: &str,
     timeout: Duration,

@@ -139,6 +139,14 @@ pub trait Policy: Send {
 
     fn act(&mut self, obs: &Observation) -> Result<PolicyOutput, PolicyError>;
 
+    /// What tells the weights behind [`Self::name`] apart, for a policy
+    /// that has any: two model files of one name with other weights (the
+    /// next training run's export) differ here. Recorded with each episode,
+    /// so a bench does not read another model's episodes as its own.
+    fn fingerprint(&self) -> Option<String> {
+        None
+    }
+
     /// How the model wants to be run, as far as its file says.
     fn settings(&self) -> ModelSettings {
         ModelSettings::default()

@@ -14,7 +14,7 @@
 //! place, so an interrupted run never leaves a half-written model under
 //! the final name.
 
-use super::llama::{LoadError, backend, check_gguf, llama_errors};
+use super::llama::{LOG_ENV, LoadError, backend, check_gguf, llama_errors};
 use clap::ValueEnum;
 use llama_cpp_sys_2 as sys;
 use std::ffi::CString;
@@ -124,8 +124,7 @@ pub enum QuantizeError {
         ty: String,
     },
     /// llama.cpp's quantizer failed, for the reason its error log gives
-    /// (a GGUF of an architecture it does not know, one quantized
-    /// already).
+    /// (a GGUF of an architecture it does not know).
     #[error("llama.cpp could not quantize {input} (a {architecture} GGUF): {reason}")]
     Failed {
         input: PathBuf,
@@ -344,8 +343,7 @@ pub fn quantize(
     if status != 0 {
         let _ = std::fs::remove_file(&partial);
         let reason = match logged.is_empty() {
-            // BTL_LLAMA_LOG sends the log to stderr, where it said why.
-            true => "llama.cpp's log says why".to_owned(),
+            true => format!("it logged no error; {LOG_ENV}=1 shows llama.cpp's whole log"),
             false => logged,
         };
         return Err(QuantizeError::Failed {

@@ -86,6 +86,10 @@ impl Policy for Relabelled {
         )
     }
 
+    fn fingerprint(&self) -> Option<String> {
+        self.student.fingerprint()
+    }
+
     fn act(&mut self, obs: &Observation) -> Result<PolicyOutput, PolicyError> {
         let target = self.target(obs)?;
         let out = self.student.act(obs)?;

@@ -400,6 +400,10 @@ impl Policy for StoppablePolicy {
         self.inner.name()
     }
 
+    fn fingerprint(&self) -> Option<String> {
+        self.inner.fingerprint()
+    }
+
     fn act(&mut self, obs: &Observation) -> Result<PolicyOutput, PolicyError> {
         if self.side.is_stopped() {
             return Err(PolicyError::Backend(STOPPED_BY_USER.into()));

@@ -138,8 +138,8 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
     let lora = adapter.as_ref().map(|_| out.join("adapter-lora-f32.gguf"));
     let base = base.as_path();
     // Every file is made before any replaces its namesake: weights that do
-    // not fit a template leave the previous export whole, not a new hf/
-    // beside an old GGUF.
+    // not fit a template leave the previous export's files as they were,
+    // not a new hf/ beside an old GGUF.
     crate::atomic::write_entries(out, |staging| {
         let in_staging = |path: &Path| staging.join(path.file_name().unwrap_or_default());
         write_hf(base, &merged, &in_staging(&hf))?;

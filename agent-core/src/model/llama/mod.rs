@@ -365,6 +365,12 @@ pub enum GenerateError {
     EmptyPrompt,
     #[error("decoding failed: {0}")]
     Decode(String),
+    /// Overflowed scores, from which no token is the model's choice.
+    #[error(
+        "the model's scores for the next token are not finite (NaN or +inf): its weights, \
+         or a LoRA adapter at a large scale, overflow"
+    )]
+    NotFinite,
 }
 
 /// An adapter file must exist and be a GGUF: llama-cpp-2 asserts the first
@@ -389,12 +395,51 @@ fn load_adapter(model: &mut LlamaModel, path: &Path) -> Result<LlamaLoraAdapter,
     let (adapter, logged) = llama_errors(|| model.lora_adapter_init(path));
     adapter.map_err(|e| LoadError::Adapter {
         path: path.to_path_buf(),
-        reason: if logged.is_empty() {
-            e.to_string()
-        } else {
-            logged
-        },
+        reason: or_llama_reason(e.to_string(), logged),
     })
+}
+
+/// Bytes read from each of [`FINGERPRINT_SAMPLES`] places of a file.
+const FINGERPRINT_BLOCK: u64 = 64 << 10;
+/// Places read, evenly spaced from the start to the end: every tensor of a
+/// model trained further changes, so a few places tell two exports apart
+/// without reading gigabytes.
+const FINGERPRINT_SAMPLES: u64 = 17;
+
+/// A short hex digest of `files`: each one's length and the bytes at
+/// [`FINGERPRINT_SAMPLES`] places (the whole of a small file).
+fn fingerprint<'a>(files: impl Iterator<Item = &'a PathBuf>) -> Result<String, LoadError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut digest = Vec::new();
+    for path in files {
+        let unreadable = |e: std::io::Error| LoadError::Unreadable {
+            path: path.clone(),
+            reason: e.to_string(),
+        };
+        let mut file = std::fs::File::open(path).map_err(unreadable)?;
+        let len = file.metadata().map_err(unreadable)?.len();
+        let mut bytes = len.to_le_bytes().to_vec();
+        let last = len.saturating_sub(FINGERPRINT_BLOCK);
+        for i in 0..FINGERPRINT_SAMPLES {
+            let at = last * i / (FINGERPRINT_SAMPLES - 1);
+            file.seek(SeekFrom::Start(at)).map_err(unreadable)?;
+            (&mut file)
+                .take(FINGERPRINT_BLOCK)
+                .read_to_end(&mut bytes)
+                .map_err(unreadable)?;
+        }
+        digest.extend(crate::hash::fnv1a(&[&bytes]).to_le_bytes());
+    }
+    Ok(format!("{:016x}", crate::hash::fnv1a(&[&digest])))
+}
+
+/// llama.cpp's logged reason for a failure, where it logged one, else the
+/// binding's own words for it.
+fn or_llama_reason(binding: String, logged: String) -> String {
+    match logged.is_empty() {
+        true => binding,
+        false => logged,
+    }
 }
 
 /// A loaded model pair.
@@ -404,6 +449,7 @@ pub struct LlamaPolicy {
     loaded: Loaded,
     mtmd: MtmdContext,
     settings: ModelSettings,
+    fingerprint: String,
 }
 
 impl LlamaPolicy {
@@ -423,13 +469,14 @@ impl LlamaPolicy {
         let model_params = LlamaModelParams::default()
             .with_n_gpu_layers(config.gpu_layers)
             .with_use_mmap(config.mmap);
-        let mut model =
-            LlamaModel::load_from_file(backend, &config.model, &model_params).map_err(|e| {
-                LoadError::Model {
-                    path: config.model.clone(),
-                    reason: e.to_string(),
-                }
-            })?;
+        // llama-cpp-2 reports a refused file as a "null result"; llama.cpp's
+        // reason exists only as its error log.
+        let (model, logged) =
+            llama_errors(|| LlamaModel::load_from_file(backend, &config.model, &model_params));
+        let mut model = model.map_err(|e| LoadError::Model {
+            path: config.model.clone(),
+            reason: or_llama_reason(e.to_string(), logged),
+        })?;
         let settings =
             ModelSettings::from_metadata(|key| model.meta_val_str(key).ok()).map_err(|reason| {
                 LoadError::Model {
@@ -455,9 +502,11 @@ impl LlamaPolicy {
             image_max_tokens: -1,
         };
         let mmproj = config.mmproj.to_string_lossy().into_owned();
-        let mtmd = MtmdContext::init_from_file(&mmproj, &model, &params).map_err(|e| {
+        let (mtmd, logged) = llama_errors(|| MtmdContext::init_from_file(&mmproj, &model, &params));
+        let mtmd = mtmd.map_err(|e| {
             projector_error(format!(
-                "{e} (is it the projector of this model? its output width must equal the model's {})",
+                "{} (is it the projector of this model? its output width must equal the model's {})",
+                or_llama_reason(e.to_string(), logged),
                 model.n_embd()
             ))
         })?;
@@ -471,12 +520,17 @@ impl LlamaPolicy {
             n_batch: 0,
             prefix: Vec::new(),
         });
+        let files = std::iter::once(&config.model)
+            .chain([&config.mmproj])
+            .chain(config.adapters.iter().map(|a| &a.path));
+        let fingerprint = fingerprint(files)?;
         Ok(Self {
             config,
             backend,
             loaded,
             mtmd,
             settings,
+            fingerprint,
         })
     }
 
@@ -688,6 +742,11 @@ pub struct Generation {
 impl Policy for LlamaPolicy {
     fn settings(&self) -> ModelSettings {
         self.settings
+    }
+
+    /// The model's, projector's and adapters' files ([`fingerprint`]).
+    fn fingerprint(&self) -> Option<String> {
+        Some(self.fingerprint.clone())
     }
 
     /// The model file, and the adapter over it, if any (trajectories then

@@ -66,11 +66,7 @@ impl TokenSampler {
             .iter()
             .any(|l| l.is_nan() || *l == f32::INFINITY)
         {
-            return Err(GenerateError::Decode(
-                "the model's scores for the next token are not numbers (NaN or infinite): \
-                 its weights, or a LoRA adapter at a large scale, overflow"
-                    .to_owned(),
-            ));
+            return Err(GenerateError::NotFinite);
         }
         let Some((grammar, check)) = &mut self.grammar else {
             return Ok(self.chain.sample(ctx, -1));

@@ -137,13 +137,23 @@ pub fn parse_line(line: &[u8]) -> Result<Envelope, (Value, String)> {
         }
         Err(e) => return Err((Value::Null, format!("not JSON: {e}"))),
     };
-    if let Err(e) = serde_json::from_str::<OnceEach>(text) {
-        // The id itself may be what is given twice: then it is not known.
-        let id = object
-            .get("id")
-            .cloned()
-            .filter(|_| !e.to_string().contains("`id`"));
-        return Err((id.unwrap_or(Value::Null), e.to_string()));
+    // serde_json's `Value` keeps the last of two fields of one name:
+    // `{"op": "step", "answer": "a", "answer": "b"}` would act on one
+    // answer where the client may have meant the other.
+    let Keys(keys) = serde_json::from_str(text).map_err(|e| (Value::Null, e.to_string()))?;
+    let mut seen = std::collections::HashSet::new();
+    let twice: Vec<&str> = keys
+        .iter()
+        .filter(|key| !seen.insert(key.as_str()))
+        .map(String::as_str)
+        .collect();
+    if let Some(first) = twice.first() {
+        // An id given twice is not known.
+        let id = match twice.contains(&"id") {
+            true => Value::Null,
+            false => object.remove("id").unwrap_or(Value::Null),
+        };
+        return Err((id, format!("field `{first}` is given twice")));
     }
     let id = object.remove("id").unwrap_or(Value::Null);
     if !object.contains_key("op") {
@@ -155,39 +165,29 @@ pub fn parse_line(line: &[u8]) -> Result<Envelope, (Value, String)> {
     }
 }
 
-/// A request object whose fields are each given once. serde_json's `Value`
-/// keeps the last of two: `{"op": "step", "answer": "a", "answer": "b"}`
-/// would act on one answer and `"op"` twice on one operation, where the
-/// client may have meant the other.
-struct OnceEach;
+/// The field names of a JSON object, in order, repeats included.
+struct Keys(Vec<String>);
 
-impl<'de> Deserialize<'de> for OnceEach {
+impl<'de> Deserialize<'de> for Keys {
     fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
-        struct Fields;
-        impl<'de> serde::de::Visitor<'de> for Fields {
-            type Value = OnceEach;
+        struct Names;
+        impl<'de> serde::de::Visitor<'de> for Names {
+            type Value = Keys;
 
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("a JSON object")
             }
 
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<OnceEach, A::Error> {
-                let mut seen = std::collections::HashSet::new();
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
+                let mut keys = Vec::new();
                 while let Some(key) = map.next_key::<String>()? {
-                    if !seen.insert(key.clone()) {
-                        return Err(serde::de::Error::custom(format!(
-                            "field `{key}` is given twice"
-                        )));
-                    }
                     map.next_value::<serde::de::IgnoredAny>()?;
+                    keys.push(key);
                 }
-                Ok(OnceEach)
+                Ok(Keys(keys))
             }
         }
-        de.deserialize_map(Fields)
+        de.deserialize_map(Names)
     }
 }
 
@@ -326,7 +326,15 @@ mod tests {
         let (id, message) = parse(r#"{"id": 5, "id": 6, "op": "close", "env": 1}"#).unwrap_err();
         assert_eq!(
             (id, message.as_str()),
-            (Value::Null, "field `id` is given twice at line 1 column 14")
+            (Value::Null, "field `id` is given twice")
+        );
+        // The id is unknown when it is among the fields given twice, even
+        // after another.
+        let (id, message) =
+            parse(r#"{"op": "close", "op": "step", "id": 5, "id": 6, "env": 1}"#).unwrap_err();
+        assert_eq!(
+            (id, message.as_str()),
+            (Value::Null, "field `op` is given twice")
         );
         let (_, message) = parse_line(b"{\"op\": \"\xff\"}").unwrap_err();
         assert_eq!(message, "not UTF-8 at byte 8");

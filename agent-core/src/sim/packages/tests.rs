@@ -123,9 +123,10 @@ fn a_session_installs_its_base_apk_on_commit() {
     packages
         .write_session(&mut fs, id, "base", fixture("signed-v2.apk"))
         .unwrap();
-    // A split written after the base is not installed in its place.
+    // A split written after the base is not installed in its place, though
+    // its name sorts first.
     packages
-        .write_session(&mut fs, id, "split", b"not an apk".to_vec())
+        .write_session(&mut fs, id, "arm64", b"not an apk".to_vec())
         .unwrap();
     assert!(
         packages.get(PKG).is_none(),

@@ -268,9 +268,9 @@ impl Shell {
 
     /// Why the line ended early: the bound it went past.
     fn over_bounds(&self) -> String {
-        // Only asked once a bound was passed; a line within them all is
-        // named by its first.
-        self.left.get().err().unwrap_or(Bound::Written).message()
+        let passed = self.left.get().err();
+        debug_assert!(passed.is_some(), "asked why a line within its bounds ended");
+        passed.unwrap_or(Bound::Written).message()
     }
 
     /// Spends `bytes` of file reading.

@@ -13,9 +13,10 @@ use std::collections::{HashMap, HashSet};
 /// with a message instead of taking the host's memory or never ending.
 pub const MAX_OUTPUT: usize = 16 << 20;
 
-/// The most work one `sed` does: its commands times the bytes it reads.
-/// Each command looks at every line, so a script of a million commands
-/// (built from a doubled variable) over a large file would hold the phone
+/// The most work one `sed` does: the bytes of the lines its commands look
+/// at, in all. Each command looks at every line, so a script of a million
+/// commands (built from a doubled variable) over a large file, or one that
+/// grows a line and then scans it again and again, would hold the phone
 /// for hours; a hand-written script of a dozen commands over the largest
 /// file the line may read stays far below.
 pub const MAX_SED_WORK: usize = 1 << 31;
@@ -864,15 +865,18 @@ impl Sed {
     /// output passes [`MAX_OUTPUT`] (`s/x/xxxx/g` twenty times over makes
     /// a line of one `x` four trillion bytes long).
     pub fn run(&self, data: &[u8]) -> Result<Vec<u8>, String> {
-        let work = self.commands.len().saturating_mul(data.len());
-        if work > MAX_SED_WORK {
-            return Err(format!(
-                "{} commands over {} bytes are more than the virtual phone's {MAX_SED_WORK} \
-                 command-bytes of work for one sed",
-                self.commands.len(),
-                data.len()
-            ));
+        let over = |commands: usize, bytes: usize| {
+            format!(
+                "{commands} commands over {bytes} bytes are more than the virtual phone's \
+                 {MAX_SED_WORK} command-bytes of work for one sed"
+            )
+        };
+        if self.commands.len().saturating_mul(data.len()) > MAX_SED_WORK {
+            return Err(over(self.commands.len(), data.len()));
         }
+        // A substitution can grow the line the next commands look at, so
+        // the work is also counted as it is done.
+        let mut work = 0usize;
         let mut out = Vec::new();
         let all: Vec<&[u8]> = lines(data).collect();
         'lines: for (index, line) in all.iter().enumerate() {
@@ -887,6 +891,10 @@ impl Sed {
                 };
                 if !selected {
                     continue;
+                }
+                work = work.saturating_add(line.len().max(1));
+                if work > MAX_SED_WORK {
+                    return Err(over(self.commands.len(), data.len()));
                 }
                 match &command.action {
                     SedAction::Substitute {

@@ -199,6 +199,21 @@ fn sed_refuses_more_work_than_the_phone_does() {
     let million = vec!["p"; 1 << 20].join(";");
     let (many, _) = Sed::new(&["-n", &million]).unwrap();
     assert!(many.run(&[b'a'; 4096]).is_err());
+    // The work grows with the line: eleven `s/x/xxxx/g` make `x` 4^11 =
+    // 4 MiB long, and 600 more commands would look at 600 times that,
+    // 2.5 GB, past the bound though the input is two bytes.
+    let grow = vec!["s/x/xxxx/g"; 11];
+    let scan = vec!["s/y/z/"; 600];
+    let script = [grow, scan].concat().join(";");
+    let (growing, _) = Sed::new(&["-n", &script]).unwrap();
+    assert_eq!(
+        growing.run(b"x\n"),
+        Err(
+            "611 commands over 2 bytes are more than the virtual phone's \
+             2147483648 command-bytes of work for one sed"
+                .into()
+        )
+    );
 }
 
 fn printf_text(format: &str, args: &[&str]) -> String {
