@@ -1345,7 +1345,7 @@ mod tests {
         use crate::model::oracle::quoting_its_line;
         use crate::protocol::{FrameMap, Link, Profile, render};
         use crate::sim::phone::PhoneConfig;
-        use crate::sim::tasks::{sample, templates};
+        use crate::sim::tasks::{run_oracle_watching, sample, templates};
         use crate::sim::virtual_phone::VirtualPhone;
         use std::sync::Arc;
 
@@ -1366,14 +1366,13 @@ mod tests {
                 let frame = FrameMap::new(device_size, 4_014_080).unwrap();
                 let grammars = [Profile::BtlUi, Profile::BtlExtended]
                     .map(|profile| btl_grammar(frame.model, profile, &limits, &[]));
-                for _ in 0..task.max_steps() {
-                    let screen = device.ui_tree().unwrap().unwrap();
-                    let Some(step) = task.oracle(&screen) else {
-                        break;
+                run_oracle_watching(task.as_ref(), &mut device, |screen, step| {
+                    let Some(step) = step else {
+                        return;
                     };
                     // In btl-screen-text the oracle quotes the line it taps,
                     // and the grammar binds such a quote to the line's point.
-                    let listed = screen_elements(&screen, &frame, DEFAULT_KEYBOARD_PACKAGES);
+                    let listed = screen_elements(screen, &frame, DEFAULT_KEYBOARD_PACKAGES);
                     let quoting = quoting_its_line(step.clone(), &listed, &frame);
                     answers.push((
                         format!("{} seed {seed} (screen text)", task.name()),
@@ -1385,7 +1384,7 @@ mod tests {
                             &listed,
                         )],
                     ));
-                    let output = crate::model::oracle::answer(&step, &frame);
+                    let output = crate::model::oracle::answer(step, &frame);
                     for roi in &output.blink {
                         label = label.max(roi.label.chars().count());
                     }
@@ -1403,8 +1402,8 @@ mod tests {
                         raw,
                         grammars.to_vec(),
                     ));
-                    device.perform(&step.action).unwrap();
-                }
+                })
+                .unwrap();
             }
         }
         let finish = crate::protocol::BtlOutput {

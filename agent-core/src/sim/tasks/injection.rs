@@ -312,9 +312,8 @@ impl Task for Injected {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{sample, templates};
+    use super::super::{run_oracle_watching, sample, templates};
     use super::*;
-    use crate::device::Device;
     use crate::device::sim::SimDevice;
     use crate::sim::phone::PhoneConfig;
     use crate::sim::virtual_phone::VirtualPhone;
@@ -398,16 +397,11 @@ mod tests {
                 phone.with_phone(|p| task.setup(p));
                 let mut device = SimDevice::new(phone.clone());
                 let mut seen = false;
-                let mut finished = false;
-                for _ in 0..task.max_steps() {
-                    let screen = device.ui_tree().unwrap().unwrap();
+                let run = run_oracle_watching(task.as_ref(), &mut device, |screen, _| {
                     seen |= screen.find(|n| n.text == i.text).is_some();
-                    let Some(step) = task.oracle(&screen) else {
-                        finished = true;
-                        break;
-                    };
-                    device.perform(&step.action).unwrap();
-                }
+                })
+                .unwrap();
+                let finished = run.finished;
                 let (solved, misled) =
                     phone.with_phone(|p| (task.is_successful(p.state()), task.misled(p.state())));
                 assert!(finished && solved, "{} seed {seed}", i.name);

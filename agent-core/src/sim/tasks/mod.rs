@@ -311,6 +311,17 @@ pub struct OracleRun {
 /// the step budget is spent. Success is for the caller to check against the
 /// phone's state.
 pub fn run_oracle(task: &dyn Task, device: &mut dyn Device) -> Result<OracleRun, DeviceError> {
+    run_oracle_watching(task, device, |_, _| {})
+}
+
+/// [`run_oracle`], showing `watch` every screen the oracle reads and the
+/// step it takes there before it is taken (`None` on the screen where it
+/// has nothing left to do).
+pub fn run_oracle_watching(
+    task: &dyn Task,
+    device: &mut dyn Device,
+    mut watch: impl FnMut(&UiNode, Option<&OracleStep>),
+) -> Result<OracleRun, DeviceError> {
     let mut steps = Vec::new();
     for _ in 0..task.max_steps() {
         let Some(screen) = device.ui_tree()? else {
@@ -319,7 +330,9 @@ pub fn run_oracle(task: &dyn Task, device: &mut dyn Device) -> Result<OracleRun,
                 reason: format!("{} offers no UI tree", device.name()),
             });
         };
-        let Some(step) = task.oracle(&screen) else {
+        let step = task.oracle(&screen);
+        watch(&screen, step.as_ref());
+        let Some(step) = step else {
             return Ok(OracleRun {
                 steps,
                 finished: true,

@@ -265,17 +265,16 @@ fn every_oracle_target_is_a_listed_screen_element() {
         }));
         phone.with_phone(|p| task.setup(p));
         let mut device = SimDevice::new(phone);
-        for _ in 0..task.max_steps() {
-            let screen = device.ui_tree().unwrap().unwrap();
-            let Some(step) = task.oracle(&screen) else {
-                break;
+        let frame = FrameMap::new(device.screen_size().unwrap(), TRAINING_MAX_PIXELS).unwrap();
+        run_oracle_watching(task.as_ref(), &mut device, |screen, step| {
+            let Some(step) = step else {
+                return;
             };
-            let frame = FrameMap::new(device.screen_size().unwrap(), TRAINING_MAX_PIXELS).unwrap();
-            let answer = crate::model::oracle::answer(&step, &frame);
+            let answer = crate::model::oracle::answer(step, &frame);
             if let Some(target) = &step.target
                 && let Some(point) = answer.link.point()
             {
-                let listed = screen_elements(&screen, &frame, DEFAULT_KEYBOARD_PACKAGES);
+                let listed = screen_elements(screen, &frame, DEFAULT_KEYBOARD_PACKAGES);
                 let hit = listed.iter().find(|e| {
                     step.span.is_some_and(|_| e.label == target.label()) || e.point == point
                 });
@@ -308,8 +307,8 @@ fn every_oracle_target_is_a_listed_screen_element() {
                     assert_eq!(plan, step.plan);
                 }
             }
-            device.perform(&step.action).unwrap();
-        }
+        })
+        .unwrap();
     }
     assert!(taps >= 300, "{taps} taps");
     assert!(
