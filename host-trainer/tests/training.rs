@@ -297,6 +297,20 @@ fn the_grpo_command_trains_and_resumes() {
         "the flags reached the run: {state}"
     );
 
+    // Starting afresh over the run's checkpoints (a forgotten --resume) is
+    // refused, and the run's log is kept as it was.
+    let metrics = dir.path().join("out/metrics.jsonl");
+    let logged = std::fs::read(&metrics).unwrap();
+    let out = btl_train(&[&run[..], &["--steps", "3"]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("holds a run's checkpoints (the last: ")
+            && stderr.contains("checkpoint-000002): continue it with --resume"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&metrics).unwrap(), logged);
+
     let stdout = btl_train_succeeds(&[&run[..], &["--steps", "3", "--resume"]].concat());
     assert!(
         stdout.contains("resumed at step 2") && stdout.contains("trained 3 steps"),

@@ -38,11 +38,24 @@ pub fn run(
     resume: Option<&Path>,
     mut on_step: impl FnMut(&StepMetrics),
 ) -> Result<Outcome> {
+    let out = &config.run.output_dir;
+    // Starting afresh over a run's checkpoints would rewrite its metrics
+    // log from step 0 and its checkpoints one by one: forgetting --resume
+    // after a kill must not cost the run.
+    if resume.is_none()
+        && let Some(last) = checkpoint::latest(out)?
+    {
+        return Err(Error::Input(format!(
+            "{} holds a run's checkpoints (the last: {}): continue it with --resume, \
+             or give a new run.output_dir",
+            out.display(),
+            last.display()
+        )));
+    }
     let mut trainer = Trainer::new(config.clone(), reward)?;
     if let Some(dir) = resume {
         checkpoint::resume(dir, config.clone(), &mut trainer)?;
     }
-    let out = &config.run.output_dir;
     std::fs::create_dir_all(out).map_err(|source| Error::Io {
         path: out.clone(),
         source,
