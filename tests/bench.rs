@@ -43,6 +43,29 @@ fn a_bench_counts_only_its_own_policys_episodes() {
     );
     assert_eq!(run.status.code(), Some(2));
     assert_eq!(stdout(&run), "");
+    // Nor are the same policy's episodes of another instance: seed 50's
+    // wifi_on is another Wi-Fi state and goal than seed 0's.
+    let mut args = vec![
+        "bench",
+        "--policy",
+        "oracle",
+        "--tasks",
+        "wifi_on",
+        "--seed",
+        "50",
+        "--json",
+        "--out",
+        path_str(&out),
+    ];
+    args.extend_from_slice(&FAST_SETTLE);
+    let run = dir.btl(&args);
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    assert!(
+        stderr(&run).contains("holds an episode run with other settings (")
+            && stderr(&run).contains("seed: 0 there, 50 here"),
+        "{}",
+        stderr(&run)
+    );
     let twice = dir.btl(["bench", "--policy", "oracle", "--tasks", "wifi_on,wifi_on"]);
     assert_eq!(twice.status.code(), Some(2));
     assert!(

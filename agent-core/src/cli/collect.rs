@@ -407,7 +407,7 @@ fn worker(
                 });
                 return;
             }
-            Err(EpisodeFailure::OtherPolicy(error) | EpisodeFailure::Other(error)) => {
+            Err(EpisodeFailure::OtherRun(error) | EpisodeFailure::Other(error)) => {
                 let _ = tx.send(Report::JobFailed {
                     device,
                     job,

@@ -706,13 +706,40 @@ pub fn recorded_task(recorded: &Trajectory) -> anyhow::Result<Option<Arc<dyn Tas
     Ok(Some(Arc::from(task)))
 }
 
+/// The settings `recorded` and `expected` give differently, each as
+/// `name: recorded there, expected here`.
+fn differing_settings(recorded: &AgentConfig, expected: &AgentConfig) -> Vec<String> {
+    let fields = |config| match serde_json::to_value(config) {
+        Ok(serde_json::Value::Object(fields)) => fields,
+        _ => serde_json::Map::new(),
+    };
+    let (there, here) = (fields(recorded), fields(expected));
+    let mut names: Vec<&String> = there.keys().chain(here.keys()).collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .filter(|name| there.get(*name) != here.get(*name))
+        .map(|name| {
+            let show =
+                |v: Option<&serde_json::Value>| v.map_or("none".to_owned(), |v| v.to_string());
+            format!(
+                "{name}: {} there, {} here",
+                show(there.get(name)),
+                show(here.get(name))
+            )
+        })
+        .collect()
+}
+
 /// Why a task episode could not run to an outcome.
 #[derive(Debug)]
 pub enum EpisodeFailure {
     /// The device could not be opened or set up: try another device.
     Device(DeviceError),
-    /// The episode's directory holds another policy's episode.
-    OtherPolicy(anyhow::Error),
+    /// The episode's directory holds another policy's episode, or one of
+    /// another instance or other settings.
+    OtherRun(anyhow::Error),
     Other(anyhow::Error),
 }
 
@@ -738,11 +765,20 @@ pub fn run_task_episode(
         Failure::BadInput(e) | Failure::Failed(e) => EpisodeFailure::Other(e),
     };
     let policy = episode_policy(choice, shared, Some(task), seed).map_err(failure)?;
+    let settings = || -> Result<AgentConfig, EpisodeFailure> {
+        let mut config = agent_args
+            .config(task.goal(), seed, Some(task.max_steps()))
+            .map_err(failure)?;
+        if agent_args.confirm.is_none() && matches!(target, Target::Sim { .. }) {
+            config.safety.on_sensitive = Confirm::Allow;
+        }
+        Ok(config)
+    };
     let agent = if dir.join(crate::agent::trajectory::EPISODE_FILE).exists() {
         let recorded = read_trajectory(dir).map_err(|e| other(e.into()))?;
         let (theirs, ours) = (&recorded.episode.policy, policy.name());
         if *theirs != ours {
-            return Err(EpisodeFailure::OtherPolicy(anyhow!(
+            return Err(EpisodeFailure::OtherRun(anyhow!(
                 "{} holds an episode of {theirs}, and this run's policy is {ours}: \
                  give a new --out",
                 dir.display()
@@ -753,11 +789,31 @@ pub fn run_task_episode(
             (&recorded.episode.policy_fingerprint, policy.fingerprint())
             && *theirs != ours
         {
-            return Err(EpisodeFailure::OtherPolicy(anyhow!(
+            return Err(EpisodeFailure::OtherRun(anyhow!(
                 "{} holds an episode of {} with other weights (fingerprint {theirs}; this \
                  run's files are {ours}): give a new --out",
                 dir.display(),
                 recorded.episode.policy
+            )));
+        }
+        // An episode of another instance or other settings (another
+        // --seed, --split or --max-pixels on a reused --out) is not this
+        // run's, though its policy is.
+        let task_record = serde_json::json!({"name": task.name(), "params": task.params()});
+        let mut differing = differing_settings(&recorded.episode.settings, &settings()?);
+        if recorded
+            .episode
+            .task
+            .as_ref()
+            .is_some_and(|t| *t != task_record)
+        {
+            differing.insert(0, "the task's parameters".to_owned());
+        }
+        if !differing.is_empty() {
+            return Err(EpisodeFailure::OtherRun(anyhow!(
+                "{} holds an episode run with other settings ({}): give a new --out",
+                dir.display(),
+                differing.join("; ")
             )));
         }
         if let Some(outcome) = recorded.episode.ended() {
@@ -772,14 +828,8 @@ pub fn run_task_episode(
         }
     } else {
         let prepared = prepare(target, Some(task)).map_err(EpisodeFailure::Device)?;
-        let mut config = agent_args
-            .config(task.goal(), seed, Some(task.max_steps()))
-            .map_err(failure)?;
-        if agent_args.confirm.is_none() && matches!(target, Target::Sim { .. }) {
-            config.safety.on_sensitive = Confirm::Allow;
-        }
         let agent =
-            Agent::new(dir, config, prepared.device, policy).map_err(|e| other(e.into()))?;
+            Agent::new(dir, settings()?, prepared.device, policy).map_err(|e| other(e.into()))?;
         attach_task(agent, Some(task), prepared.checker).map_err(other)?
     };
     agent.run().map_err(|e| other(e.into()))
