@@ -27,6 +27,31 @@ fn parent_of(path: &Path) -> PathBuf {
     }
 }
 
+/// Whether writing `out` would destroy `input`: `out` is `input` itself,
+/// lies inside the directory `input`, or is a directory (replaced whole)
+/// that holds `input`. Links and `..` are resolved; an output whose
+/// directory does not exist yet holds no input.
+pub(crate) fn writes_over(out: &Path, input: &Path) -> bool {
+    let (Some(written), Ok(read)) = (resolved(out), input.canonicalize()) else {
+        return false;
+    };
+    written == read
+        || (read.is_dir() && written.starts_with(&read))
+        || (written.is_dir() && read.starts_with(&written))
+}
+
+/// `path` with links and `..` resolved, for a file that may not exist yet
+/// (in a directory that does).
+fn resolved(path: &Path) -> Option<PathBuf> {
+    path.canonicalize().ok().or_else(|| {
+        let parent = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        Some(parent.canonicalize().ok()?.join(path.file_name()?))
+    })
+}
+
 /// Makes a rename durable: on Linux the new directory entry is only on disk
 /// once the directory itself is synced.
 fn sync_dir(dir: &Path) -> Result<()> {

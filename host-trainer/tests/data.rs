@@ -496,16 +496,36 @@ fn the_ms_swift_export_carries_every_sample_and_its_image() {
     assert_eq!(first["images"][0], "/mnt/btl/swift/images/000000-0.png");
 
     // A sample naming an endless file is refused at its index, not read
-    // until memory runs out.
+    // until memory runs out, and the previous export stays as it was: its
+    // rows still name their own images.
+    let swift2 = tmp.path().join("swift2");
+    let read = |name: &str| std::fs::read(swift2.join(name)).unwrap();
+    let before = (read(DATASET_FILE), read("images/000000-0.png"));
     let mut endless: Vec<Value> =
         serde_json::from_str(&std::fs::read_to_string(&samples_path).unwrap()).unwrap();
+    endless[0]["images"][0] = endless[1]["images"][0].clone();
     endless[1]["images"][0] = "/dev/zero".into();
     std::fs::write(&samples_path, serde_json::to_string(&endless).unwrap()).unwrap();
-    let err = export_ms_swift(&samples_path, &tmp.path().join("swift3"), &moved)
+    let err = export_ms_swift(&samples_path, &swift2, &moved)
         .unwrap_err()
         .to_string();
     assert!(
         err.contains("sample 1: image /dev/zero: more than 67108864 bytes"),
+        "{err}"
+    );
+    assert_eq!((read(DATASET_FILE), read("images/000000-0.png")), before);
+    // Nor may a sample's image lie where the export puts its own.
+    endless[1]["images"][0] = swift2
+        .join("images/000000-0.png")
+        .display()
+        .to_string()
+        .into();
+    std::fs::write(&samples_path, serde_json::to_string(&endless).unwrap()).unwrap();
+    let err = export_ms_swift(&samples_path, &swift2, &moved)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("sample 1: image ") && err.contains("which the export replaces"),
         "{err}"
     );
 

@@ -495,6 +495,49 @@ fn a_hugging_face_checkpoint_from_another_trainer_exports_its_weights_as_they_ar
         "{e}"
     );
     assert!(files() == before, "a failed export changed {out:?}");
+
+    // An --out whose files are the export's own inputs: the text template
+    // where the exported text model would go, and the checkpoint where
+    // hf/ would go.
+    let own = dir.path().join("own");
+    std::fs::create_dir(&own).unwrap();
+    let template = own.join("model-template.gguf");
+    std::fs::copy(&text_template, &template).unwrap();
+    let kept = std::fs::read(&template).unwrap();
+    let e = export_trained(
+        &checkpoint,
+        &ExportOptions {
+            text_template: &template,
+            out: &own,
+            ..options(settings)
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("model-template.gguf would write over") && e.contains("which this export reads"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read(&template).unwrap(), kept);
+    let e = export_trained(
+        &checkpoint,
+        &ExportOptions {
+            out: dir.path(),
+            ..options(settings)
+        },
+    );
+    assert!(e.is_ok(), "hf/ beside the checkpoint is no input: {e:?}");
+    let hf_checkpoint = dir.path().join("hf");
+    let e = export_trained(
+        &hf_checkpoint,
+        &ExportOptions {
+            out: dir.path(),
+            ..options(settings)
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("hf would write over"), "{e}");
 }
 
 /// Every file under `dir`, at any depth.

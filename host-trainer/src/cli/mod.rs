@@ -83,33 +83,15 @@ fn apart_from_inputs<'a>(
     out: &std::path::Path,
     inputs: impl IntoIterator<Item = &'a std::path::Path>,
 ) -> Result<(), agent_core::process::Failure> {
-    let Some(written) = resolved(out) else {
-        // Its directory does not exist yet, so no input lives there.
-        return Ok(());
-    };
-    for input in inputs {
-        let Ok(read) = input.canonicalize() else {
-            continue;
-        };
-        if written == read || (read.is_dir() && written.starts_with(&read)) {
-            return Err(agent_core::process::Failure::BadInput(anyhow::anyhow!(
-                "--out {}: it would write over {}, which this command reads; write elsewhere",
-                out.display(),
-                input.display()
-            )));
-        }
+    match inputs
+        .into_iter()
+        .find(|input| crate::atomic::writes_over(out, input))
+    {
+        Some(input) => Err(agent_core::process::Failure::BadInput(anyhow::anyhow!(
+            "--out {}: it would write over {}, which this command reads; write elsewhere",
+            out.display(),
+            input.display()
+        ))),
+        None => Ok(()),
     }
-    Ok(())
-}
-
-/// `path` with links and `..` resolved, for a file that may not exist yet
-/// (in a directory that does).
-fn resolved(path: &std::path::Path) -> Option<std::path::PathBuf> {
-    path.canonicalize().ok().or_else(|| {
-        let parent = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(std::path::Path::new("."));
-        Some(parent.canonicalize().ok()?.join(path.file_name()?))
-    })
 }

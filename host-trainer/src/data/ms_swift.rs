@@ -26,7 +26,7 @@
 //! as a whole; `dataset_root` says where it will be there.
 
 use super::samples::{load_samples, sample_value};
-use super::{Error, Result, create_dir, write_file};
+use super::{Error, Result, create_dir};
 use crate::sft::target_answer;
 use agent_core::protocol::prompt::IMAGE_PLACEHOLDER;
 use agent_core::sample::Sample;
@@ -122,7 +122,10 @@ pub fn sft_row(sample: &Sample, images: &[String], max_regions: usize) -> Result
 }
 
 /// Exports the sample file `samples_path` into the directory `out`:
-/// `out/images/` first, then `out/train.jsonl`, each file atomically.
+/// `out/images/` and `out/train.jsonl` are made in a staging directory and
+/// put in place of the previous export's only once every row is: a sample
+/// that cannot be exported leaves the previous export as it was, its rows
+/// still naming their own images.
 pub fn export_ms_swift(
     samples_path: &Path,
     out: &Path,
@@ -130,8 +133,31 @@ pub fn export_ms_swift(
 ) -> Result<ExportReport> {
     let samples = load_samples(samples_path)?;
     let base = samples_path.parent().unwrap_or(Path::new(""));
+    create_dir(out)?;
     let images_dir = out.join(IMAGES_DIR);
-    create_dir(&images_dir)?;
+    let dataset = out.join(DATASET_FILE);
+    let written = |output: &Path, input: &Path| crate::atomic::writes_over(output, input);
+    if [&images_dir, &dataset].iter().any(|output| written(output, samples_path)) {
+        return Err(Error::Usage(format!(
+            "--out {}: the export would write over {}, which it reads; export elsewhere",
+            out.display(),
+            samples_path.display()
+        )));
+    }
+    for (index, sample) in samples.iter().enumerate() {
+        let mut sources = sample.images.iter().map(|image| base.join(image));
+        if let Some(image) = sources.find(|image| written(&images_dir, image)) {
+            return Err(Error::Sample {
+                path: samples_path.to_path_buf(),
+                index,
+                reason: format!(
+                    "image {} lies in {}, which the export replaces; export elsewhere",
+                    image.display(),
+                    images_dir.display()
+                ),
+            });
+        }
+    }
     let root = match &options.dataset_root {
         Some(root) => root.trim_end_matches('/').to_string(),
         None => std::fs::canonicalize(out)
@@ -142,6 +168,44 @@ pub fn export_ms_swift(
             .to_string_lossy()
             .into_owned(),
     };
+    // The data layer's own error, kept while the staging helper reports
+    // that its filling failed.
+    let mut failed = None;
+    let placed = crate::atomic::write_entries(out, |staging| {
+        export_rows(samples_path, &samples, base, &root, options, staging).map_err(|e| {
+            let message = e.to_string();
+            failed = Some(e);
+            crate::error::Error::Input(message)
+        })
+    });
+    if let Err(e) = placed {
+        return Err(failed.unwrap_or_else(|| match e {
+            crate::error::Error::Io { path, source } => Error::Write { path, source },
+            other => Error::Write {
+                path: out.to_path_buf(),
+                source: std::io::Error::other(other.to_string()),
+            },
+        }));
+    }
+    Ok(ExportReport {
+        rows: samples.len(),
+        dataset,
+        images_dir,
+    })
+}
+
+/// Writes `staging/images/` and `staging/train.jsonl` for `samples`, the
+/// rows naming their images under `root`.
+fn export_rows(
+    samples_path: &Path,
+    samples: &[Sample],
+    base: &Path,
+    root: &str,
+    options: &ExportOptions,
+    staging: &Path,
+) -> Result<()> {
+    let images_dir = staging.join(IMAGES_DIR);
+    create_dir(&images_dir)?;
     let mut lines = String::new();
     for (index, sample) in samples.iter().enumerate() {
         let at_sample = |reason: String| Error::Sample {
@@ -160,7 +224,10 @@ pub fn export_ms_swift(
                 .extension()
                 .map_or_else(|| "png".into(), |e| e.to_string_lossy().into_owned());
             let name = format!("{index:06}-{j}.{ext}");
-            write_file(&images_dir.join(&name), &bytes)?;
+            std::fs::write(images_dir.join(&name), &bytes).map_err(|source| Error::Write {
+                path: images_dir.join(&name),
+                source,
+            })?;
             paths.push(format!("{root}/{IMAGES_DIR}/{name}"));
         }
         let line = match options.purpose {
@@ -170,12 +237,10 @@ pub fn export_ms_swift(
         lines.push_str(&line.map_err(at_sample)?.to_string());
         lines.push('\n');
     }
-    let dataset = out.join(DATASET_FILE);
-    write_file(&dataset, lines.as_bytes())?;
-    Ok(ExportReport {
-        rows: samples.len(),
-        dataset,
-        images_dir,
+    let dataset = staging.join(DATASET_FILE);
+    std::fs::write(&dataset, lines).map_err(|source| Error::Write {
+        path: dataset,
+        source,
     })
 }
 

@@ -137,6 +137,26 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
         .map(|_| out.join(format!("mmproj-{tag}.gguf")));
     let lora = adapter.as_ref().map(|_| out.join("adapter-lora-f32.gguf"));
     let base = base.as_path();
+    // An --out laid out as the run's own base (`init` writes hf/ and
+    // model-f16.gguf too) would put merged weights where the run reads its
+    // base: exporting or resuming again would merge the adapter twice.
+    let outputs = [Some(&hf), Some(&text), mmproj.as_ref(), lora.as_ref()];
+    let inputs = [Some(checkpoint), Some(base), Some(options.text_template)];
+    for output in outputs.into_iter().flatten() {
+        let read = inputs
+            .into_iter()
+            .chain([options.mmproj_template])
+            .flatten()
+            .find(|input| crate::atomic::writes_over(output, input));
+        if let Some(input) = read {
+            return Err(Error::Input(format!(
+                "--out {}: its {} would write over {}, which this export reads; write elsewhere",
+                out.display(),
+                output.display(),
+                input.display()
+            )));
+        }
+    }
     // Every file is made before any replaces its namesake: weights that do
     // not fit a template leave the previous export's files as they were,
     // not a new hf/ beside an old GGUF.
