@@ -137,7 +137,10 @@ pub fn export_ms_swift(
     let images_dir = out.join(IMAGES_DIR);
     let dataset = out.join(DATASET_FILE);
     let written = |output: &Path, input: &Path| crate::atomic::writes_over(output, input);
-    if [&images_dir, &dataset].iter().any(|output| written(output, samples_path)) {
+    if [&images_dir, &dataset]
+        .iter()
+        .any(|output| written(output, samples_path))
+    {
         return Err(Error::Usage(format!(
             "--out {}: the export would write over {}, which it reads; export elsewhere",
             out.display(),

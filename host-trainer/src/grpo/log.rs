@@ -6,7 +6,7 @@
 //! checkpoint, so every step appears once.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
@@ -72,26 +72,27 @@ impl MetricsLog {
     }
 }
 
-/// Every step of a `metrics.jsonl`; a malformed line is named.
+/// Every step of a `metrics.jsonl`; a malformed line is named. A last
+/// line without its line break is the write a crash cut short (anywhere:
+/// after a `-`, or as the zeros a file system leaves), and is dropped
+/// unless it reads whole.
 pub fn read_metrics(path: &Path) -> Result<Vec<StepMetrics>> {
-    let file = File::open(path).map_err(io(path))?;
+    let bytes = std::fs::read(path).map_err(io(path))?;
+    let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let (lines, tail) = bytes.split_at(complete);
     let mut out = Vec::new();
-    for (i, line) in BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(io(path))?;
-        if line.trim().is_empty() {
+    for (i, line) in lines.split(|&b| b == b'\n').enumerate() {
+        if line.trim_ascii().is_empty() {
             continue;
         }
-        // A line cut by a crash mid-write is the last one; it is dropped.
-        match serde_json::from_str(&line) {
-            Ok(m) => out.push(m),
-            Err(e) if e.is_eof() => break,
-            Err(e) => {
-                return Err(Error::Config {
-                    path: path.to_owned(),
-                    message: format!("line {}: {e}", i + 1),
-                });
-            }
-        }
+        let m = serde_json::from_slice(line).map_err(|e| Error::Config {
+            path: path.to_owned(),
+            message: format!("line {}: {e}", i + 1),
+        })?;
+        out.push(m);
+    }
+    if let Ok(m) = serde_json::from_slice(tail) {
+        out.push(m);
     }
     Ok(out)
 }
@@ -320,6 +321,43 @@ mod tests {
             outcome: None,
             copy_accuracy: None,
         }
+    }
+
+    /// A log cut by a crash reads back its complete lines, wherever the cut
+    /// fell: inside a number after its `-` (which serde calls an invalid
+    /// number, not an early end), or in the zeros a file system may leave;
+    /// a complete line that does not parse is named.
+    #[test]
+    fn a_log_cut_short_reads_back_its_complete_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("metrics.jsonl");
+        let lines: String = [step(1, 1, 0), step(2, 1, 0)]
+            .iter()
+            .map(|m| serde_json::to_string(m).unwrap() + "\n")
+            .collect();
+        let third = serde_json::to_string(&StepMetrics {
+            loss: -0.25,
+            ..step(3, 1, 0)
+        })
+        .unwrap();
+        let cut = &third[..third.find("-0.25").unwrap() + 1];
+        for tail in [cut.as_bytes(), &[0; 40][..], b"", third.as_bytes()] {
+            std::fs::write(&path, [lines.as_bytes(), tail].concat()).unwrap();
+            let steps: Vec<u64> = read_metrics(&path)
+                .unwrap()
+                .iter()
+                .map(|m| m.step)
+                .collect();
+            let whole = tail == third.as_bytes();
+            assert_eq!(
+                steps,
+                if whole { vec![1, 2, 3] } else { vec![1, 2] },
+                "{tail:?}"
+            );
+        }
+        std::fs::write(&path, format!("{lines}{cut}\n")).unwrap();
+        let e = read_metrics(&path).unwrap_err().to_string();
+        assert!(e.contains("line 3: "), "{e}");
     }
 
     #[test]
