@@ -7,13 +7,18 @@ use crate::util::*;
 use serde_json::Value;
 
 fn bench(dir: &Dir, extra: &[&str]) -> Value {
+    let run = bench_into(dir, extra);
+    assert!(run.status.success(), "{}", stderr(&run));
+    serde_json::from_str(stdout(&run).trim()).expect("one JSON object")
+}
+
+/// `btl bench --json` with `extra` into `DIR/bench`, settling fast.
+fn bench_into(dir: &Dir, extra: &[&str]) -> std::process::Output {
     let out = dir.path("bench");
     let mut args = vec!["bench", "--suite", "sim", "--json", "--out", path_str(&out)];
     args.extend_from_slice(&FAST_SETTLE);
     args.extend_from_slice(extra);
-    let run = dir.btl(&args);
-    assert!(run.status.success(), "{}", stderr(&run));
-    serde_json::from_str(stdout(&run).trim()).expect("one JSON object")
+    dir.btl(&args)
 }
 
 /// An `--out` that holds another policy's episodes is not read as this
@@ -24,18 +29,9 @@ fn a_bench_counts_only_its_own_policys_episodes() {
     let dir = Dir::new();
     let oracle = bench(&dir, &["--policy", "oracle", "--tasks", "wifi_on"]);
     assert_eq!(oracle["tasks"][0]["successes"], 1, "{oracle}");
-    let out = dir.path("bench");
-    let mut args = vec![
-        "bench",
-        "--tasks",
-        "wifi_on",
-        "--max-steps",
-        "1",
-        "--out",
-        path_str(&out),
-    ];
+    let mut args = vec!["--tasks", "wifi_on", "--max-steps", "1"];
     args.extend_from_slice(&TINY_MODEL);
-    let run = dir.btl(&args);
+    let run = bench_into(&dir, &args);
     assert!(
         stderr(&run).contains("holds an episode of oracle of wifi_on, and this run's policy is tiny-qwen25vl-f16.gguf: give a new --out"),
         "{}",
@@ -45,20 +41,10 @@ fn a_bench_counts_only_its_own_policys_episodes() {
     assert_eq!(stdout(&run), "");
     // Nor are the same policy's episodes of another instance: seed 50's
     // wifi_on is another Wi-Fi state and goal than seed 0's.
-    let mut args = vec![
-        "bench",
-        "--policy",
-        "oracle",
-        "--tasks",
-        "wifi_on",
-        "--seed",
-        "50",
-        "--json",
-        "--out",
-        path_str(&out),
-    ];
-    args.extend_from_slice(&FAST_SETTLE);
-    let run = dir.btl(&args);
+    let run = bench_into(
+        &dir,
+        &["--policy", "oracle", "--tasks", "wifi_on", "--seed", "50"],
+    );
     assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
     assert!(
         stderr(&run).contains("holds an episode run with other settings (")
@@ -81,26 +67,13 @@ fn a_bench_counts_only_its_own_policys_episodes() {
 #[test]
 fn a_bench_tells_models_of_one_name_apart_by_their_weights() {
     let dir = Dir::new();
-    let out = dir.path("bench");
     let run = |text: &str| {
         let model = dir.path(&format!("{text}/model.gguf"));
         std::fs::create_dir_all(model.parent().unwrap()).unwrap();
         std::fs::copy(std::path::Path::new(TINY_DIR).join(text), &model).unwrap();
-        let mut args = vec![
-            "bench",
-            "--tasks",
-            "wifi_on",
-            "--max-steps",
-            "1",
-            "--out",
-            path_str(&out),
-            "--model",
-            path_str(&model),
-            "--mmproj",
-            TINY_MMPROJ,
-        ];
-        args.extend_from_slice(&FAST_SETTLE);
-        dir.btl(&args)
+        let model = path_str(&model);
+        let args = ["--tasks", "wifi_on", "--max-steps", "1", "--model", model];
+        bench_into(&dir, &[&args[..], &["--mmproj", TINY_MMPROJ]].concat())
     };
     let first = run("tiny-qwen25vl-f16.gguf");
     assert!(first.status.success(), "{}", stderr(&first));

@@ -70,6 +70,18 @@ fn two_virtual_phones_collect_everything_while_a_dead_device_is_skipped() {
         "{}",
         stderr(&again)
     );
+    // Finished episodes of other settings are refused, not counted as this
+    // collection's.
+    let mut other = args.clone();
+    other.extend_from_slice(&["--max-steps", "5"]);
+    let refused = dir.btl(&other);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("holds an episode run with other settings (max_steps: ")
+            && stderr(&refused).contains(" there, 5 here)"),
+        "{}",
+        stderr(&refused)
+    );
 }
 
 #[test]

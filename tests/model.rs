@@ -27,14 +27,7 @@ fn quantized_to_q8_0_the_model_loads_and_keeps_its_first_tokens() {
     // Quantizing the result again is refused in words, naming its first
     // quantized tensor, and nothing is written.
     let again = dir.path("tiny-q4_0.gguf");
-    let run = dir.btl([
-        "model",
-        "quantize",
-        path_str(&out),
-        path_str(&again),
-        "--type",
-        "q4_0",
-    ]);
+    let run = quantize(&dir, path_str(&out), &again, "q4_0");
     assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
     assert!(
         stderr(&run).contains("is quantized already (its tensor ")
@@ -109,23 +102,13 @@ fn quantize_refuses_bad_input_and_never_overwrites() {
 #[test]
 fn a_failed_quantization_says_llama_cpps_reason() {
     let dir = Dir::new();
-    let mut bytes = std::fs::read(F16).unwrap();
-    let key = b"general.architecture";
-    let at = bytes.windows(key.len()).position(|w| w == key).unwrap() + key.len();
-    // The value's type (8, a string) and length (7) come before it.
-    assert_eq!(&bytes[at + 12..at + 19], b"qwen2vl");
-    bytes[at + 16] = b'9';
-    let model = dir.path("renamed.gguf");
-    std::fs::write(&model, bytes).unwrap();
+    let model = patched(&dir, "renamed.gguf", b"general.architecture", |value| {
+        // The value's type (8, a string) and length (7) come before it.
+        assert_eq!(&value[12..19], b"qwen2vl");
+        value[16] = b'9';
+    });
     let out = dir.path("out.gguf");
-    let run = dir.btl([
-        "model",
-        "quantize",
-        path_str(&model),
-        path_str(&out),
-        "--type",
-        "q8_0",
-    ]);
+    let run = quantize(&dir, path_str(&model), &out, "q8_0");
     assert_eq!(run.status.code(), Some(1), "{}", stderr(&run));
     assert!(
         stderr(&run).contains("(a qwen9vl GGUF): ")
@@ -142,14 +125,16 @@ fn a_failed_quantization_says_llama_cpps_reason() {
 #[test]
 fn a_model_llama_cpp_refuses_is_refused_with_its_reason() {
     let dir = Dir::new();
-    let mut bytes = std::fs::read(F16).unwrap();
-    let key = b"qwen2vl.embedding_length";
-    let at = bytes.windows(key.len()).position(|w| w == key).unwrap() + key.len();
-    // GGUF value types: 4 is a u32, 6 an f32 of the same four bytes.
-    assert_eq!(bytes[at..at + 4], 4u32.to_le_bytes());
-    bytes[at..at + 4].copy_from_slice(&6u32.to_le_bytes());
-    let model = dir.path("float-width.gguf");
-    std::fs::write(&model, bytes).unwrap();
+    let model = patched(
+        &dir,
+        "float-width.gguf",
+        b"qwen2vl.embedding_length",
+        |value| {
+            // GGUF value types: 4 is a u32, 6 an f32 of the same four bytes.
+            assert_eq!(value[..4], 4u32.to_le_bytes());
+            value[..4].copy_from_slice(&6u32.to_le_bytes());
+        },
+    );
     let run = dir.btl([
         "run",
         "--task",
@@ -168,17 +153,26 @@ fn a_model_llama_cpp_refuses_is_refused_with_its_reason() {
     assert!(!e.contains("null result"), "{e}");
 }
 
+/// The tiny text model written to `name` in `dir` with `patch` applied to
+/// the bytes after the metadata key `key` (its value's type, then the
+/// value).
+fn patched(dir: &Dir, name: &str, key: &[u8], patch: impl FnOnce(&mut [u8])) -> std::path::PathBuf {
+    let mut bytes = std::fs::read(F16).unwrap();
+    let at = bytes.windows(key.len()).position(|w| w == key).unwrap() + key.len();
+    patch(&mut bytes[at..]);
+    let path = dir.path(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
 /// The tiny text model with its `qwen2vl.block_count` (a u32 after the
 /// key and its type, 4) set to `layers`.
 fn with_layers(dir: &Dir, layers: u32) -> std::path::PathBuf {
-    let mut bytes = std::fs::read(F16).unwrap();
-    let key = b"qwen2vl.block_count";
-    let at = bytes.windows(key.len()).position(|w| w == key).unwrap() + key.len();
-    assert_eq!(bytes[at..at + 4], 4u32.to_le_bytes(), "a u32 value");
-    bytes[at + 4..at + 8].copy_from_slice(&layers.to_le_bytes());
-    let path = dir.path(&format!("layers-{layers}.gguf"));
-    std::fs::write(&path, bytes).unwrap();
-    path
+    let name = format!("layers-{layers}.gguf");
+    patched(dir, &name, b"qwen2vl.block_count", |value| {
+        assert_eq!(value[..4], 4u32.to_le_bytes(), "a u32 value");
+        value[4..8].copy_from_slice(&layers.to_le_bytes());
+    })
 }
 
 /// A model file with no layers, or more than llama.cpp's 512, would make

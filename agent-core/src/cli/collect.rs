@@ -18,11 +18,11 @@
 
 use super::episode::{
     AgentArgs, EpisodeFailure, PolicyArgs, PolicyChoice, PolicyKind, SharedPolicy, Target,
-    load_policy, run_task_episode,
+    episode_policy, foreign_episode, load_policy, run_task_episode,
 };
 use super::{Failure, Outcome};
 use crate::agent::StopReason;
-use crate::agent::trajectory::Outcome as EpisodeOutcome;
+use crate::agent::trajectory::{Outcome as EpisodeOutcome, Trajectory};
 use crate::sim::tasks::{self, Split, Task};
 use anyhow::{Context, anyhow};
 use std::collections::VecDeque;
@@ -66,6 +66,24 @@ pub struct Args {
 
 pub const INDEX_FILE: &str = "collect.jsonl";
 
+/// Refuses the finished episode `recorded` unless it is the one `job`
+/// would record ([`foreign_episode`]).
+fn check_finished(
+    recorded: &Trajectory,
+    job: &Job,
+    agent_args: &AgentArgs,
+    args: &Args,
+    shared: Option<&SharedPolicy>,
+) -> Outcome {
+    let task = &job.task;
+    let policy = episode_policy(args.policy.choice(), shared, Some(task), job.seed)?;
+    let expected = agent_args.config(task.goal(), job.seed, Some(task.max_steps()))?;
+    match foreign_episode(recorded, policy.as_ref(), task.as_ref(), &expected) {
+        Some(e) => Err(Failure::BadInput(e)),
+        None => Ok(()),
+    }
+}
+
 #[derive(Clone)]
 struct Job {
     task: Arc<dyn Task>,
@@ -108,18 +126,28 @@ pub fn run(args: &Args) -> Outcome {
     let targets = targets(args)?;
     let all = jobs(args)?;
     let total = all.len();
-    // Finished episodes of an earlier run stay as they are, and in the index.
-    let jobs: Vec<Job> = all
-        .into_iter()
-        .filter_map(|job| match recorded(&episode_dir(&args.out, &job)) {
-            Recorded::Finished => None,
-            Recorded::Interrupted { device } => Some(Job {
+    let shared: Option<SharedPolicy> = match args.policy.policy {
+        PolicyKind::Model => Some(load_policy(&args.policy, args.agent.vote)?),
+        PolicyKind::Oracle => None,
+    };
+    let agent_args = args.agent.for_policy(shared.as_ref());
+    // Finished episodes of an earlier run stay as they are, and in the
+    // index, if they are this collection's: another policy's, or another
+    // instance's, in a reused --out would be counted as its own.
+    let mut jobs = Vec::new();
+    for job in all {
+        let dir = episode_dir(&args.out, &job);
+        match recorded(&dir) {
+            Recorded::Finished(recorded) => {
+                check_finished(&recorded, &job, &agent_args, args, shared.as_ref())?;
+            }
+            Recorded::Interrupted { device } => jobs.push(Job {
                 resume_on: Some(device),
                 ..job
             }),
-            Recorded::Nothing => Some(job),
-        })
-        .collect();
+            Recorded::Nothing => jobs.push(job),
+        }
+    }
     if jobs.len() < total {
         eprintln!(
             "btl: {} of {total} episodes already finished in {}",
@@ -129,11 +157,6 @@ pub fn run(args: &Args) -> Outcome {
     }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let shared: Option<SharedPolicy> = match args.policy.policy {
-        PolicyKind::Model => Some(load_policy(&args.policy, args.agent.vote)?),
-        PolicyKind::Oracle => None,
-    };
-    let agent_args = args.agent.for_policy(shared.as_ref());
     eprintln!(
         "btl: collecting {} episodes on {} devices into {}",
         jobs.len(),
@@ -305,7 +328,7 @@ fn jobs(args: &Args) -> Result<Vec<Job>, Failure> {
 /// What an earlier run left in an episode's directory.
 enum Recorded {
     Nothing,
-    Finished,
+    Finished(Box<Trajectory>),
     /// Stopped mid-way (the process, or its device, was lost) on `device`.
     Interrupted {
         device: String,
@@ -315,7 +338,7 @@ enum Recorded {
 fn recorded(dir: &Path) -> Recorded {
     match crate::agent::trajectory::read_trajectory(dir) {
         Err(_) => Recorded::Nothing,
-        Ok(t) if t.episode.ended().is_some() => Recorded::Finished,
+        Ok(t) if t.episode.ended().is_some() => Recorded::Finished(Box::new(t)),
         Ok(t) => Recorded::Interrupted {
             device: t.episode.device,
         },

@@ -706,30 +706,84 @@ pub fn recorded_task(recorded: &Trajectory) -> anyhow::Result<Option<Arc<dyn Tas
     Ok(Some(Arc::from(task)))
 }
 
-/// The settings `recorded` and `expected` give differently, each as
-/// `name: recorded there, expected here`.
-fn differing_settings(recorded: &AgentConfig, expected: &AgentConfig) -> Vec<String> {
-    let fields = |config| match serde_json::to_value(config) {
-        Ok(serde_json::Value::Object(fields)) => fields,
-        _ => serde_json::Map::new(),
-    };
-    let (there, here) = (fields(recorded), fields(expected));
-    let mut names: Vec<&String> = there.keys().chain(here.keys()).collect();
-    names.sort();
-    names.dedup();
-    names
-        .into_iter()
-        .filter(|name| there.get(*name) != here.get(*name))
-        .map(|name| {
-            let show =
-                |v: Option<&serde_json::Value>| v.map_or("none".to_owned(), |v| v.to_string());
-            format!(
-                "{name}: {} there, {} here",
-                show(there.get(name)),
-                show(here.get(name))
-            )
-        })
-        .collect()
+/// Why the episode `recorded` is not the one this job would record, if
+/// it is not: another policy, the same name with other weights, another
+/// task instance, or other settings. The safety rules and the settle
+/// timing are left out: they say how a device is driven (and differ from
+/// one kind of device to another), not which episode it is.
+pub fn foreign_episode(
+    recorded: &Trajectory,
+    policy: &dyn Policy,
+    task: &dyn Task,
+    expected: &AgentConfig,
+) -> Option<anyhow::Error> {
+    let dir = recorded.dir.display();
+    let (theirs, ours) = (&recorded.episode.policy, policy.name());
+    if *theirs != ours {
+        return Some(anyhow!(
+            "{dir} holds an episode of {theirs}, and this run's policy is {ours}: give a new --out"
+        ));
+    }
+    // Episodes recorded before fingerprints were are taken by name.
+    if let (Some(theirs), Some(ours)) = (&recorded.episode.policy_fingerprint, policy.fingerprint())
+        && *theirs != ours
+    {
+        return Some(anyhow!(
+            "{dir} holds an episode of {} with other weights (fingerprint {theirs}; this \
+             run's files are {ours}): give a new --out",
+            recorded.episode.policy
+        ));
+    }
+    let mut differing = Vec::new();
+    let task_record = serde_json::json!({"name": task.name(), "params": task.params()});
+    if let Some(recorded_task) = &recorded.episode.task {
+        differences("task", recorded_task, &task_record, &mut differing);
+    }
+    let value = |config| serde_json::to_value(config).unwrap_or(serde_json::Value::Null);
+    let (mut there, mut here) = (value(&recorded.episode.settings), value(expected));
+    for config in [&mut there, &mut here] {
+        if let Some(fields) = config.as_object_mut() {
+            fields.remove("safety");
+            fields.remove("stability");
+        }
+    }
+    differences("", &there, &here, &mut differing);
+    (!differing.is_empty()).then(|| {
+        anyhow!(
+            "{dir} holds an episode run with other settings ({}): give a new --out",
+            differing.join("; ")
+        )
+    })
+}
+
+/// Adds to `out` each leaf, by its dotted path under `path`, where
+/// `there` (recorded) and `here` (expected) differ: `seed: 0 there, 50 here`.
+fn differences(
+    path: &str,
+    there: &serde_json::Value,
+    here: &serde_json::Value,
+    out: &mut Vec<String>,
+) {
+    use serde_json::Value;
+    match (there, here) {
+        (Value::Object(a), Value::Object(b)) => {
+            let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for key in keys {
+                let at = match path {
+                    "" => key.clone(),
+                    _ => format!("{path}.{key}"),
+                };
+                let get = |fields: &serde_json::Map<String, Value>| {
+                    fields.get(key).cloned().unwrap_or(Value::Null)
+                };
+                differences(&at, &get(a), &get(b), out);
+            }
+        }
+        (a, b) if a != b => out.push(format!("{path}: {a} there, {b} here")),
+        _ => {}
+    }
 }
 
 /// Why a task episode could not run to an outcome.
@@ -776,45 +830,8 @@ pub fn run_task_episode(
     };
     let agent = if dir.join(crate::agent::trajectory::EPISODE_FILE).exists() {
         let recorded = read_trajectory(dir).map_err(|e| other(e.into()))?;
-        let (theirs, ours) = (&recorded.episode.policy, policy.name());
-        if *theirs != ours {
-            return Err(EpisodeFailure::OtherRun(anyhow!(
-                "{} holds an episode of {theirs}, and this run's policy is {ours}: \
-                 give a new --out",
-                dir.display()
-            )));
-        }
-        // Episodes recorded before fingerprints were are taken by name.
-        if let (Some(theirs), Some(ours)) =
-            (&recorded.episode.policy_fingerprint, policy.fingerprint())
-            && *theirs != ours
-        {
-            return Err(EpisodeFailure::OtherRun(anyhow!(
-                "{} holds an episode of {} with other weights (fingerprint {theirs}; this \
-                 run's files are {ours}): give a new --out",
-                dir.display(),
-                recorded.episode.policy
-            )));
-        }
-        // An episode of another instance or other settings (another
-        // --seed, --split or --max-pixels on a reused --out) is not this
-        // run's, though its policy is.
-        let task_record = serde_json::json!({"name": task.name(), "params": task.params()});
-        let mut differing = differing_settings(&recorded.episode.settings, &settings()?);
-        if recorded
-            .episode
-            .task
-            .as_ref()
-            .is_some_and(|t| *t != task_record)
-        {
-            differing.insert(0, "the task's parameters".to_owned());
-        }
-        if !differing.is_empty() {
-            return Err(EpisodeFailure::OtherRun(anyhow!(
-                "{} holds an episode run with other settings ({}): give a new --out",
-                dir.display(),
-                differing.join("; ")
-            )));
+        if let Some(e) = foreign_episode(&recorded, policy.as_ref(), task.as_ref(), &settings()?) {
+            return Err(EpisodeFailure::OtherRun(e));
         }
         if let Some(outcome) = recorded.episode.ended() {
             return Ok(outcome.clone());
@@ -849,6 +866,24 @@ mod tests {
 
     fn agent_args(flags: &[&str]) -> AgentArgs {
         Cli::parse_from(std::iter::once("btl").chain(flags.iter().copied())).agent
+    }
+
+    /// Differences are named leaf by leaf, nested fields by their dotted
+    /// path, a field one side lacks as null.
+    #[test]
+    fn differences_name_each_leaf() {
+        let there = serde_json::json!({"seed": 0, "a": {"b": [1], "c": "x"}, "gone": 1});
+        let here = serde_json::json!({"seed": 50, "a": {"b": [1], "c": "y"}});
+        let mut out = Vec::new();
+        differences("", &there, &here, &mut out);
+        assert_eq!(
+            out,
+            [
+                "a.c: \"x\" there, \"y\" here",
+                "gone: 1 there, null here",
+                "seed: 0 there, 50 here"
+            ]
+        );
     }
 
     #[test]

@@ -240,6 +240,22 @@ impl Metadata {
         }
     }
 
+    /// Where each tensor's data lies in the file: its offset from the
+    /// file's start, and its length.
+    fn tensor_extents(&self) -> Vec<(u64, u64)> {
+        // SAFETY: the context is valid while `self` lives; ids are taken
+        // below the count it gives.
+        unsafe {
+            let data = sys::gguf_get_data_offset(self.0) as u64;
+            (0..sys::gguf_get_n_tensors(self.0))
+                .map(|id| {
+                    let at = sys::gguf_get_tensor_offset(self.0, id) as u64;
+                    (data + at, sys::gguf_get_tensor_size(self.0, id) as u64)
+                })
+                .collect()
+        }
+    }
+
     /// A value stored as a u32 (ggml asserts on any other type's getter).
     fn u32(&self, key: &std::ffi::CStr) -> Option<u32> {
         // SAFETY: as in `string`; the type is checked before the getter.
@@ -249,6 +265,13 @@ impl Metadata {
                 .then(|| sys::gguf_get_val_u32(self.0, id))
         }
     }
+}
+
+/// Where each tensor's data lies in the GGUF file at `path` (its offset
+/// from the file's start, its length), read with ggml's GGUF reader
+/// without loading any tensor.
+pub(crate) fn tensor_extents(path: &Path) -> Result<Vec<(u64, u64)>, LoadError> {
+    read_metadata(path, Metadata::tensor_extents)
 }
 
 /// `read` of the metadata of the GGUF file at `path`, read with ggml's GGUF

@@ -133,7 +133,6 @@ pub fn export_ms_swift(
 ) -> Result<ExportReport> {
     let samples = load_samples(samples_path)?;
     let base = samples_path.parent().unwrap_or(Path::new(""));
-    create_dir(out)?;
     let images_dir = out.join(IMAGES_DIR);
     let dataset = out.join(DATASET_FILE);
     let written = |output: &Path, input: &Path| crate::atomic::writes_over(output, input);
@@ -161,6 +160,7 @@ pub fn export_ms_swift(
             });
         }
     }
+    create_dir(out)?;
     let root = match &options.dataset_root {
         Some(root) => root.trim_end_matches('/').to_string(),
         None => std::fs::canonicalize(out)

@@ -36,6 +36,12 @@ pub(super) fn install(to_stderr: bool) {
 /// [`install`].
 static LOG_TO_STDERR: AtomicBool = AtomicBool::new(false);
 
+/// Whether llama.cpp's log goes to stderr, where it says why a call failed
+/// rather than to [`llama_errors`].
+pub(super) fn to_stderr() -> bool {
+    LOG_TO_STDERR.load(Ordering::Relaxed)
+}
+
 thread_local! {
     /// Error lines llama.cpp logs on this thread while [`llama_errors`]
     /// runs; `None` outside such a call.

@@ -399,15 +399,13 @@ fn load_adapter(model: &mut LlamaModel, path: &Path) -> Result<LlamaLoraAdapter,
     })
 }
 
-/// Bytes read from each of [`FINGERPRINT_SAMPLES`] places of a file.
-const FINGERPRINT_BLOCK: u64 = 64 << 10;
-/// Places read, evenly spaced from the start to the end: every tensor of a
-/// model trained further changes, so a few places tell two exports apart
-/// without reading gigabytes.
-const FINGERPRINT_SAMPLES: u64 = 17;
+/// Bytes read from the start of each tensor.
+const FINGERPRINT_BLOCK: u64 = 4 << 10;
 
-/// A short hex digest of `files`: each one's length and the bytes at
-/// [`FINGERPRINT_SAMPLES`] places (the whole of a small file).
+/// A short hex digest of the GGUF `files`: each one's length and the first
+/// [`FINGERPRINT_BLOCK`] bytes of every tensor in it. Any tensor that
+/// training changes (an adapter touching two of a layer's projections
+/// only) changes the digest, without reading gigabytes.
 fn fingerprint<'a>(files: impl Iterator<Item = &'a PathBuf>) -> Result<String, LoadError> {
     use std::io::{Read, Seek, SeekFrom};
     let mut digest = Vec::new();
@@ -417,14 +415,16 @@ fn fingerprint<'a>(files: impl Iterator<Item = &'a PathBuf>) -> Result<String, L
             reason: e.to_string(),
         };
         let mut file = std::fs::File::open(path).map_err(unreadable)?;
-        let len = file.metadata().map_err(unreadable)?.len();
-        let mut bytes = len.to_le_bytes().to_vec();
-        let last = len.saturating_sub(FINGERPRINT_BLOCK);
-        for i in 0..FINGERPRINT_SAMPLES {
-            let at = last * i / (FINGERPRINT_SAMPLES - 1);
+        let mut bytes = file
+            .metadata()
+            .map_err(unreadable)?
+            .len()
+            .to_le_bytes()
+            .to_vec();
+        for (at, len) in super::quantize::tensor_extents(path)? {
             file.seek(SeekFrom::Start(at)).map_err(unreadable)?;
             (&mut file)
-                .take(FINGERPRINT_BLOCK)
+                .take(len.min(FINGERPRINT_BLOCK))
                 .read_to_end(&mut bytes)
                 .map_err(unreadable)?;
         }
@@ -437,6 +437,7 @@ fn fingerprint<'a>(files: impl Iterator<Item = &'a PathBuf>) -> Result<String, L
 /// binding's own words for it.
 fn or_llama_reason(binding: String, logged: String) -> String {
     match logged.is_empty() {
+        true if log::to_stderr() => format!("{binding} (llama.cpp's log above says why)"),
         true => binding,
         false => logged,
     }
@@ -744,7 +745,8 @@ impl Policy for LlamaPolicy {
         self.settings
     }
 
-    /// The model's, projector's and adapters' files ([`fingerprint`]).
+    /// A digest of the model's, projector's and adapters' files: their lengths
+    /// and the first 4 KiB of every tensor.
     fn fingerprint(&self) -> Option<String> {
         Some(self.fingerprint.clone())
     }

@@ -550,17 +550,19 @@ fn install_sessions_are_bounded_as_on_a_phone() {
     for _ in 1..1024 {
         created("pm install-create");
     }
-    let thrown = |command: &str, class_and_message: &str| {
-        format!("\nException occurred while executing '{command}':\n{class_and_message}\n")
+    // What pm prints for a command that threw, and its status.
+    let throws = |line: &str, command: &str, thrown: &str| {
+        let out = p.shell(line);
+        assert_eq!(out.exit_code, 255, "{line}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!("\nException occurred while executing '{command}':\n{thrown}\n")
+        );
     };
-    let out = p.shell("pm install-create");
-    assert_eq!(out.exit_code, 255);
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
-        thrown(
-            "install-create",
-            "java.lang.IllegalStateException: Too many active sessions for UID 2000"
-        )
+    throws(
+        "pm install-create",
+        "install-create",
+        "java.lang.IllegalStateException: Too many active sessions for UID 2000",
     );
     assert_eq!(
         stdout(&p, &format!("pm install-abandon {first}")),
@@ -572,16 +574,10 @@ fn install_sessions_are_bounded_as_on_a_phone() {
     let full = crate::sim::vfs::CAPACITY - 20;
     p.write_file("/data/local/tmp/big", 0o644, 0, vec![0; full])
         .unwrap();
-    let out = p.shell(&format!(
-        "printf '%25s' x | pm install-write -S 25 {id} base -"
-    ));
-    assert_eq!(out.exit_code, 255);
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
-        thrown(
-            "install-write",
-            "java.io.IOException: write failed: ENOSPC (No space left on device)"
-        )
+    throws(
+        &format!("printf '%25s' x | pm install-write -S 25 {id} base -"),
+        "install-write",
+        "java.io.IOException: write failed: ENOSPC (No space left on device)",
     );
     assert_eq!(
         stdout(
