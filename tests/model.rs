@@ -28,14 +28,12 @@ fn quantized_to_q8_0_the_model_loads_and_keeps_its_first_tokens() {
     // quantized tensor, and nothing is written.
     let again = dir.path("tiny-q4_0.gguf");
     let run = quantize(&dir, path_str(&out), &again, "q4_0");
-    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
-    assert!(
-        stderr(&run).contains("is quantized already (its tensor ")
-            && stderr(&run).contains(" is q8_0)"),
-        "{}",
-        stderr(&run)
+    refused(
+        &run,
+        2,
+        &["is quantized already (its tensor ", " is q8_0)"],
+        &again,
     );
-    assert!(!again.exists());
 
     let reference: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(std::path::Path::new(TINY_DIR).join("reference.json")).unwrap(),
@@ -109,14 +107,21 @@ fn a_failed_quantization_says_llama_cpps_reason() {
     });
     let out = dir.path("out.gguf");
     let run = quantize(&dir, path_str(&model), &out, "q8_0");
-    assert_eq!(run.status.code(), Some(1), "{}", stderr(&run));
-    assert!(
-        stderr(&run).contains("(a qwen9vl GGUF): ")
-            && stderr(&run).contains("unknown model architecture: 'qwen9vl'"),
-        "{}",
-        stderr(&run)
-    );
-    assert!(!out.exists());
+    let says = [
+        "(a qwen9vl GGUF): ",
+        "unknown model architecture: 'qwen9vl'",
+    ];
+    refused(&run, 1, &says, &out);
+}
+
+/// Asserts that a quantization exited with `code`, saying each of `says`,
+/// and wrote nothing at `output`.
+fn refused(run: &std::process::Output, code: i32, says: &[&str], output: &std::path::Path) {
+    assert_eq!(run.status.code(), Some(code), "{}", stderr(run));
+    for words in says {
+        assert!(stderr(run).contains(words), "{words}: {}", stderr(run));
+    }
+    assert!(!output.exists());
 }
 
 /// A model file whose metadata llama.cpp refuses is refused with

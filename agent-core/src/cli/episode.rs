@@ -758,10 +758,10 @@ pub fn foreign_episode(
 
 /// Adds to `out` each leaf, by its dotted path under `path`, where
 /// `there` (recorded) and `here` (expected) differ: `seed: 0 there, 50 here`.
-fn differences(
+fn differences<'a>(
     path: &str,
-    there: &serde_json::Value,
-    here: &serde_json::Value,
+    there: &'a serde_json::Value,
+    here: &'a serde_json::Value,
     out: &mut Vec<String>,
 ) {
     use serde_json::Value;
@@ -775,10 +775,10 @@ fn differences(
                     "" => key.clone(),
                     _ => format!("{path}.{key}"),
                 };
-                let get = |fields: &serde_json::Map<String, Value>| {
-                    fields.get(key).cloned().unwrap_or(Value::Null)
+                let get = |fields: &'a serde_json::Map<String, Value>| {
+                    fields.get(key).unwrap_or(&Value::Null)
                 };
-                differences(&at, &get(a), &get(b), out);
+                differences(&at, get(a), get(b), out);
             }
         }
         (a, b) if a != b => out.push(format!("{path}: {a} there, {b} here")),
