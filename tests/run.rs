@@ -330,6 +330,22 @@ fn a_killed_run_resumes_on_a_rebuilt_phone_and_succeeds() {
         episode_json(&out)["outcome"].is_null(),
         "killed: no outcome"
     );
+    // Another policy may not continue it: the trajectory would mix two
+    // policies' steps. Refused before anything is written.
+    #[cfg(feature = "llama")]
+    {
+        let recorded = std::fs::read(out.join("episode.json")).unwrap();
+        let other = dir.btl(["run", "--resume", path_str(&out)]);
+        assert_eq!(other.status.code(), Some(2), "{}", stderr(&other));
+        assert!(
+            stderr(&other).contains(
+                "holds an episode of oracle of note_create, and this run's policy is btl-mini-q8_0.gguf"
+            ),
+            "{}",
+            stderr(&other)
+        );
+        assert_eq!(std::fs::read(out.join("episode.json")).unwrap(), recorded);
+    }
 
     let mut args = vec![
         "run",

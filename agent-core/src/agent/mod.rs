@@ -213,6 +213,11 @@ pub enum AgentError {
     /// The episode to resume already has an outcome.
     #[error("the episode in {dir} already ended ({stop}); nothing to resume")]
     AlreadyEnded { dir: String, stop: StopReason },
+    /// The episode to resume was recorded by another policy, or by other
+    /// weights of the same name: continuing it would mix two policies'
+    /// steps in one trajectory.
+    #[error("{dir} holds {reason}; resume it with the policy that recorded it")]
+    OtherPolicy { dir: String, reason: String },
     #[error("cannot read the device before starting: {0}")]
     Device(#[from] DeviceError),
     /// Settings [`AgentConfig::check`] refuses.
@@ -314,6 +319,12 @@ impl Agent {
             return Err(AgentError::AlreadyEnded {
                 dir: dir.display().to_string(),
                 stop: outcome.stop.clone(),
+            });
+        }
+        if let Some(reason) = trajectory.episode.other_policy(policy.as_ref()) {
+            return Err(AgentError::OtherPolicy {
+                dir: dir.display().to_string(),
+                reason,
             });
         }
         trajectory.episode.outcome = None;

@@ -10,7 +10,7 @@ use super::trajectory::{
 use super::*;
 use crate::device::sim::SimDevice;
 use crate::device::ui::parse_uiautomator_xml;
-use crate::model::ScriptedPolicy;
+use crate::model::{PolicyError, ScriptedPolicy};
 use crate::protocol::{BtlOutput, DevicePoint, Part, Point, Roi, render};
 use crate::sim::phone::{Phone, PhoneConfig};
 use crate::sim::virtual_phone::VirtualPhone;
@@ -886,6 +886,92 @@ fn an_episode_its_device_failed_resumes_with_its_steps_intact() {
     assert_eq!(resumed.steps[..2], stopped.steps[..]);
     assert_eq!(resumed.steps[2].outcome, StepOutcome::Performed);
     assert_consistent(&resumed);
+}
+
+/// A scripted policy under another name and fingerprint.
+struct Disguised {
+    name: &'static str,
+    fingerprint: Option<&'static str>,
+    inner: ScriptedPolicy,
+}
+
+impl Policy for Disguised {
+    fn name(&self) -> String {
+        self.name.into()
+    }
+
+    fn fingerprint(&self) -> Option<String> {
+        self.fingerprint.map(Into::into)
+    }
+
+    fn act(&mut self, obs: &Observation) -> Result<PolicyOutput, PolicyError> {
+        self.inner.act(obs)
+    }
+}
+
+/// Another policy, or the same name with other weights, may not continue
+/// an episode: its steps would pass for the recorded policy's. The refusal
+/// writes nothing; the recording policy, fingerprint and all, resumes.
+#[test]
+fn an_episode_resumes_only_with_the_policy_that_recorded_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let phone = new_phone();
+    let back = || answer("Go back.", Action::Back, None);
+    let policy = |name, fingerprint| {
+        Box::new(Disguised {
+            name,
+            fingerprint,
+            inner: ScriptedPolicy::new(vec![back()]),
+        })
+    };
+    let mut config = config("Look around");
+    config.max_steps = 1;
+    Agent::new(
+        dir.path(),
+        config,
+        Box::new(SimDevice::new(phone.clone())),
+        policy("model.gguf", Some("aaaa")),
+    )
+    .unwrap()
+    .with_clock(ManualClock::default())
+    .run()
+    .unwrap();
+    mark_interrupted(dir.path(), 2);
+    let recorded = std::fs::read(dir.path().join(EPISODE_FILE)).unwrap();
+    let resume =
+        |policy| Agent::resume(dir.path(), Box::new(SimDevice::new(phone.clone())), policy);
+    for (other, reason) in [
+        (
+            policy("other.gguf", Some("aaaa")),
+            "an episode of model.gguf, and this run's policy is other.gguf",
+        ),
+        (
+            policy("model.gguf", Some("bbbb")),
+            "an episode of model.gguf with other weights (fingerprint aaaa; this run's files are bbbb)",
+        ),
+    ] {
+        match resume(other) {
+            Err(e @ AgentError::OtherPolicy { .. }) => assert_eq!(
+                e.to_string(),
+                format!(
+                    "{} holds {reason}; resume it with the policy that recorded it",
+                    dir.path().display()
+                )
+            ),
+            Err(e) => panic!("{reason}: refused for another reason: {e}"),
+            Ok(_) => panic!("{reason}: resumed"),
+        }
+        assert_eq!(
+            std::fs::read(dir.path().join(EPISODE_FILE)).unwrap(),
+            recorded
+        );
+    }
+    let outcome = resume(policy("model.gguf", Some("aaaa")))
+        .unwrap()
+        .with_clock(ManualClock::default())
+        .run()
+        .unwrap();
+    assert_eq!(outcome.steps, 2);
 }
 
 /// Marks a finished episode as interrupted, as if killed before its end,

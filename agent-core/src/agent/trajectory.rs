@@ -64,6 +64,25 @@ impl EpisodeRecord {
     pub fn ended(&self) -> Option<&Outcome> {
         self.outcome.as_ref().filter(|o| !o.stop.resumable())
     }
+
+    /// Why `policy` is not the policy that recorded this episode, if it
+    /// is not: another name, or the same name with other weights.
+    /// Episodes recorded before fingerprints were are taken by name.
+    pub fn other_policy(&self, policy: &dyn crate::model::Policy) -> Option<String> {
+        let (theirs, ours) = (&self.policy, policy.name());
+        if *theirs != ours {
+            return Some(format!(
+                "an episode of {theirs}, and this run's policy is {ours}"
+            ));
+        }
+        match (&self.policy_fingerprint, policy.fingerprint()) {
+            (Some(recorded), Some(ours)) if *recorded != ours => Some(format!(
+                "an episode of {theirs} with other weights (fingerprint {recorded}; this \
+                 run's files are {ours})"
+            )),
+            _ => None,
+        }
+    }
 }
 
 /// How an episode ended.

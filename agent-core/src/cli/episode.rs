@@ -718,21 +718,8 @@ pub fn foreign_episode(
     expected: &AgentConfig,
 ) -> Option<anyhow::Error> {
     let dir = recorded.dir.display();
-    let (theirs, ours) = (&recorded.episode.policy, policy.name());
-    if *theirs != ours {
-        return Some(anyhow!(
-            "{dir} holds an episode of {theirs}, and this run's policy is {ours}: give a new --out"
-        ));
-    }
-    // Episodes recorded before fingerprints were are taken by name.
-    if let (Some(theirs), Some(ours)) = (&recorded.episode.policy_fingerprint, policy.fingerprint())
-        && *theirs != ours
-    {
-        return Some(anyhow!(
-            "{dir} holds an episode of {} with other weights (fingerprint {theirs}; this \
-             run's files are {ours}): give a new --out",
-            recorded.episode.policy
-        ));
+    if let Some(reason) = recorded.episode.other_policy(policy) {
+        return Some(anyhow!("{dir} holds {reason}: give a new --out"));
     }
     let mut differing = Vec::new();
     let task_record = serde_json::json!({"name": task.name(), "params": task.params()});

@@ -205,6 +205,27 @@ fn resume(args: &Args, target: &Target, dir: &Path) -> Result<Started, Failure> 
         ));
     }
     let task = recorded_task(&recorded).map_err(Failure::BadInput)?;
+    let settings = &recorded.episode.settings;
+    let shared = match args.policy.policy {
+        PolicyKind::Model => Some(load_policy(&args.policy, settings.vote)?),
+        PolicyKind::Oracle => None,
+    };
+    let policy = episode_policy(
+        args.policy.choice(),
+        shared.as_ref(),
+        task.as_ref(),
+        settings.seed,
+    )?;
+    // Checked before the phone is rebuilt, which replays every step.
+    if let Some(reason) = recorded.episode.other_policy(policy.as_ref()) {
+        return Err(Failure::BadInput(
+            AgentError::OtherPolicy {
+                dir: dir.display().to_string(),
+                reason,
+            }
+            .into(),
+        ));
+    }
     let prepared = prepare_resumed(target, task.as_ref(), &recorded)
         .with_context(|| format!("cannot reopen {}", target.describe()))?;
     eprintln!(
@@ -218,17 +239,6 @@ fn resume(args: &Args, target: &Target, dir: &Path) -> Result<Started, Failure> 
             ""
         }
     );
-    let settings = &recorded.episode.settings;
-    let shared = match args.policy.policy {
-        PolicyKind::Model => Some(load_policy(&args.policy, settings.vote)?),
-        PolicyKind::Oracle => None,
-    };
-    let policy = episode_policy(
-        args.policy.choice(),
-        shared.as_ref(),
-        task.as_ref(),
-        settings.seed,
-    )?;
     let agent = Agent::resume(dir, prepared.device, policy)
         .with_context(|| format!("cannot resume {}", dir.display()))?;
     let agent = match prepared.checker {
