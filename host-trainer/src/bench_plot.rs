@@ -70,16 +70,18 @@ fn rate(successes: u64, episodes: u64) -> f64 {
 
 /// Templates in the order they first appear across the runs.
 fn templates(runs: &[(String, BenchResult)]) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    for (_, run) in runs {
-        for t in &run.tasks {
-            if !names.contains(&t.task) {
-                names.push(t.task.clone());
-            }
-        }
-    }
-    names
+    let mut seen = std::collections::HashSet::new();
+    runs.iter()
+        .flat_map(|(_, run)| &run.tasks)
+        .filter(|t| seen.insert(t.task.as_str()))
+        .map(|t| t.task.clone())
+        .collect()
 }
+
+/// Rows a plot draws at most: the suite has 25 templates, and each row
+/// takes up to 64 pixels of height, so this keeps the image under 40 MB
+/// in memory.
+const MAX_TEMPLATES: usize = 200;
 
 const COLORS: [RGBColor; 8] = [
     RGBColor(150, 150, 150),
@@ -106,104 +108,100 @@ pub fn plot(runs: &[(String, BenchResult)], out: &Path) -> Result<()> {
             runs.len()
         )));
     }
-    crate::grpo::log::register_plot_font()?;
     let names = templates(runs);
+    if names.len() > MAX_TEMPLATES {
+        return Err(Error::Input(format!(
+            "plot at most {MAX_TEMPLATES} templates, a row each (the results name {})",
+            names.len()
+        )));
+    }
     let rows = names.len() as u32;
     let row_px = BAR * runs.len() as u32 + 8;
     // The legend gets rows of its own below the bars.
     let legend_px = 22 * runs.len() as u32 + 16;
     let legend_rows = f64::from(legend_px) / f64::from(row_px);
     let height = 90 + rows * row_px + legend_px;
-    let file_name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let partial = out.with_file_name(format!(".{file_name}.partial.png"));
-    let draw = || -> std::result::Result<(), Box<dyn std::error::Error>> {
-        let root = BitMapBackend::new(&partial, (1000, height)).into_drawing_area();
-        root.fill(&WHITE)?;
-        // Template names take the x range below 0, so no label has to fit
-        // plotters' choice of tick positions.
-        let mut chart = ChartBuilder::on(&root)
-            .caption("success per template (held-out)", ("sans-serif", 22))
-            .margin(12)
-            .x_label_area_size(30)
-            .build_cartesian_2d(-45.0f64..102.0, -legend_rows..rows as f64)?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .disable_y_mesh()
-            .y_labels(0)
-            .x_labels(16)
-            .x_label_formatter(&|x| {
-                if *x >= 0.0 && (x.round() as i64) % 20 == 0 {
-                    format!("{x:.0}%")
-                } else {
-                    String::new()
-                }
-            })
-            .draw()?;
-        for x in (0..=100).step_by(20) {
-            let x = f64::from(x);
-            chart.draw_series(std::iter::once(PathElement::new(
-                vec![(x, -legend_rows), (x, rows as f64)],
-                RGBColor(225, 225, 225),
-            )))?;
-        }
-        let slot = 1.0 / (runs.len() as f64 + 1.0);
-        for (row, name) in names.iter().enumerate() {
-            // Row 0 at the top.
-            let top = rows as f64 - row as f64;
-            chart.draw_series(std::iter::once(Text::new(
-                name.clone(),
-                (-44.0, top - 0.5 + 0.01),
-                ("sans-serif", 13).into_font().color(&BLACK),
-            )))?;
-            for (k, (_, run)) in runs.iter().enumerate() {
-                let Some(t) = run.tasks.iter().find(|t| &t.task == name) else {
-                    continue;
-                };
-                let value = 100.0 * rate(t.successes, t.episodes);
-                let y1 = top - slot * (k as f64 + 0.5);
-                let y0 = y1 - slot;
-                chart.draw_series(std::iter::once(Rectangle::new(
-                    [(0.0, y0), (value.max(0.4), y1)],
-                    COLORS[k].filled(),
+    crate::grpo::log::write_png(
+        out,
+        (1000, height),
+        Box::new(|root| {
+            // Template names take the x range below 0, so no label has to fit
+            // plotters' choice of tick positions.
+            let mut chart = ChartBuilder::on(root)
+                .caption("success per template (held-out)", ("sans-serif", 22))
+                .margin(12)
+                .x_label_area_size(30)
+                .build_cartesian_2d(-45.0f64..102.0, -legend_rows..rows as f64)?;
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .disable_y_mesh()
+                .y_labels(0)
+                .x_labels(16)
+                .x_label_formatter(&|x| {
+                    if *x >= 0.0 && (x.round() as i64) % 20 == 0 {
+                        format!("{x:.0}%")
+                    } else {
+                        String::new()
+                    }
+                })
+                .draw()?;
+            for x in (0..=100).step_by(20) {
+                let x = f64::from(x);
+                chart.draw_series(std::iter::once(PathElement::new(
+                    vec![(x, -legend_rows), (x, rows as f64)],
+                    RGBColor(225, 225, 225),
                 )))?;
             }
-        }
-        for (k, (label, run)) in runs.iter().enumerate() {
-            let o = run.overall;
-            let text = format!(
-                "{label}: {}/{} = {:.0}% overall",
-                o.successes,
-                o.episodes,
-                100.0 * rate(o.successes, o.episodes)
-            );
+            let slot = 1.0 / (runs.len() as f64 + 1.0);
+            for (row, name) in names.iter().enumerate() {
+                // Row 0 at the top.
+                let top = rows as f64 - row as f64;
+                chart.draw_series(std::iter::once(Text::new(
+                    name.clone(),
+                    (-44.0, top - 0.5 + 0.01),
+                    ("sans-serif", 13).into_font().color(&BLACK),
+                )))?;
+                for (k, (_, run)) in runs.iter().enumerate() {
+                    let Some(t) = run.tasks.iter().find(|t| &t.task == name) else {
+                        continue;
+                    };
+                    let value = 100.0 * rate(t.successes, t.episodes);
+                    let y1 = top - slot * (k as f64 + 0.5);
+                    let y0 = y1 - slot;
+                    chart.draw_series(std::iter::once(Rectangle::new(
+                        [(0.0, y0), (value.max(0.4), y1)],
+                        COLORS[k].filled(),
+                    )))?;
+                }
+            }
+            for (k, (label, run)) in runs.iter().enumerate() {
+                let o = run.overall;
+                let text = format!(
+                    "{label}: {}/{} = {:.0}% overall",
+                    o.successes,
+                    o.episodes,
+                    100.0 * rate(o.successes, o.episodes)
+                );
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(0.0, 0.0), (0.0, 0.0)],
+                        COLORS[k].filled(),
+                    )))?
+                    .label(text)
+                    .legend(move |(x, y)| {
+                        Rectangle::new([(x, y - 5), (x + 14, y + 5)], COLORS[k].filled())
+                    });
+            }
             chart
-                .draw_series(std::iter::once(Rectangle::new(
-                    [(0.0, 0.0), (0.0, 0.0)],
-                    COLORS[k].filled(),
-                )))?
-                .label(text)
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 14, y + 5)], COLORS[k].filled())
-                });
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .draw()?;
-        root.present()?;
-        Ok(())
-    };
-    draw().map_err(|e| Error::Input(format!("{}: plotting failed: {e}", out.display())))?;
-    std::fs::rename(&partial, out).map_err(|source| Error::Io {
-        path: out.to_owned(),
-        source,
-    })
+                .configure_series_labels()
+                .position(SeriesLabelPosition::LowerRight)
+                .background_style(WHITE.mix(0.9))
+                .border_style(BLACK)
+                .draw()?;
+            Ok(())
+        }),
+    )
 }
 
 #[cfg(test)]
@@ -310,6 +308,24 @@ mod tests {
             (full as f64 / half as f64 - 2.0).abs() < 0.02,
             "{full} {half}"
         );
-        assert!(!dir.path().join(".plot.png.partial.png").exists());
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["plot.png"]);
+    }
+
+    #[test]
+    fn more_templates_than_rows_are_refused_before_drawing() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("plot.png");
+        let names: Vec<String> = (0..=MAX_TEMPLATES).map(|i| format!("t{i}")).collect();
+        let tasks: Vec<(&str, u64, u64)> = names.iter().map(|n| (n.as_str(), 1, 1)).collect();
+        let err = plot(&[("many".to_owned(), result(&tasks))], &out).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid input: plot at most 200 templates, a row each (the results name 201)"
+        );
+        assert!(!out.exists());
     }
 }

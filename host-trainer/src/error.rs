@@ -50,6 +50,9 @@ pub enum Error {
     /// A batch, image grid or token sequence that does not fit the model.
     #[error("invalid input: {0}")]
     Input(String),
+    /// A plot could not be drawn or encoded.
+    #[error("{}: plotting failed: {message}", path.display())]
+    Plot { path: PathBuf, message: String },
     /// A GGUF file is malformed, or a header cannot be written as one.
     #[error("{}: {message}", path.display())]
     Gguf { path: PathBuf, message: String },

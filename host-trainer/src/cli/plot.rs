@@ -31,7 +31,11 @@ pub fn run_plot_bench(args: &PlotBenchArgs) -> Outcome {
         let result = BenchResult::read(path.as_ref()).map_err(|e| Failure::BadInput(e.into()))?;
         runs.push((name.to_owned(), result));
     }
-    plot(&runs, &args.out).map_err(|e| Failure::Failed(e.into()))?;
+    plot(&runs, &args.out).map_err(|e| match e {
+        // Too many runs or templates for one image.
+        crate::error::Error::Input(_) => Failure::BadInput(e.into()),
+        _ => Failure::Failed(e.into()),
+    })?;
     println!("plot: {}", args.out.display());
     Ok(())
 }

@@ -205,22 +205,46 @@ fn panels(objective: TrainObjective, online: bool) -> Vec<(&'static str, Vec<Ser
 }
 
 /// Registers the bundled font as plotters' `sans-serif` (again is harmless).
-pub fn register_plot_font() -> Result<()> {
-    plotters::style::register_font("sans-serif", FontStyle::Normal, FONT)
-        .map_err(|_| Error::Input("the bundled font cannot be read".to_owned()))
+fn register_plot_font(out: &Path) -> Result<()> {
+    plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).map_err(|_| Error::Plot {
+        path: out.to_owned(),
+        message: "the bundled font cannot be read".to_owned(),
+    })
+}
+
+/// The drawing of a plot: what it puts on its whole area.
+pub type Drawing<'a> = dyn FnOnce(
+        &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
+    ) -> std::result::Result<(), Box<dyn std::error::Error>>
+    + 'a;
+
+/// Draws a `size` (width, height) PNG in memory and puts it at `out`
+/// whole (see [`crate::atomic`]): a plot drawn again over a reader, or
+/// killed mid-way, leaves the previous one.
+pub fn write_png(out: &Path, size: (u32, u32), draw: Box<Drawing<'_>>) -> Result<()> {
+    use image::ImageEncoder;
+    register_plot_font(out)?;
+    let plotting = |e: Box<dyn std::error::Error>| Error::Plot {
+        path: out.to_owned(),
+        message: e.to_string(),
+    };
+    let mut pixels = vec![0u8; size.0 as usize * size.1 as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut pixels, size).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| plotting(e.into()))?;
+        draw(&root).map_err(plotting)?;
+        root.present().map_err(|e| plotting(e.into()))?;
+    }
+    crate::atomic::write_file(out, |w| {
+        image::codecs::png::PngEncoder::new(w)
+            .write_image(&pixels, size.0, size.1, image::ExtendedColorType::Rgb8)
+            .map_err(|e| plotting(e.into()))
+    })
 }
 
 /// The run's curves as a PNG: one panel per quantity, each scaled to its
 /// own values (see [`panels`]).
 pub fn plot(metrics: &[StepMetrics], objective: TrainObjective, out: &Path) -> Result<()> {
-    register_plot_font()?;
-    // Drawn beside the target, then renamed over it (the backend picks the
-    // format from the extension, so the temporary name ends in .png too).
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let partial = out.with_file_name(format!(".{name}.partial.png"));
     // A panel no step has a value for (held-out numbers of a run without
     // held-out samples, copies of an SFT run without warm-up strings) is
     // left out.
@@ -233,63 +257,65 @@ pub fn plot(metrics: &[StepMetrics], objective: TrainObjective, out: &Path) -> R
         })
         .collect();
     let rows = panels.len().div_ceil(2);
-    let draw = || -> std::result::Result<(), Box<dyn std::error::Error>> {
-        let root = BitMapBackend::new(&partial, (1200, 330 * rows as u32)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let areas = root.split_evenly((rows, 2));
-        let last = metrics.last().map_or(1, |m| m.step).max(1);
-        for (area, (title, series)) in areas.iter().zip(panels) {
-            let ys: Vec<f64> = series
-                .iter()
-                .flat_map(|(_, value, _)| metrics.iter().filter_map(value))
-                .filter(|y| y.is_finite())
-                .collect();
-            let lo = ys.iter().copied().fold(f64::INFINITY, f64::min).min(0.0);
-            let hi = ys.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            // A flat line at 0 gets a unit axis, not a 0–0.001 one that
-            // makes rounding noise look like a trend.
-            let hi = if hi.is_finite() && hi > lo {
-                hi
-            } else {
-                lo + 1.0
-            };
-            let mut chart = ChartBuilder::on(area)
-                .caption(title, ("sans-serif", 20))
-                .margin(10)
-                .x_label_area_size(30)
-                .y_label_area_size(56)
-                .build_cartesian_2d(0u64..last, lo..hi + 0.05 * (hi - lo))?;
-            chart.configure_mesh().x_desc("step").draw()?;
-            let legend = series.len() > 1;
-            for (label, value, color) in series {
-                let points: Vec<(u64, f64)> = metrics
+    let size = (1200, 330 * rows as u32);
+    write_png(
+        out,
+        size,
+        Box::new(|root| {
+            let areas = root.split_evenly((rows, 2));
+            let last = metrics.last().map_or(1, |m| m.step).max(1);
+            for (area, (title, series)) in areas.iter().zip(panels) {
+                let ys: Vec<f64> = series
                     .iter()
-                    .filter_map(|m| value(m).filter(|y| y.is_finite()).map(|y| (m.step, y)))
+                    .flat_map(|(_, value, _)| metrics.iter().filter_map(value))
+                    .filter(|y| y.is_finite())
                     .collect();
-                let drawn = if points.len() == 1 {
-                    chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))?
+                let lo = ys.iter().copied().fold(f64::INFINITY, f64::min).min(0.0);
+                let hi = ys.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                // A flat line at 0 gets a unit axis, not a 0–0.001 one that
+                // makes rounding noise look like a trend.
+                let hi = if hi.is_finite() && hi > lo {
+                    hi
                 } else {
-                    chart.draw_series(LineSeries::new(points, &color))?
+                    lo + 1.0
                 };
+                let mut chart = ChartBuilder::on(area)
+                    .caption(title, ("sans-serif", 20))
+                    .margin(10)
+                    .x_label_area_size(30)
+                    .y_label_area_size(56)
+                    .build_cartesian_2d(0u64..last, lo..hi + 0.05 * (hi - lo))?;
+                chart.configure_mesh().x_desc("step").draw()?;
+                let legend = series.len() > 1;
+                for (label, value, color) in series {
+                    let points: Vec<(u64, f64)> = metrics
+                        .iter()
+                        .filter_map(|m| value(m).filter(|y| y.is_finite()).map(|y| (m.step, y)))
+                        .collect();
+                    let drawn = if points.len() == 1 {
+                        chart.draw_series(
+                            points.iter().map(|&p| Circle::new(p, 3, color.filled())),
+                        )?
+                    } else {
+                        chart.draw_series(LineSeries::new(points, &color))?
+                    };
+                    if legend {
+                        drawn.label(label).legend(move |(x, y)| {
+                            PathElement::new(vec![(x, y), (x + 16, y)], color)
+                        });
+                    }
+                }
                 if legend {
-                    drawn
-                        .label(label)
-                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
+                    chart
+                        .configure_series_labels()
+                        .background_style(WHITE.mix(0.8))
+                        .border_style(BLACK)
+                        .draw()?;
                 }
             }
-            if legend {
-                chart
-                    .configure_series_labels()
-                    .background_style(WHITE.mix(0.8))
-                    .border_style(BLACK)
-                    .draw()?;
-            }
-        }
-        root.present()?;
-        Ok(())
-    };
-    draw().map_err(|e| Error::Input(format!("{}: plotting failed: {e}", out.display())))?;
-    std::fs::rename(&partial, out).map_err(io(out))
+            Ok(())
+        }),
+    )
 }
 
 #[cfg(test)]
@@ -358,6 +384,29 @@ mod tests {
         std::fs::write(&path, format!("{lines}{cut}\n")).unwrap();
         let e = read_metrics(&path).unwrap_err().to_string();
         assert!(e.contains("line 3: "), "{e}");
+    }
+
+    /// The curves replace an earlier plot whole, with no file left beside
+    /// it, and come out as a PNG of two panels a row.
+    #[test]
+    fn the_curves_replace_the_plot_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("curves.png");
+        std::fs::write(&out, b"an earlier plot").unwrap();
+        let metrics: Vec<_> = (1..=3).map(|i| step(i, 4, 1)).collect();
+        plot(&metrics, TrainObjective::Grpo, &out).unwrap();
+        let img = image::open(&out).unwrap();
+        assert_eq!(img.width(), 1200);
+        assert!(
+            img.height() >= 330 && img.height().is_multiple_of(330),
+            "{}",
+            img.height()
+        );
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["curves.png"]);
     }
 
     #[test]
