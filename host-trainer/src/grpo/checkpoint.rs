@@ -223,37 +223,15 @@ pub fn resume(dir: &Path, config: TrainConfig, trainer: &mut Trainer) -> Result<
 }
 
 /// Each key whose value differs, as `section.key is X in the checkpoint, Y
-/// now`, in the configuration's key order.
+/// now`, in sorted order.
 fn config_differences(saved: &TrainConfig, now: &TrainConfig) -> Vec<String> {
-    fn walk(path: &str, a: &serde_json::Value, b: &serde_json::Value, out: &mut Vec<String>) {
-        match (a, b) {
-            (serde_json::Value::Object(x), serde_json::Value::Object(y)) => {
-                let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
-                for key in keys {
-                    let null = serde_json::Value::Null;
-                    let child = if path.is_empty() {
-                        key.clone()
-                    } else {
-                        format!("{path}.{key}")
-                    };
-                    walk(
-                        &child,
-                        x.get(key).unwrap_or(&null),
-                        y.get(key).unwrap_or(&null),
-                        out,
-                    );
-                }
-            }
-            _ if a != b => out.push(format!("{path} is {a} in the checkpoint, {b} now")),
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
     match (serde_json::to_value(saved), serde_json::to_value(now)) {
-        (Ok(a), Ok(b)) => walk("", &a, &b, &mut out),
-        _ => out.push("it cannot be compared key by key".to_owned()),
+        (Ok(a), Ok(b)) => agent_core::json_diff::differing_leaves("", &a, &b)
+            .into_iter()
+            .map(|(path, a, b)| format!("{path} is {a} in the checkpoint, {b} now"))
+            .collect(),
+        _ => vec!["it cannot be compared key by key".to_owned()],
     }
-    out
 }
 
 /// Copies the checkpoint's PEFT adapter into `model`'s adapters.
