@@ -538,6 +538,26 @@ fn a_hugging_face_checkpoint_from_another_trainer_exports_its_weights_as_they_ar
     .unwrap_err()
     .to_string();
     assert!(e.contains("hf would write over"), "{e}");
+    // Refused before the model is loaded: weights that cannot load do not
+    // come first.
+    let unloadable = dir.path().join("unloadable");
+    std::fs::create_dir_all(unloadable.join("hf")).unwrap();
+    std::fs::copy(
+        hf_checkpoint.join("config.json"),
+        unloadable.join("hf/config.json"),
+    )
+    .unwrap();
+    std::fs::write(unloadable.join("hf/model.safetensors"), b"not weights").unwrap();
+    let e = export_trained(
+        &unloadable.join("hf"),
+        &ExportOptions {
+            out: &unloadable,
+            ..options(settings)
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("hf would write over"), "{e}");
 }
 
 /// Every file under `dir`, at any depth.

@@ -17,7 +17,7 @@ use agent_core::sim::tasks::{self, Task};
 use agent_core::sim::virtual_phone::VirtualPhone;
 use host_trainer::export::trained::{ExportOptions, RunSettings, export_trained};
 use host_trainer::export::{Precision, write_gguf_from_template};
-use host_trainer::grpo::checkpoint::load_trained;
+use host_trainer::grpo::checkpoint::{load_trained, trained_config};
 use host_trainer::grpo::run::run;
 use serde_json::Value;
 
@@ -73,7 +73,7 @@ fn an_exported_checkpoint_runs_in_llama_cpp_as_the_trainer_runs_it() {
     assert!(exported.hf.join("config.json").is_file());
 
     let (prompt_text, prompt_ids, eog) = text_prompt();
-    let (_, trained) = load_trained(&checkpoint).unwrap();
+    let trained = load_trained(&checkpoint, &trained_config(&checkpoint).unwrap()).unwrap();
     let mut expected = trained
         .generate_greedy(&prompt_ids, None, NEW_TOKENS, &eog)
         .unwrap();

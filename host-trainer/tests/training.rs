@@ -387,7 +387,8 @@ fn full_fine_tuning_trains_the_text_model_and_checkpoints_it() {
 
     let saved = checkpoint::save(&trainer).unwrap();
     assert!(saved.join("model.safetensors").is_file());
-    let (_, loaded) = checkpoint::load_trained(&saved).unwrap();
+    let config = checkpoint::trained_config(&saved).unwrap();
+    let loaded = checkpoint::load_trained(&saved, &config).unwrap();
     let loaded_text =
         Vec::<f32>::try_from(loaded.vars().variables()[text].detach().flatten(0, -1)).unwrap();
     assert_eq!(loaded_text, value(&trainer, text));

@@ -16,7 +16,7 @@ use super::{
 };
 use crate::data::load_samples;
 use crate::error::{Error, Result};
-use crate::grpo::checkpoint::{adapter_weights, load_trained};
+use crate::grpo::checkpoint::{adapter_weights, load_trained, trained_config};
 use crate::grpo::config::TrainConfig;
 use crate::weights::Checkpoint;
 use agent_core::model::settings::{MAX_PIXELS_KEY, PROFILE_KEY, PROMPT_VERSION_KEY};
@@ -93,7 +93,10 @@ fn describes_model(name: &str) -> bool {
 /// TRL; recognised by its `config.json`), whose weights are taken as they
 /// are and whose run settings must be given.
 pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Exported> {
-    let (base, model, settings) = if checkpoint.join("config.json").is_file() {
+    // What the checkpoint is made of and where the export goes are checked
+    // before the model is loaded, which takes most of an export's time.
+    let hf_checkpoint = checkpoint.join("config.json").is_file();
+    let (base, settings, config) = if hf_checkpoint {
         let given = options.settings;
         let (Some(profile), Some(max_pixels)) = (given.profile, given.max_pixels) else {
             return Err(Error::Input(format!(
@@ -102,45 +105,35 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
                 checkpoint.display()
             )));
         };
-        let model =
-            crate::Qwen25Vl::from_checkpoint(checkpoint, tch::Device::Cpu, tch::Kind::Float)?;
-        (
-            checkpoint.to_owned(),
-            model,
-            Written {
-                profile,
-                max_pixels,
-                prompt_version: profile.prompt_version(),
-                warning: None,
-            },
-        )
+        let settings = Written {
+            profile,
+            max_pixels,
+            prompt_version: profile.prompt_version(),
+            warning: None,
+        };
+        (checkpoint.to_owned(), settings, None)
     } else {
-        let (config, model) = load_trained(checkpoint)?;
+        let config = trained_config(checkpoint)?;
         let settings = run_settings(&config, options.settings)?;
-        (config.model.checkpoint.clone(), model, settings)
+        (config.model.checkpoint.clone(), settings, Some(config))
     };
-    let merged: HashMap<String, Tensor> = model.merged_weights()?.into_iter().collect();
     check_template(options.text_template, Family::Text, "--gguf-template")?;
     if let Some(template) = options.mmproj_template {
         check_template(template, Family::Projector, "--mmproj-template")?;
     }
-    // Asked before anything is written: a full run has no adapter.
-    let adapter = options
-        .lora_gguf
-        .then(|| adapter_weights(&model))
-        .transpose()?;
     let tag = suffix(options.precision);
     let out = options.out;
     let (hf, text) = (out.join("hf"), out.join(format!("model-{tag}.gguf")));
     let mmproj = options
         .mmproj_template
         .map(|_| out.join(format!("mmproj-{tag}.gguf")));
-    let lora = adapter.as_ref().map(|_| out.join("adapter-lora-f32.gguf"));
+    let lora_path = out.join("adapter-lora-f32.gguf");
+    let lora = options.lora_gguf.then_some(&lora_path);
     let base = base.as_path();
     // An --out laid out as the run's own base (`init` writes hf/ and
     // model-f16.gguf too) would put merged weights where the run reads its
     // base: exporting or resuming again would merge the adapter twice.
-    let outputs = [Some(&hf), Some(&text), mmproj.as_ref(), lora.as_ref()];
+    let outputs = [Some(&hf), Some(&text), mmproj.as_ref(), lora];
     let inputs = [Some(checkpoint), Some(base), Some(options.text_template)];
     for output in outputs.into_iter().flatten() {
         let read = inputs
@@ -157,6 +150,16 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
             )));
         }
     }
+    let model = match &config {
+        None => crate::Qwen25Vl::from_checkpoint(checkpoint, tch::Device::Cpu, tch::Kind::Float)?,
+        Some(config) => load_trained(checkpoint, config)?,
+    };
+    let merged: HashMap<String, Tensor> = model.merged_weights()?.into_iter().collect();
+    // Asked before anything is written: a full run has no adapter.
+    let adapter = options
+        .lora_gguf
+        .then(|| adapter_weights(&model))
+        .transpose()?;
     // Every file is made before any replaces its namesake: weights that do
     // not fit a template leave the previous export's files as they were,
     // not a new hf/ beside an old GGUF.
@@ -199,7 +202,7 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
         hf,
         text,
         mmproj,
-        lora,
+        lora: lora.cloned(),
         warnings: settings.warning.into_iter().collect(),
     })
 }

@@ -248,14 +248,19 @@ fn load_adapter(model: &crate::Qwen25Vl, dir: &Path) -> Result<()> {
     lora.load(&weights).map_err(|e| corrupt(dir, e.to_string()))
 }
 
-/// The model a checkpoint holds: its base checkpoint with the trained
-/// adapter or weights loaded, float32 on the CPU, and the run's configuration.
-pub fn load_trained(dir: &Path) -> Result<(TrainConfig, crate::Qwen25Vl)> {
+/// The configuration of the run that saved the checkpoint in `dir`.
+pub fn trained_config(dir: &Path) -> Result<TrainConfig> {
     let state_path = dir.join(STATE_FILE);
     let text = std::fs::read_to_string(&state_path).map_err(io(&state_path))?;
     let state: State = serde_json::from_str(&text)
         .map_err(|e| corrupt(&state_path, format!("not a trainer state: {e}")))?;
-    let config = state.config;
+    Ok(state.config)
+}
+
+/// The model the checkpoint in `dir` holds, saved by a run of `config`
+/// ([`trained_config`]): its base checkpoint with the trained adapter or
+/// weights loaded, float32 on the CPU.
+pub fn load_trained(dir: &Path, config: &TrainConfig) -> Result<crate::Qwen25Vl> {
     let base = &config.model.checkpoint;
     let (device, kind) = (tch::Device::Cpu, tch::Kind::Float);
     let model = match config.model.mode {
@@ -290,5 +295,5 @@ pub fn load_trained(dir: &Path) -> Result<(TrainConfig, crate::Qwen25Vl)> {
             model
         }
     };
-    Ok((config, model))
+    Ok(model)
 }
