@@ -214,9 +214,11 @@ public final class MainActivity extends Activity {
         if (!dir.isDirectory() && !dir.mkdirs()) {
             throw new IOException("cannot create " + dir);
         }
-        File partial = new File(dir, target.getName() + ".partial");
+        // A name of its own: a second pick while the first still copies
+        // must not write into the same file.
+        File partial = File.createTempFile(target.getName() + ".", ".partial", dir);
         try (InputStream in = getContentResolver().openInputStream(uri);
-                OutputStream out = new FileOutputStream(partial)) {
+                FileOutputStream out = new FileOutputStream(partial)) {
             if (in == null) {
                 throw new IOException("cannot open " + uri);
             }
@@ -224,6 +226,13 @@ public final class MainActivity extends Activity {
             for (int n; (n = in.read(buffer)) > 0; ) {
                 out.write(buffer, 0, n);
             }
+            // On disk before the rename: a power cut after it must not leave
+            // the model's name on a file whose bytes never arrived.
+            out.getFD().sync();
+        } catch (IOException e) {
+            // A model is gigabytes: a failed copy does not keep its part.
+            partial.delete();
+            throw e;
         }
         // Renamed only when complete, so a half-copied model is never loaded.
         if (!partial.renameTo(target)) {
