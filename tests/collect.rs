@@ -70,6 +70,30 @@ fn two_virtual_phones_collect_everything_while_a_dead_device_is_skipped() {
         "{}",
         stderr(&again)
     );
+    let dirs = |index: &str| {
+        let mut dirs: Vec<String> = index
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["dir"].to_string())
+            .collect();
+        dirs.sort();
+        dirs
+    };
+    let listed = std::fs::read_to_string(out.join("collect.jsonl")).unwrap();
+    assert_eq!(dirs(&listed).len(), 6, "{listed}");
+    // A run killed between an episode's end and its index line, and a
+    // line a crash cut short: the next run lists both episodes again.
+    let lines: Vec<&str> = listed.lines().collect();
+    let cut = format!("{}\n{}", lines[..4].join("\n"), &lines[4][..10]);
+    std::fs::write(out.join("collect.jsonl"), cut).unwrap();
+    let repaired = dir.btl(&args);
+    assert!(repaired.status.success(), "{}", stderr(&repaired));
+    assert!(
+        stderr(&repaired).contains("2 finished episodes were missing from"),
+        "{}",
+        stderr(&repaired)
+    );
+    let relisted = std::fs::read_to_string(out.join("collect.jsonl")).unwrap();
+    assert_eq!(dirs(&relisted), dirs(&listed));
     // Finished episodes of other settings are refused, not counted as this
     // collection's.
     let mut other = args.clone();

@@ -14,7 +14,8 @@
 //! phone whose screen it has not seen. Jobs land in `OUT/TASK-sSEED/`;
 //! `OUT/collect.jsonl` gets one line per finished episode. Run again with
 //! the same arguments to finish an interrupted collection: finished
-//! episodes are kept, interrupted ones resumed.
+//! episodes are kept (and listed in the index if a kill cost them their
+//! line), interrupted ones resumed.
 
 use super::episode::{
     AgentArgs, EpisodeFailure, PolicyArgs, PolicyChoice, PolicyKind, SharedPolicy, Target,
@@ -135,11 +136,13 @@ pub fn run(args: &Args) -> Outcome {
     // index, if they are this collection's: another policy's, or another
     // instance's, in a reused --out would be counted as its own.
     let mut jobs = Vec::new();
+    let mut finished = Vec::new();
     for job in all {
         let dir = episode_dir(&args.out, &job);
         match recorded(&dir) {
             Recorded::Finished(recorded) => {
                 check_finished(&recorded, &job, &agent_args, args, shared.as_ref())?;
+                finished.push((job, recorded));
             }
             Recorded::Interrupted { device } => jobs.push(Job {
                 resume_on: Some(device),
@@ -157,6 +160,8 @@ pub fn run(args: &Args) -> Outcome {
     }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let index = args.out.join(INDEX_FILE);
+    index_finished(&index, &finished)?;
     eprintln!(
         "btl: collecting {} episodes on {} devices into {}",
         jobs.len(),
@@ -193,7 +198,6 @@ pub fn run(args: &Args) -> Outcome {
         });
     }
     drop(tx);
-    let index = args.out.join(INDEX_FILE);
     let (mut done, mut succeeded, mut failed_jobs, mut retired, mut interrupted) = (0, 0, 0, 0, 0);
     let mut all_taken_over = 0;
     runtime.block_on(async {
@@ -219,17 +223,7 @@ pub fn run(args: &Args) -> Outcome {
                         outcome.stop,
                         outcome.steps
                     );
-                    let mut line = serde_json::json!({
-                        "task": job.task.name(),
-                        "seed": job.seed,
-                        "dir": episode_dir(Path::new(""), &job),
-                        "device": device,
-                        "outcome": outcome,
-                    });
-                    if taken_over > 0 {
-                        line["taken_over"] = taken_over.into();
-                    }
-                    append_line(&index, &line)?;
+                    append_line(&index, &index_line(&job, &device, &outcome, taken_over))?;
                 }
                 Report::JobFailed { device, job, error } => {
                     failed_jobs += 1;
@@ -445,12 +439,72 @@ fn worker(
 /// teacher's answer in place of the policy's; an unreadable trajectory
 /// counts none (the episode itself was already reported done).
 fn taken_over_steps(dir: &Path) -> usize {
-    crate::agent::trajectory::read_trajectory(dir).map_or(0, |t| {
-        t.steps
-            .iter()
-            .filter(|s| s.attempts.iter().any(|a| a.overruled.is_some()))
-            .count()
-    })
+    crate::agent::trajectory::read_trajectory(dir).map_or(0, |t| taken_over(&t))
+}
+
+fn taken_over(t: &Trajectory) -> usize {
+    t.steps
+        .iter()
+        .filter(|s| s.attempts.iter().any(|a| a.overruled.is_some()))
+        .count()
+}
+
+/// The index's line for a finished episode of `job`.
+fn index_line(
+    job: &Job,
+    device: &str,
+    outcome: &EpisodeOutcome,
+    taken_over: usize,
+) -> serde_json::Value {
+    let mut line = serde_json::json!({
+        "task": job.task.name(),
+        "seed": job.seed,
+        "dir": episode_dir(Path::new(""), job),
+        "device": device,
+        "outcome": outcome,
+    });
+    if taken_over > 0 {
+        line["taken_over"] = taken_over.into();
+    }
+    line
+}
+
+/// Adds to the index each finished episode of an earlier run it lacks: one
+/// killed between its end and its line, or whose line a crash cut short.
+/// The device is the one its trajectory names.
+fn index_finished(index: &Path, finished: &[(Job, Box<Trajectory>)]) -> anyhow::Result<()> {
+    let listed: std::collections::HashSet<String> = std::fs::read(index)
+        .map(|bytes| {
+            bytes
+                .split(|&b| b == b'\n')
+                .filter_map(|line| serde_json::from_slice::<serde_json::Value>(line).ok())
+                .filter_map(|line| line["dir"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let missing: Vec<_> = finished
+        .iter()
+        .filter(|(job, _)| {
+            let dir = episode_dir(Path::new(""), job);
+            !listed.contains(dir.to_string_lossy().as_ref())
+        })
+        .collect();
+    for (job, t) in &missing {
+        if let Some(outcome) = t.episode.ended() {
+            append_line(
+                index,
+                &index_line(job, &t.episode.device, outcome, taken_over(t)),
+            )?;
+        }
+    }
+    if !missing.is_empty() {
+        eprintln!(
+            "btl: {} finished episodes were missing from {}; added",
+            missing.len(),
+            index.display()
+        );
+    }
+    Ok(())
 }
 
 /// Appends one JSON line and syncs it, so an interrupted collection keeps
