@@ -5,6 +5,11 @@
 //! moment between its two renames): everything is written under a temporary name in
 //! the same directory (so the final rename stays on one filesystem), synced to
 //! disk, then renamed over the target, and the directory entry is synced too.
+//!
+//! A killed writer leaves its staging entry (`.btl-partial-*`, as large as
+//! the export it was making) behind. Each staging entry is locked while
+//! its writer lives, and the next directory written beside one removes
+//! those no process holds.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -78,6 +83,50 @@ fn sync_tree(dir: &Path) -> Result<()> {
     sync_dir(dir)
 }
 
+/// The name every staging entry starts with.
+const PARTIAL: &str = ".btl-partial-";
+
+/// How long a staging entry is left alone whatever its lock says: a writer
+/// locks its entry right after creating it, not at the same instant.
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Locks the staging entry `path` (a file or a directory) for as long as
+/// the returned handle is open: [`sweep`] leaves it alone meanwhile.
+fn hold(path: &Path) -> Result<File> {
+    let file = File::open(path).map_err(io_error(path))?;
+    file.lock().map_err(io_error(path))?;
+    Ok(file)
+}
+
+/// Removes the staging entries in `dir` that killed writers left: those
+/// no process holds ([`hold`]) and unchanged for [`STALE_AFTER`]. Best
+/// effort: what cannot be read or removed stays.
+fn sweep(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with(PARTIAL) {
+            continue;
+        }
+        let Ok(meta) = entry.metadata() else { continue };
+        let stale = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= STALE_AFTER);
+        let path = entry.path();
+        let free = File::open(&path).is_ok_and(|f| f.try_lock().is_ok());
+        if stale && free {
+            let _ = if meta.is_dir() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+        }
+    }
+}
+
 /// Writes `path` through `fill`, replacing any previous file only once the new
 /// content is complete and on disk. On error the previous file is untouched.
 pub(crate) fn write_file(
@@ -86,9 +135,10 @@ pub(crate) fn write_file(
 ) -> Result<()> {
     let dir = parent_of(path);
     let temp = tempfile::Builder::new()
-        .prefix(".btl-partial-")
+        .prefix(PARTIAL)
         .tempfile_in(&dir)
         .map_err(io_error(&dir))?;
+    temp.as_file().lock().map_err(io_error(temp.path()))?;
     // A temporary file is created private (0600); the output is an ordinary
     // file that others on the machine (and `adb push`) may read.
     #[cfg(unix)]
@@ -119,10 +169,12 @@ pub(crate) fn write_file(
 /// between the two renames leaves it beside `path` as `.btl-old-*`, whole.
 pub(crate) fn write_dir(path: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
     let parent = parent_of(path);
+    sweep(&parent);
     let staging = tempfile::Builder::new()
-        .prefix(".btl-partial-")
+        .prefix(PARTIAL)
         .tempdir_in(&parent)
         .map_err(io_error(&parent))?;
+    let _held = hold(staging.path())?;
     fill(staging.path())?;
     sync_tree(staging.path())?;
     replace_dir(&staging.keep(), path)
@@ -138,10 +190,12 @@ pub(crate) fn write_dir(path: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> 
 /// the others as they were, each whole.
 pub(crate) fn write_entries(dir: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(io_error(dir))?;
+    sweep(dir);
     let staging = tempfile::Builder::new()
-        .prefix(".btl-partial-")
+        .prefix(PARTIAL)
         .tempdir_in(dir)
         .map_err(io_error(dir))?;
+    let _held = hold(staging.path())?;
     fill(staging.path())?;
     sync_tree(staging.path())?;
     for entry in std::fs::read_dir(staging.path()).map_err(io_error(staging.path()))? {
@@ -195,8 +249,64 @@ mod tests {
     use std::fs::File;
     use std::io::{BufWriter, Write};
 
-    use super::{write_dir, write_entries, write_file};
+    use super::{STALE_AFTER, hold, write_dir, write_entries, write_file};
     use crate::error::{Error, Result};
+
+    /// Dates `path`'s last change back past [`STALE_AFTER`].
+    fn age(path: &std::path::Path) {
+        let then = std::time::SystemTime::now() - STALE_AFTER - std::time::Duration::from_secs(5);
+        File::open(path).unwrap().set_modified(then).unwrap();
+    }
+
+    /// What killed writers left (a staging directory, a temporary file) is
+    /// removed by the next directory written beside it; a staging entry a
+    /// live writer holds, one just made, and a directory moved aside
+    /// (possibly the only copy of an output) stay.
+    #[test]
+    fn a_killed_writer_s_staging_is_swept_and_a_live_one_s_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let entry = |name: &str, is_dir: bool| {
+            let path = dir.path().join(name);
+            if is_dir {
+                std::fs::create_dir(&path).unwrap();
+                std::fs::write(path.join("model.safetensors"), "weights").unwrap();
+            } else {
+                std::fs::write(&path, "half a file").unwrap();
+            }
+            path
+        };
+        let (dead_dir, dead_file) = (
+            entry(".btl-partial-a", true),
+            entry(".btl-partial-b", false),
+        );
+        let (live, fresh) = (
+            entry(".btl-partial-c", true),
+            entry(".btl-partial-d", false),
+        );
+        let aside = entry(".btl-old-e", true);
+        for path in [&dead_dir, &dead_file, &live, &aside] {
+            age(path);
+        }
+        let _writer = hold(&live).unwrap();
+        write_dir(&dir.path().join("out"), |d| {
+            std::fs::write(d.join("a"), "1").unwrap();
+            Ok(())
+        })
+        .unwrap();
+        assert!(!dead_dir.exists() && !dead_file.exists());
+        assert!(live.join("model.safetensors").exists() && fresh.exists() && aside.exists());
+        // write_entries sweeps the directory it writes into.
+        std::fs::remove_file(&fresh).unwrap();
+        let dead = entry(".btl-partial-f", false);
+        age(&dead);
+        write_entries(dir.path(), |d| {
+            std::fs::write(d.join("b"), "2").unwrap();
+            Ok(())
+        })
+        .unwrap();
+        assert!(!dead.exists());
+        assert!(live.exists());
+    }
 
     fn put(w: &mut BufWriter<&File>, bytes: &[u8]) -> Result<()> {
         w.write_all(bytes).unwrap();

@@ -346,7 +346,9 @@ pub fn quantize(
             reason: "not a file path".into(),
         })?
         .to_string_lossy();
-    let partial = output.with_file_name(format!(".{file_name}.partial-{}", std::process::id()));
+    let partial_prefix = format!(".{file_name}.partial-");
+    remove_dead_partials(output, &partial_prefix);
+    let partial = output.with_file_name(format!("{partial_prefix}{}", std::process::id()));
     let c_path = |p: &Path| {
         CString::new(p.to_string_lossy().as_bytes()).map_err(|_| QuantizeError::Path {
             path: p.to_path_buf(),
@@ -393,4 +395,28 @@ pub fn quantize(
             reason: e.to_string(),
         }
     })
+}
+
+/// Removes what quantizations of `output` killed mid-way left beside it:
+/// the partial files (`prefix` + process id) of processes no longer
+/// running. Where processes cannot be looked up (no /proc), or one of that
+/// id runs, the file stays: keeping a dead one is the safe mistake.
+fn remove_dead_partials(output: &Path, prefix: &str) {
+    let dir = output
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let proc = Path::new("/proc");
+    let (Ok(entries), true) = (std::fs::read_dir(dir), proc.join("self").exists()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(prefix)) else {
+            continue;
+        };
+        if pid.parse::<u32>().is_ok() && !proc.join(pid).exists() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
