@@ -3,8 +3,11 @@
 //! as pure functions from arguments and inputs to output. File reading and
 //! the shell's streams are the caller's ([`super::commands`]).
 
+use posix::Posix;
 use regex::bytes::{Regex, RegexBuilder};
 use std::collections::{HashMap, HashSet};
+
+mod posix;
 
 /// The most bytes one tool prints, and the largest printf field or `tr`
 /// set. A phone would print whatever `printf '%1000000000000s'` or `seq
@@ -150,7 +153,7 @@ pub fn basic_to_extended(pattern: &str) -> String {
 pub struct Grep {
     /// Every pattern, as alternatives of one expression: a line is read
     /// once, not once per pattern.
-    patterns: Regex,
+    patterns: Posix,
     invert: bool,
     count: bool,
     number: bool,
@@ -209,10 +212,8 @@ impl Grep {
                     .map_err(|_| format!("bad regex '{p}'"))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let patterns = RegexBuilder::new(&format!("(?:{})", patterns.join(")|(?:")))
-            .case_insensitive(opts.has('i'))
-            .build()
-            .map_err(|_| format!("{} patterns are too large together", patterns.len()))?;
+        let patterns = Posix::new(&format!("(?:{})", patterns.join(")|(?:")), opts.has('i'))
+            .ok_or_else(|| format!("{} patterns are too large together", patterns.len()))?;
         let names = if opts.has('h') {
             Some(false)
         } else if opts.has('H') {
@@ -272,9 +273,13 @@ impl Grep {
                     }
                 };
                 if self.only && !self.invert {
-                    for m in self.patterns.find_iter(line).filter(|m| !m.is_empty()) {
+                    for m in self.patterns.find_iter(line) {
+                        let m = m?;
+                        if m.is_empty() {
+                            continue;
+                        }
                         prefix(&mut out);
-                        out.extend_from_slice(m.as_bytes());
+                        out.extend_from_slice(&line[m]);
                         out.push(b'\n');
                         over(&out)?;
                     }
@@ -646,7 +651,7 @@ enum Address {
 
 enum SedAction {
     Substitute {
-        re: Regex,
+        re: Box<Posix>,
         replacement: Vec<Replacement>,
         global: bool,
         print: bool,
@@ -656,16 +661,25 @@ enum SedAction {
     Quit,
 }
 
-fn sed_regex(pattern: &str, extended: bool, insensitive: bool) -> Result<Regex, String> {
-    let re = if extended {
+/// An address's expression, which only tells whether a line matches.
+fn sed_regex(pattern: &str, extended: bool) -> Result<Regex, String> {
+    RegexBuilder::new(&sed_syntax(pattern, extended))
+        .build()
+        .map_err(|_| format!("bad regex '{pattern}'"))
+}
+
+/// An `s` command's expression, whose matches are replaced.
+fn sed_match(pattern: &str, extended: bool, insensitive: bool) -> Result<Posix, String> {
+    Posix::new(&sed_syntax(pattern, extended), insensitive)
+        .ok_or_else(|| format!("bad regex '{pattern}'"))
+}
+
+fn sed_syntax(pattern: &str, extended: bool) -> String {
+    if extended {
         pattern.to_owned()
     } else {
         basic_to_extended(pattern)
-    };
-    RegexBuilder::new(&re)
-        .case_insensitive(insensitive)
-        .build()
-        .map_err(|_| format!("bad regex '{pattern}'"))
+    }
 }
 
 /// Splits `s/a/b/g`-style text at unescaped `delim`s into `n` parts and
@@ -711,7 +725,7 @@ fn sed_parse(script: &str, extended: bool) -> Result<Vec<SedCommand>, String> {
         } else if let Some(after) = rest.strip_prefix('/') {
             let (parts, after) = split_delimited(after, '/', 1).ok_or_else(|| bad("unclosed /"))?;
             rest = after;
-            Some(Address::Match(sed_regex(&parts[0], extended, false)?))
+            Some(Address::Match(sed_regex(&parts[0], extended)?))
         } else {
             let digits = rest.chars().take_while(char::is_ascii_digit).count();
             if digits > 0 {
@@ -730,7 +744,7 @@ fn sed_parse(script: &str, extended: bool) -> Result<Vec<SedCommand>, String> {
                     .ok_or_else(|| bad("unterminated s"))?;
                 let insensitive = flags.contains('I') || flags.contains('i');
                 SedAction::Substitute {
-                    re: sed_regex(&parts[0], extended, insensitive)?,
+                    re: Box::new(sed_match(&parts[0], extended, insensitive)?),
                     replacement: sed_replacement(&parts[1]),
                     global: flags.contains('g'),
                     print: flags.contains('p'),
@@ -788,7 +802,7 @@ fn sed_replacement(text: &str) -> Vec<Replacement> {
 /// replaced; an error, before it is built, once the line would pass
 /// [`MAX_OUTPUT`] (`s/x/&&&&/g` over a long line, or twenty times over).
 fn substitute(
-    re: &Regex,
+    re: &Posix,
     replacement: &[Replacement],
     global: bool,
     line: &[u8],
@@ -800,19 +814,22 @@ fn substitute(
         out.extend_from_slice(bytes);
         Ok(())
     }
+    let groups = replacement
+        .iter()
+        .any(|piece| matches!(piece, Replacement::Group(n) if *n > 0));
     let mut out = Vec::new();
     let mut rest = 0;
-    for captures in re
-        .captures_iter(line)
-        .take(if global { usize::MAX } else { 1 })
-    {
-        let whole = captures.get(0).map_or(0..0, |m| m.range());
+    for whole in re.find_iter(line).take(if global { usize::MAX } else { 1 }) {
+        let whole = whole?;
+        let captures = groups.then(|| re.captures(line, &whole)).flatten();
         add(&mut out, &line[rest..whole.start])?;
         for piece in replacement {
             match piece {
                 Replacement::Text(text) => add(&mut out, text)?,
+                Replacement::Group(0) => add(&mut out, &line[whole.clone()])?,
                 Replacement::Group(n) => {
-                    add(&mut out, captures.get(*n).map_or(&[][..], |m| m.as_bytes()))?;
+                    let group = captures.as_ref().and_then(|c| c.get_group(*n));
+                    add(&mut out, group.map_or(&[][..], |span| &line[span.range()]))?;
                 }
             }
         }

@@ -176,6 +176,84 @@ fn sed_substitutes_prints_and_deletes() {
     assert!(Sed::new(&["y/a/b/"]).is_err());
 }
 
+/// toybox matches through POSIX regexec: the leftmost match, and of those
+/// starting there the longest, whatever the order of the alternatives.
+#[test]
+fn matches_are_leftmost_longest_as_posix_asks() {
+    assert_eq!(grep(&["-oE", "a|ab"], "xab\n").0, "ab\n");
+    assert_eq!(grep(&["-o", r"a\|ab"], "xab\n").0, "ab\n");
+    // Each next match starts where the one before ended.
+    assert_eq!(grep(&["-oE", "b|ba|a"], "baba\n").0, "ba\nba\n");
+    assert_eq!(sed_run(&["-E", "s/a|ab/X/"], "abc\n"), "Xc\n");
+    // Longest overall where a greedy star alone takes less: a* could take
+    // both a's, but one a leaves (ab)* the rest of the line.
+    assert_eq!(sed_run(&["-E", "s/a*(ab)*/X/"], "aabab\n"), "X\n");
+    // The groups of the longest match.
+    assert_eq!(
+        sed_run(&["-E", r"s/(a|ab)(c|bcd)/[\1][\2]/"], "abcd\n"),
+        "[a][bcd]\n"
+    );
+    // Empty matches: none right after a match, one at the end of the line.
+    assert_eq!(sed_run(&["s/x*/-/g"], "abc\n"), "-a-b-c-\n");
+    assert_eq!(sed_run(&["-E", "s/b*|a/-/g"], "abc\n"), "--c-\n");
+    // Words among non-ASCII letters (é is one): the longest search gives
+    // up next to such bytes, and the leftmost-first match stands.
+    assert_eq!(grep(&["-ow", "ab"], "ab éab ab\n").0, "ab\nab\n");
+    assert_eq!(grep(&["-oE", r"x|x.*\b"], "xé y\n").0, "x\n");
+}
+
+/// A small extended expression over a and b: letters, concatenation,
+/// alternation, star and `?`.
+fn expression() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![Just("a".to_owned()), Just("b".to_owned())];
+    leaf.prop_recursive(4, 12, 2, |inner| {
+        prop_oneof![
+            (inner.clone(), inner.clone()).prop_map(|(x, y)| format!("{x}{y}")),
+            (inner.clone(), inner.clone()).prop_map(|(x, y)| format!("({x}|{y})")),
+            inner.clone().prop_map(|x| format!("({x})*")),
+            inner.prop_map(|x| format!("({x})?")),
+        ]
+    })
+}
+
+/// A GNU tool's output for `text` on its stdin, in the C locale.
+fn gnu(tool: &str, args: &[&str], text: &str) -> String {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new(tool)
+        .args(args)
+        .env("LC_ALL", "C")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{tool}, the reference, cannot run: {e}"));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap()
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+    /// GNU grep and sed match as POSIX asks too (leftmost-longest, the
+    /// same rule for empty matches), so they are the reference for which
+    /// text is matched: `grep -oE` and `sed -E s/RE/[&]/g` print the same
+    /// here as there.
+    #[test]
+    fn matched_text_agrees_with_gnu_grep_and_sed(re in expression(), line in "[abc]{0,8}") {
+        let text = format!("{line}\n");
+        proptest::prop_assert_eq!(grep(&["-oE", &re], &text).0, gnu("grep", &["-oE", &re], &text));
+        let script = format!("s/{re}/[&]/g");
+        proptest::prop_assert_eq!(
+            sed_run(&["-E", &script], &text),
+            gnu("sed", &["-E", &script], &text)
+        );
+    }
+}
+
 /// A sed's commands times its input's bytes are bounded: 2^31. Eight
 /// commands over 2^28 bytes (lines of 63 `a`s) are exactly that much work
 /// and run; nine are refused before any line is looked at, as is a
