@@ -70,20 +70,26 @@ fn two_virtual_phones_collect_everything_while_a_dead_device_is_skipped() {
         "{}",
         stderr(&again)
     );
-    let dirs = |index: &str| {
-        let mut dirs: Vec<String> = index
+    // Each line without its device, in order.
+    let lines = |index: &str| {
+        let mut lines: Vec<String> = index
             .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap()["dir"].to_string())
+            .map(|l| {
+                let mut line: Value = serde_json::from_str(l).unwrap();
+                line["device"].take();
+                line.to_string()
+            })
             .collect();
-        dirs.sort();
-        dirs
+        lines.sort();
+        lines
     };
     let listed = std::fs::read_to_string(out.join("collect.jsonl")).unwrap();
-    assert_eq!(dirs(&listed).len(), 6, "{listed}");
+    assert_eq!(lines(&listed).len(), 6, "{listed}");
     // A run killed between an episode's end and its index line, and a
-    // line a crash cut short: the next run lists both episodes again.
-    let lines: Vec<&str> = listed.lines().collect();
-    let cut = format!("{}\n{}", lines[..4].join("\n"), &lines[4][..10]);
+    // line a crash cut short: the next run lists both episodes again, as
+    // they were but for the device, which their trajectories name.
+    let kept: Vec<&str> = listed.lines().collect();
+    let cut = format!("{}\n{}", kept[..4].join("\n"), &kept[4][..10]);
     std::fs::write(out.join("collect.jsonl"), cut).unwrap();
     let repaired = dir.btl(&args);
     assert!(repaired.status.success(), "{}", stderr(&repaired));
@@ -93,7 +99,25 @@ fn two_virtual_phones_collect_everything_while_a_dead_device_is_skipped() {
         stderr(&repaired)
     );
     let relisted = std::fs::read_to_string(out.join("collect.jsonl")).unwrap();
-    assert_eq!(dirs(&relisted), dirs(&listed));
+    assert_eq!(lines(&relisted), lines(&listed));
+    let devices: Vec<String> = relisted
+        .lines()
+        .skip(4)
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["device"].to_string())
+        .collect();
+    assert_eq!(devices, ["\"virtual phone (in-process)\""; 2]);
+    // While another collection writes into the directory (here its lock
+    // on the index, held by this test), a second is refused.
+    let index = std::fs::File::open(out.join("collect.jsonl")).unwrap();
+    index.lock().unwrap();
+    let second = dir.btl(&args);
+    assert_eq!(second.status.code(), Some(2), "{}", stderr(&second));
+    assert!(
+        stderr(&second).contains("another collection is writing into"),
+        "{}",
+        stderr(&second)
+    );
+    drop(index);
     // Finished episodes of other settings are refused, not counted as this
     // collection's.
     let mut other = args.clone();

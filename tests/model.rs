@@ -13,19 +13,23 @@ fn quantized_to_q8_0_the_model_loads_and_keeps_its_first_tokens() {
     use agent_core::model::llama::{LlamaConfig, LlamaPolicy};
     let dir = Dir::new();
     let out = dir.path("tiny-q8_0.gguf");
-    // A quantization of this output killed earlier left its partial file;
-    // one of a process still running may still be written.
-    let mut exited = std::process::Command::new("true").spawn().unwrap();
-    exited.wait().unwrap();
+    // A quantization of this output killed earlier left its partial file
+    // a while ago; one that still runs holds its own locked.
     let partial = |pid: u32| dir.path(&format!(".tiny-q8_0.gguf.partial-{pid}"));
-    let (dead, live) = (partial(exited.id()), partial(std::process::id()));
+    let (dead, live) = (partial(1), partial(2));
+    let a_while_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(120);
     for path in [&dead, &live] {
         std::fs::write(path, "half a model").unwrap();
+        let file = std::fs::File::options().write(true).open(path).unwrap();
+        file.set_modified(a_while_ago).unwrap();
     }
+    let writer = std::fs::File::open(&live).unwrap();
+    writer.lock().unwrap();
     let run = dir.btl(["model", "quantize", F16, path_str(&out), "--type", "q8_0"]);
     assert!(run.status.success(), "{}", stderr(&run));
     assert_eq!(stdout(&run).trim(), path_str(&out));
     assert!(!dead.exists() && live.exists());
+    drop(writer);
     std::fs::remove_file(&live).unwrap();
     let f16_len = std::fs::metadata(F16).unwrap().len();
     let q8_len = std::fs::metadata(&out).unwrap().len();

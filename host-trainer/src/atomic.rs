@@ -91,16 +91,20 @@ const PARTIAL: &str = ".btl-partial-";
 const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Locks the staging entry `path` (a file or a directory) for as long as
-/// the returned handle is open: [`sweep`] leaves it alone meanwhile.
-fn hold(path: &Path) -> Result<File> {
-    let file = File::open(path).map_err(io_error(path))?;
-    file.lock().map_err(io_error(path))?;
-    Ok(file)
+/// the returned handle is open: [`sweep`] leaves it alone meanwhile. Where
+/// the file system cannot lock it (NFS locks no directory, some mounts
+/// lock nothing), the write goes on unlocked: a sweep there cannot lock
+/// the entry either, and so leaves it alone too.
+fn hold(path: &Path) -> Option<File> {
+    let file = File::open(path).ok()?;
+    file.lock().ok()?;
+    Some(file)
 }
 
-/// Removes the staging entries in `dir` that killed writers left: those
-/// no process holds ([`hold`]) and unchanged for [`STALE_AFTER`]. Best
-/// effort: what cannot be read or removed stays.
+/// Removes the staging entries in `dir` that killed writers left: plain
+/// files and directories no process holds ([`hold`]) and unchanged for
+/// [`STALE_AFTER`]. Best effort: what cannot be read, locked or removed
+/// stays.
 fn sweep(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -109,15 +113,19 @@ fn sweep(dir: &Path) {
         if !entry.file_name().to_string_lossy().starts_with(PARTIAL) {
             continue;
         }
+        // Not followed: a link, a pipe (which would block the open) or a
+        // device of that name is not ours.
         let Ok(meta) = entry.metadata() else { continue };
+        if !(meta.is_dir() || meta.is_file()) {
+            continue;
+        }
         let stale = meta
             .modified()
             .ok()
             .and_then(|t| t.elapsed().ok())
             .is_some_and(|age| age >= STALE_AFTER);
         let path = entry.path();
-        let free = File::open(&path).is_ok_and(|f| f.try_lock().is_ok());
-        if stale && free {
+        if stale && File::open(&path).is_ok_and(|f| f.try_lock().is_ok()) {
             let _ = if meta.is_dir() {
                 std::fs::remove_dir_all(&path)
             } else {
@@ -138,7 +146,8 @@ pub(crate) fn write_file(
         .prefix(PARTIAL)
         .tempfile_in(&dir)
         .map_err(io_error(&dir))?;
-    temp.as_file().lock().map_err(io_error(temp.path()))?;
+    // Unlocked where the file system cannot lock (see [`hold`]).
+    let _ = temp.as_file().lock();
     // A temporary file is created private (0600); the output is an ordinary
     // file that others on the machine (and `adb push`) may read.
     #[cfg(unix)]
@@ -174,7 +183,7 @@ pub(crate) fn write_dir(path: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> 
         .prefix(PARTIAL)
         .tempdir_in(&parent)
         .map_err(io_error(&parent))?;
-    let _held = hold(staging.path())?;
+    let _held = hold(staging.path());
     fill(staging.path())?;
     sync_tree(staging.path())?;
     replace_dir(&staging.keep(), path)
@@ -195,7 +204,7 @@ pub(crate) fn write_entries(dir: &Path, fill: impl FnOnce(&Path) -> Result<()>) 
         .prefix(PARTIAL)
         .tempdir_in(dir)
         .map_err(io_error(dir))?;
-    let _held = hold(staging.path())?;
+    let _held = hold(staging.path());
     fill(staging.path())?;
     sync_tree(staging.path())?;
     for entry in std::fs::read_dir(staging.path()).map_err(io_error(staging.path()))? {
@@ -283,11 +292,24 @@ mod tests {
             entry(".btl-partial-c", true),
             entry(".btl-partial-d", false),
         );
-        let aside = entry(".btl-old-e", true);
-        for path in [&dead_dir, &dead_file, &live, &aside] {
+        let (aside, writing) = (entry(".btl-old-e", true), entry(".btl-partial-g", false));
+        for path in [&dead_dir, &dead_file, &live, &aside, &writing] {
             age(path);
         }
-        let _writer = hold(&live).unwrap();
+        // A pipe of that name is not opened (the open would wait for a
+        // writer), nor removed.
+        let pipe = dir.path().join(".btl-partial-h");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&pipe)
+            .status()
+            .unwrap();
+        let aged = std::process::Command::new("touch")
+            .args(["-d", "2 minutes ago"])
+            .arg(&pipe)
+            .status()
+            .unwrap();
+        assert!(made.success() && aged.success());
+        let _writers = [hold(&live).unwrap(), hold(&writing).unwrap()];
         write_dir(&dir.path().join("out"), |d| {
             std::fs::write(d.join("a"), "1").unwrap();
             Ok(())
@@ -295,6 +317,7 @@ mod tests {
         .unwrap();
         assert!(!dead_dir.exists() && !dead_file.exists());
         assert!(live.join("model.safetensors").exists() && fresh.exists() && aside.exists());
+        assert!(writing.exists() && pipe.exists());
         // write_entries sweeps the directory it writes into.
         std::fs::remove_file(&fresh).unwrap();
         let dead = entry(".btl-partial-f", false);

@@ -111,7 +111,7 @@ pub fn plot(runs: &[(String, BenchResult)], out: &Path) -> Result<()> {
     let names = templates(runs);
     if names.len() > MAX_TEMPLATES {
         return Err(Error::Input(format!(
-            "plot at most {MAX_TEMPLATES} templates, a row each (the results name {})",
+            "plot at most {MAX_TEMPLATES} templates, a row each (got {})",
             names.len()
         )));
     }
@@ -324,7 +324,7 @@ mod tests {
         let err = plot(&[("many".to_owned(), result(&tasks))], &out).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "invalid input: plot at most 200 templates, a row each (the results name 201)"
+            "invalid input: plot at most 200 templates, a row each (got 201)"
         );
         assert!(!out.exists());
     }

@@ -142,7 +142,15 @@ pub fn run(args: &Args) -> Outcome {
         match recorded(&dir) {
             Recorded::Finished(recorded) => {
                 check_finished(&recorded, &job, &agent_args, args, shared.as_ref())?;
-                finished.push((job, recorded));
+                if let Some(outcome) = recorded.episode.ended() {
+                    let line = index_line(
+                        &job,
+                        &recorded.episode.device,
+                        outcome,
+                        taken_over(&recorded),
+                    );
+                    finished.push(line);
+                }
             }
             Recorded::Interrupted { device } => jobs.push(Job {
                 resume_on: Some(device),
@@ -161,6 +169,7 @@ pub fn run(args: &Args) -> Outcome {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let index = args.out.join(INDEX_FILE);
+    let _writer = lock_index(&index)?;
     index_finished(&index, &finished)?;
     eprintln!(
         "btl: collecting {} episodes on {} devices into {}",
@@ -469,10 +478,30 @@ fn index_line(
     line
 }
 
-/// Adds to the index each finished episode of an earlier run it lacks: one
-/// killed between its end and its line, or whose line a crash cut short.
-/// The device is the one its trajectory names.
-fn index_finished(index: &Path, finished: &[(Job, Box<Trajectory>)]) -> anyhow::Result<()> {
+/// Holds the index for this collection's run: a second collection into
+/// the same directory would list episodes the first is about to list.
+/// Where files cannot be locked, the run goes on unlocked.
+fn lock_index(index: &Path) -> Result<Option<File>, Failure> {
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(index)
+        .with_context(|| format!("cannot open {}", index.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Failure::BadInput(anyhow!(
+            "another collection is writing into {}; wait for it to end, or give another --out",
+            index.parent().unwrap_or(Path::new(".")).display()
+        ))),
+        Err(std::fs::TryLockError::Error(_)) => Ok(None),
+    }
+}
+
+/// Adds to the index the lines of finished episodes of an earlier run
+/// (`finished`, from [`index_line`]) it lacks: an episode killed between
+/// its end and its line, or whose line a crash cut short. Such a line
+/// names the device as the episode's trajectory does.
+fn index_finished(index: &Path, finished: &[serde_json::Value]) -> anyhow::Result<()> {
     let listed: std::collections::HashSet<String> = std::fs::read(index)
         .map(|bytes| {
             bytes
@@ -484,25 +513,21 @@ fn index_finished(index: &Path, finished: &[(Job, Box<Trajectory>)]) -> anyhow::
         .unwrap_or_default();
     let missing: Vec<_> = finished
         .iter()
-        .filter(|(job, _)| {
-            let dir = episode_dir(Path::new(""), job);
-            !listed.contains(dir.to_string_lossy().as_ref())
-        })
+        .filter(|line| !line["dir"].as_str().is_some_and(|dir| listed.contains(dir)))
         .collect();
-    for (job, t) in &missing {
-        if let Some(outcome) = t.episode.ended() {
-            append_line(
-                index,
-                &index_line(job, &t.episode.device, outcome, taken_over(t)),
-            )?;
-        }
+    for line in &missing {
+        append_line(index, line)?;
     }
-    if !missing.is_empty() {
-        eprintln!(
-            "btl: {} finished episodes were missing from {}; added",
-            missing.len(),
+    match missing.len() {
+        0 => {}
+        1 => eprintln!(
+            "btl: 1 finished episode was missing from {}; added",
             index.display()
-        );
+        ),
+        n => eprintln!(
+            "btl: {n} finished episodes were missing from {}; added",
+            index.display()
+        ),
     }
     Ok(())
 }

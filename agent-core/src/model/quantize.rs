@@ -349,6 +349,13 @@ pub fn quantize(
     let partial_prefix = format!(".{file_name}.partial-");
     remove_dead_partials(output, &partial_prefix);
     let partial = output.with_file_name(format!("{partial_prefix}{}", std::process::id()));
+    // Held, locked, while llama.cpp writes it (it truncates this same
+    // file): a quantization of the same output meanwhile leaves it alone.
+    let held = std::fs::File::create(&partial).map_err(|e| QuantizeError::Path {
+        path: partial.clone(),
+        reason: e.to_string(),
+    })?;
+    let _ = held.lock();
     let c_path = |p: &Path| {
         CString::new(p.to_string_lossy().as_bytes()).map_err(|_| QuantizeError::Path {
             path: p.to_path_buf(),
@@ -398,25 +405,34 @@ pub fn quantize(
 }
 
 /// Removes what quantizations of `output` killed mid-way left beside it:
-/// the partial files (`prefix` + process id) of processes no longer
-/// running. Where processes cannot be looked up (no /proc), or one of that
-/// id runs, the file stays: keeping a dead one is the safe mistake.
+/// the partial files (`prefix` + process id) that no process holds locked
+/// and that have not changed for a minute (a quantization locks its file
+/// right after making it, not at the same instant). Where files cannot be
+/// locked, none is removed.
 fn remove_dead_partials(output: &Path, prefix: &str) {
     let dir = output
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let proc = Path::new("/proc");
-    let (Ok(entries), true) = (std::fs::read_dir(dir), proc.join("self").exists()) else {
+    let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(prefix)) else {
-            continue;
-        };
-        if pid.parse::<u32>().is_ok() && !proc.join(pid).exists() {
-            let _ = std::fs::remove_file(entry.path());
+        let ours = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(prefix))
+            .is_some_and(|pid| pid.parse::<u32>().is_ok());
+        let stale = entry.metadata().is_ok_and(|m| {
+            m.is_file()
+                && m.modified()
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age.as_secs() >= 60)
+        });
+        let path = entry.path();
+        if ours && stale && std::fs::File::open(&path).is_ok_and(|f| f.try_lock().is_ok()) {
+            let _ = std::fs::remove_file(path);
         }
     }
 }

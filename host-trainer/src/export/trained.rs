@@ -117,6 +117,16 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
         let settings = run_settings(&config, options.settings)?;
         (config.model.checkpoint.clone(), settings, Some(config))
     };
+    // A full run, and a checkpoint trained elsewhere, have no adapter.
+    let lora_run = config
+        .as_ref()
+        .is_some_and(|c| c.model.mode == crate::grpo::config::TrainMode::Lora);
+    if options.lora_gguf && !lora_run {
+        return Err(Error::Input(format!(
+            "--lora-gguf: {} has no adapter to write (it is not a LoRA run's checkpoint)",
+            checkpoint.display()
+        )));
+    }
     check_template(options.text_template, Family::Text, "--gguf-template")?;
     if let Some(template) = options.mmproj_template {
         check_template(template, Family::Projector, "--mmproj-template")?;

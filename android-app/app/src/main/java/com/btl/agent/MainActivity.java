@@ -25,7 +25,6 @@ import java.io.File;
 import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.HashMap;
@@ -201,7 +200,8 @@ public final class MainActivity extends Activity {
                 copy(uri, target);
                 message = "Copied to " + target;
                 runOnUiThread(() -> fields.get(key).setText(target.getPath()));
-            } catch (IOException e) {
+            } catch (IOException | RuntimeException e) {
+                // A document provider may refuse with a SecurityException.
                 message = "Copy failed: " + e.getMessage();
             }
             String shown = message;
@@ -209,34 +209,60 @@ public final class MainActivity extends Activity {
         }, "btl-copy").start();
     }
 
+    /**
+     * Copies running now, in every instance of this activity: a rotation
+     * makes a new one while the copy thread of the old one goes on.
+     */
+    private static int copying;
+
     private void copy(Uri uri, File target) throws IOException {
         File dir = target.getParentFile();
         if (!dir.isDirectory() && !dir.mkdirs()) {
             throw new IOException("cannot create " + dir);
         }
-        // A name of its own: a second pick while the first still copies
-        // must not write into the same file.
-        File partial = File.createTempFile(target.getName() + ".", ".partial", dir);
-        try (InputStream in = getContentResolver().openInputStream(uri);
-                FileOutputStream out = new FileOutputStream(partial)) {
-            if (in == null) {
-                throw new IOException("cannot open " + uri);
+        File partial;
+        synchronized (MainActivity.class) {
+            // While no copy runs, every part in the folder is one a copy
+            // killed with the app left behind: gigabytes nobody reads.
+            if (copying == 0) {
+                File[] parts = dir.listFiles((d, name) -> name.endsWith(".partial"));
+                for (File part : parts == null ? new File[0] : parts) {
+                    part.delete();
+                }
             }
-            byte[] buffer = new byte[1 << 20];
-            for (int n; (n = in.read(buffer)) > 0; ) {
-                out.write(buffer, 0, n);
-            }
-            // On disk before the rename: a power cut after it must not leave
-            // the model's name on a file whose bytes never arrived.
-            out.getFD().sync();
-        } catch (IOException e) {
-            // A model is gigabytes: a failed copy does not keep its part.
-            partial.delete();
-            throw e;
+            // A name of its own: a second pick while the first still copies
+            // must not write into the same file.
+            partial = File.createTempFile(target.getName() + ".", ".partial", dir);
+            copying++;
         }
-        // Renamed only when complete, so a half-copied model is never loaded.
-        if (!partial.renameTo(target)) {
-            throw new IOException("cannot rename " + partial + " to " + target);
+        boolean done = false;
+        try {
+            try (InputStream in = getContentResolver().openInputStream(uri);
+                    FileOutputStream out = new FileOutputStream(partial)) {
+                if (in == null) {
+                    throw new IOException("cannot open " + uri);
+                }
+                byte[] buffer = new byte[1 << 20];
+                for (int n; (n = in.read(buffer)) > 0; ) {
+                    out.write(buffer, 0, n);
+                }
+                // On disk before the rename: a power cut after it must not
+                // leave the model's name on a file whose bytes never arrived.
+                out.getFD().sync();
+            }
+            // Renamed only when complete, so a half-copied model is never loaded.
+            if (!partial.renameTo(target)) {
+                throw new IOException("cannot rename " + partial + " to " + target);
+            }
+            done = true;
+        } finally {
+            // A model is gigabytes: a failed copy does not keep its part.
+            if (!done) {
+                partial.delete();
+            }
+            synchronized (MainActivity.class) {
+                copying--;
+            }
         }
     }
 }
