@@ -14,12 +14,15 @@ fn quantized_to_q8_0_the_model_loads_and_keeps_its_first_tokens() {
     let dir = Dir::new();
     let out = dir.path("tiny-q8_0.gguf");
     // A quantization of this output killed earlier left its partial file
-    // a while ago; one that still runs holds its own locked.
-    let partial = |pid: u32| dir.path(&format!(".tiny-q8_0.gguf.partial-{pid}"));
-    let (dead, live) = (partial(1), partial(2));
+    // a while ago; one that still runs holds its own locked; one just made
+    // may not be locked yet.
+    let partial = |suffix: &str| dir.path(&format!(".tiny-q8_0.gguf.partial-{suffix}"));
+    let (dead, live, fresh) = (partial("a1b2c3"), partial("d4e5f6"), partial("g7h8i9"));
     let a_while_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(120);
-    for path in [&dead, &live] {
+    for path in [&dead, &live, &fresh] {
         std::fs::write(path, "half a model").unwrap();
+    }
+    for path in [&dead, &live] {
         let file = std::fs::File::options().write(true).open(path).unwrap();
         file.set_modified(a_while_ago).unwrap();
     }
@@ -28,9 +31,14 @@ fn quantized_to_q8_0_the_model_loads_and_keeps_its_first_tokens() {
     let run = dir.btl(["model", "quantize", F16, path_str(&out), "--type", "q8_0"]);
     assert!(run.status.success(), "{}", stderr(&run));
     assert_eq!(stdout(&run).trim(), path_str(&out));
-    assert!(!dead.exists() && live.exists());
+    assert!(!dead.exists() && live.exists() && fresh.exists());
     drop(writer);
-    std::fs::remove_file(&live).unwrap();
+    for path in [&live, &fresh] {
+        std::fs::remove_file(path).unwrap();
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&out).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o644, "{mode:o}");
     let f16_len = std::fs::metadata(F16).unwrap().len();
     let q8_len = std::fs::metadata(&out).unwrap().len();
     // q8_0 stores 32 weights in 34 bytes, f16 in 64: the weights shrink to

@@ -94,11 +94,25 @@ const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
 /// the returned handle is open: [`sweep`] leaves it alone meanwhile. Where
 /// the file system cannot lock it (NFS locks no directory, some mounts
 /// lock nothing), the write goes on unlocked: a sweep there cannot lock
-/// the entry either, and so leaves it alone too.
-fn hold(path: &Path) -> Option<File> {
-    let file = File::open(path).ok()?;
-    file.lock().ok()?;
-    Some(file)
+/// the entry either, and so leaves it alone too. Any other failure to lock
+/// (too many open files) is an error: an unlocked entry that another
+/// process can lock would be swept from under its writer.
+fn hold(path: &Path) -> Result<Option<File>> {
+    let file = File::open(path).map_err(io_error(path))?;
+    match file.lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(e) if cannot_lock(&e) => Ok(None),
+        Err(e) => Err(io_error(path)(e)),
+    }
+}
+
+/// Whether `e` says the file system does not lock files.
+fn cannot_lock(e: &std::io::Error) -> bool {
+    const EBADF: i32 = 9;
+    const ENOLCK: i32 = 37;
+    const EOPNOTSUPP: i32 = 95;
+    e.kind() == std::io::ErrorKind::Unsupported
+        || matches!(e.raw_os_error(), Some(EBADF | ENOLCK | EOPNOTSUPP))
 }
 
 /// Removes the staging entries in `dir` that killed writers left: plain
@@ -147,7 +161,11 @@ pub(crate) fn write_file(
         .tempfile_in(&dir)
         .map_err(io_error(&dir))?;
     // Unlocked where the file system cannot lock (see [`hold`]).
-    let _ = temp.as_file().lock();
+    if let Err(e) = temp.as_file().lock()
+        && !cannot_lock(&e)
+    {
+        return Err(io_error(temp.path())(e));
+    }
     // A temporary file is created private (0600); the output is an ordinary
     // file that others on the machine (and `adb push`) may read.
     #[cfg(unix)]
@@ -183,7 +201,7 @@ pub(crate) fn write_dir(path: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> 
         .prefix(PARTIAL)
         .tempdir_in(&parent)
         .map_err(io_error(&parent))?;
-    let _held = hold(staging.path());
+    let _held = hold(staging.path())?;
     fill(staging.path())?;
     sync_tree(staging.path())?;
     replace_dir(&staging.keep(), path)
@@ -204,7 +222,7 @@ pub(crate) fn write_entries(dir: &Path, fill: impl FnOnce(&Path) -> Result<()>) 
         .prefix(PARTIAL)
         .tempdir_in(dir)
         .map_err(io_error(dir))?;
-    let _held = hold(staging.path());
+    let _held = hold(staging.path())?;
     fill(staging.path())?;
     sync_tree(staging.path())?;
     for entry in std::fs::read_dir(staging.path()).map_err(io_error(staging.path()))? {
@@ -309,7 +327,8 @@ mod tests {
             .status()
             .unwrap();
         assert!(made.success() && aged.success());
-        let _writers = [hold(&live).unwrap(), hold(&writing).unwrap()];
+        let writers = [hold(&live).unwrap(), hold(&writing).unwrap()];
+        assert!(writers.iter().all(Option::is_some));
         write_dir(&dir.path().join("out"), |d| {
             std::fs::write(d.join("a"), "1").unwrap();
             Ok(())

@@ -127,6 +127,12 @@ pub fn run(args: &Args) -> Outcome {
     let targets = targets(args)?;
     let all = jobs(args)?;
     let total = all.len();
+    // Held from before the directory is read: a second collection must not
+    // take the episodes the first finishes meanwhile for its own.
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let index = args.out.join(INDEX_FILE);
+    let _writer = lock_index(&index)?;
     let shared: Option<SharedPolicy> = match args.policy.policy {
         PolicyKind::Model => Some(load_policy(&args.policy, args.agent.vote)?),
         PolicyKind::Oracle => None,
@@ -166,10 +172,6 @@ pub fn run(args: &Args) -> Outcome {
             args.out.display()
         );
     }
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let index = args.out.join(INDEX_FILE);
-    let _writer = lock_index(&index)?;
     index_finished(&index, &finished)?;
     eprintln!(
         "btl: collecting {} episodes on {} devices into {}",

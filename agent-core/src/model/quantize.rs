@@ -347,15 +347,32 @@ pub fn quantize(
         })?
         .to_string_lossy();
     let partial_prefix = format!(".{file_name}.partial-");
-    remove_dead_partials(output, &partial_prefix);
-    let partial = output.with_file_name(format!("{partial_prefix}{}", std::process::id()));
-    // Held, locked, while llama.cpp writes it (it truncates this same
-    // file): a quantization of the same output meanwhile leaves it alone.
-    let held = std::fs::File::create(&partial).map_err(|e| QuantizeError::Path {
-        path: partial.clone(),
-        reason: e.to_string(),
-    })?;
-    let _ = held.lock();
+    let dir = output
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    remove_dead_partials(dir, &partial_prefix);
+    // A name of its own, held locked while llama.cpp writes it (it
+    // truncates this same file): another quantization of the same output
+    // meanwhile neither writes into it nor removes it.
+    let temp = tempfile::Builder::new()
+        .prefix(&partial_prefix)
+        .tempfile_in(dir)
+        .map_err(|e| QuantizeError::Path {
+            path: dir.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+    let _ = temp.as_file().try_lock();
+    // Made private (0600) as temporary files are; the model is an ordinary
+    // file others on the machine (and `adb push`) may read.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = temp
+            .as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644));
+    }
+    let partial = temp.path().to_path_buf();
     let c_path = |p: &Path| {
         CString::new(p.to_string_lossy().as_bytes()).map_err(|_| QuantizeError::Path {
             path: p.to_path_buf(),
@@ -373,7 +390,6 @@ pub fn quantize(
         sys::llama_model_quantize(c_input.as_ptr(), c_partial.as_ptr(), &params)
     });
     if status != 0 {
-        let _ = std::fs::remove_file(&partial);
         let reason = match logged.is_empty() {
             true => format!("it logged no error; {LOG_ENV}=1 shows llama.cpp's whole log"),
             false => logged,
@@ -386,43 +402,27 @@ pub fn quantize(
     }
     // On disk before it takes the output's name, and the name after: a
     // power cut must not leave a torn model, which the check above would
-    // then refuse to quantize again.
-    let dir = output
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let durable = std::fs::File::open(&partial)
-        .and_then(|f| f.sync_all())
-        .and_then(|()| std::fs::rename(&partial, output))
-        .and_then(|()| crate::agent::trajectory::sync_entries(dir));
-    durable.map_err(|e| {
-        let _ = std::fs::remove_file(&partial);
-        QuantizeError::Path {
-            path: output.to_path_buf(),
-            reason: e.to_string(),
-        }
-    })
+    // then refuse to quantize again. A failure removes the part.
+    let fail = |e: std::io::Error| QuantizeError::Path {
+        path: output.to_path_buf(),
+        reason: e.to_string(),
+    };
+    temp.as_file().sync_all().map_err(fail)?;
+    temp.persist(output).map_err(|e| fail(e.error))?;
+    crate::agent::trajectory::sync_entries(dir).map_err(fail)
 }
 
-/// Removes what quantizations of `output` killed mid-way left beside it:
-/// the partial files (`prefix` + process id) that no process holds locked
-/// and that have not changed for a minute (a quantization locks its file
-/// right after making it, not at the same instant). Where files cannot be
-/// locked, none is removed.
-fn remove_dead_partials(output: &Path, prefix: &str) {
-    let dir = output
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+/// Removes what quantizations killed mid-way left in `dir`: the partial
+/// files (`prefix` and a random suffix) that no process holds locked and
+/// that have not changed for a minute (a quantization locks its file right
+/// after making it, not at the same instant). Where files cannot be locked,
+/// none is removed.
+fn remove_dead_partials(dir: &Path, prefix: &str) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
-        let name = entry.file_name();
-        let ours = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(prefix))
-            .is_some_and(|pid| pid.parse::<u32>().is_ok());
+        let ours = entry.file_name().to_string_lossy().starts_with(prefix);
         let stale = entry.metadata().is_ok_and(|m| {
             m.is_file()
                 && m.modified()

@@ -123,7 +123,7 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
         .is_some_and(|c| c.model.mode == crate::grpo::config::TrainMode::Lora);
     if options.lora_gguf && !lora_run {
         return Err(Error::Input(format!(
-            "--lora-gguf: {} has no adapter to write (it is not a LoRA run's checkpoint)",
+            "--lora-gguf: {} has no adapter to write (it is not a btl-train LoRA run's checkpoint)",
             checkpoint.display()
         )));
     }
@@ -165,7 +165,6 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
         Some(config) => load_trained(checkpoint, config)?,
     };
     let merged: HashMap<String, Tensor> = model.merged_weights()?.into_iter().collect();
-    // Asked before anything is written: a full run has no adapter.
     let adapter = options
         .lora_gguf
         .then(|| adapter_weights(&model))

@@ -3,9 +3,10 @@
 //! as pure functions from arguments and inputs to output. File reading and
 //! the shell's streams are the caller's ([`super::commands`]).
 
-use posix::Posix;
+use posix::{Posix, Work};
 use regex::bytes::{Regex, RegexBuilder};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 mod posix;
 
@@ -212,8 +213,15 @@ impl Grep {
                     .map_err(|_| format!("bad regex '{p}'"))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let patterns = Posix::new(&format!("(?:{})", patterns.join(")|(?:")), opts.has('i'))
-            .ok_or_else(|| format!("{} patterns are too large together", patterns.len()))?;
+        let patterns = Posix::new(
+            &format!("(?:{})", patterns.join(")|(?:")),
+            opts.has('i'),
+            Work::new(),
+        )
+        .ok_or_else(|| match patterns.len() {
+            1 => "the pattern is too large".to_owned(),
+            n => format!("{n} patterns are too large together"),
+        })?;
         let names = if opts.has('h') {
             Some(false)
         } else if opts.has('H') {
@@ -669,8 +677,13 @@ fn sed_regex(pattern: &str, extended: bool) -> Result<Regex, String> {
 }
 
 /// An `s` command's expression, whose matches are replaced.
-fn sed_match(pattern: &str, extended: bool, insensitive: bool) -> Result<Posix, String> {
-    Posix::new(&sed_syntax(pattern, extended), insensitive)
+fn sed_match(
+    pattern: &str,
+    extended: bool,
+    insensitive: bool,
+    work: &Arc<Work>,
+) -> Result<Posix, String> {
+    Posix::new(&sed_syntax(pattern, extended), insensitive, work.clone())
         .ok_or_else(|| format!("bad regex '{pattern}'"))
 }
 
@@ -710,7 +723,7 @@ fn split_delimited(text: &str, delim: char, n: usize) -> Option<(Vec<String>, &s
     None
 }
 
-fn sed_parse(script: &str, extended: bool) -> Result<Vec<SedCommand>, String> {
+fn sed_parse(script: &str, extended: bool, work: &Arc<Work>) -> Result<Vec<SedCommand>, String> {
     let bad = |what: &str| format!("bad sed command '{script}': {what}");
     let mut commands = Vec::new();
     for part in script
@@ -744,7 +757,7 @@ fn sed_parse(script: &str, extended: bool) -> Result<Vec<SedCommand>, String> {
                     .ok_or_else(|| bad("unterminated s"))?;
                 let insensitive = flags.contains('I') || flags.contains('i');
                 SedAction::Substitute {
-                    re: Box::new(sed_match(&parts[0], extended, insensitive)?),
+                    re: Box::new(sed_match(&parts[0], extended, insensitive, work)?),
                     replacement: sed_replacement(&parts[1]),
                     global: flags.contains('g'),
                     print: flags.contains('p'),
@@ -821,15 +834,15 @@ fn substitute(
     let mut rest = 0;
     for whole in re.find_iter(line).take(if global { usize::MAX } else { 1 }) {
         let whole = whole?;
-        let captures = groups.then(|| re.captures(line, &whole)).flatten();
+        let captures = groups.then(|| re.groups(line, &whole)).flatten();
         add(&mut out, &line[rest..whole.start])?;
         for piece in replacement {
             match piece {
                 Replacement::Text(text) => add(&mut out, text)?,
                 Replacement::Group(0) => add(&mut out, &line[whole.clone()])?,
                 Replacement::Group(n) => {
-                    let group = captures.as_ref().and_then(|c| c.get_group(*n));
-                    add(&mut out, group.map_or(&[][..], |span| &line[span.range()]))?;
+                    let group = captures.as_ref().and_then(|c| c.get(*n).cloned().flatten());
+                    add(&mut out, group.map_or(&[][..], |range| &line[range]))?;
                 }
             }
         }
@@ -864,9 +877,10 @@ impl Sed {
         let (scripts, operands) =
             script_operands(&opts, "usage: sed [-nE] [-e SCRIPT]... [SCRIPT] [FILE...]")?;
         let extended = opts.has('E') || opts.has('r');
+        let work = Work::new();
         let commands = scripts
             .iter()
-            .map(|s| sed_parse(s, extended))
+            .map(|s| sed_parse(s, extended, &work))
             .collect::<Result<Vec<_>, _>>()?
             .into_iter()
             .flatten()

@@ -14,21 +14,59 @@
 
 use regex::bytes::{Regex, RegexBuilder};
 use regex_automata::hybrid::dfa::{Cache, DFA};
-use regex_automata::nfa::thompson;
-use regex_automata::util::{captures::Captures, syntax};
+use regex_automata::nfa::thompson::{self, pikevm::PikeVM};
+use regex_automata::util::syntax;
 use regex_automata::{Anchored, Input, MatchKind, meta};
 use std::ops::Range;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// The regex crate's default limit on a compiled expression, kept for the
-/// DFA's NFA too.
+/// other engines' NFAs too.
 const SIZE_LIMIT: usize = 10 << 20;
 
-/// The most bytes one expression's longest-match searches look at in one
-/// run of a tool. Each search runs on from a match's start until no longer
-/// match can follow, so `a|a*b` over a long line of `a`s looks at the rest
-/// of the line once per `a`: quadratic, hours for a 16 MiB line.
+/// The most bytes the longest-match searches of one run of a tool look at,
+/// all its expressions together. Each search runs on from a match's start
+/// until no longer match can follow, so `a|a*b` over a long line of `a`s
+/// looks at the rest of the line once per `a`: quadratic, hours for a
+/// 16 MiB line.
 pub const MAX_LONGEST_WORK: usize = 1 << 31;
+
+/// What the longest-match searches of one run of a tool have looked at,
+/// shared by its expressions.
+pub struct Work {
+    spent: AtomicUsize,
+    limit: usize,
+}
+
+impl Work {
+    /// A run's budget of [`MAX_LONGEST_WORK`] bytes.
+    pub fn new() -> Arc<Self> {
+        Self::bounded(MAX_LONGEST_WORK)
+    }
+
+    fn bounded(limit: usize) -> Arc<Self> {
+        Arc::new(Self {
+            spent: AtomicUsize::new(0),
+            limit,
+        })
+    }
+
+    fn charge(&self, bytes: usize) -> Result<(), String> {
+        let spent = self
+            .spent
+            .fetch_add(bytes.max(1), Ordering::Relaxed)
+            .saturating_add(bytes.max(1));
+        if spent > self.limit {
+            return Err(format!(
+                "finding the longest matches looks at more than the virtual phone's {} \
+                 bytes of lines for one command",
+                self.limit
+            ));
+        }
+        Ok(())
+    }
+}
 
 /// One expression, in the regex crate's syntax (see
 /// [`super::basic_to_extended`] for POSIX basic ones).
@@ -40,33 +78,29 @@ pub struct Posix {
     ending: meta::Regex,
     /// Anchored at a start, the end of the longest match from there.
     longest: DFA,
-    /// The DFA's states, and the bytes its searches have looked at.
-    search: Mutex<(Cache, usize)>,
-    /// The most bytes its searches may look at: [`MAX_LONGEST_WORK`].
-    limit: usize,
+    cache: Mutex<Cache>,
+    /// The same, where the DFA gives up (any non-ASCII byte, when the
+    /// expression has a Unicode `\b`): slower, never giving up.
+    longest_slow: PikeVM,
+    work: Arc<Work>,
 }
 
 impl Posix {
     /// `None` when the regex crate refuses the expression.
-    pub fn new(pattern: &str, insensitive: bool) -> Option<Self> {
-        Self::bounded(pattern, insensitive, MAX_LONGEST_WORK)
-    }
-
-    /// With `limit` in place of [`MAX_LONGEST_WORK`].
-    fn bounded(pattern: &str, insensitive: bool, limit: usize) -> Option<Self> {
-        let build = |pattern: &str| {
-            RegexBuilder::new(pattern)
-                .case_insensitive(insensitive)
-                .size_limit(SIZE_LIMIT)
-                .build()
-                .ok()
-        };
-        let first = build(pattern)?;
+    pub fn new(pattern: &str, insensitive: bool, work: Arc<Work>) -> Option<Self> {
+        let first = RegexBuilder::new(pattern)
+            .case_insensitive(insensitive)
+            .size_limit(SIZE_LIMIT)
+            .build()
+            .ok()?;
         // As the regex crate's bytes API reads an expression: Unicode
         // classes, and matches that need not be valid UTF-8.
         let bytes = syntax::Config::new()
             .case_insensitive(insensitive)
             .utf8(false);
+        let nfa = thompson::Config::new()
+            .utf8(false)
+            .nfa_size_limit(Some(SIZE_LIMIT));
         let ending = meta::Regex::builder()
             .syntax(bytes)
             .configure(
@@ -77,28 +111,32 @@ impl Posix {
             .build(&format!(r"(?:{pattern})\z"))
             .ok()?;
         let longest = DFA::builder()
-            // A Unicode `\b` (grep -w) is decided byte by byte next to
-            // ASCII only; next to other bytes the DFA gives up.
             .configure(
                 DFA::config()
                     .match_kind(MatchKind::All)
-                    .unicode_word_boundary(true),
+                    .unicode_word_boundary(true)
+                    // A large expression (`a{100000}`) runs with states
+                    // evicted and made again rather than not at all.
+                    .skip_cache_capacity_check(true),
             )
             .syntax(bytes)
-            .thompson(
-                thompson::Config::new()
-                    .utf8(false)
-                    .nfa_size_limit(Some(SIZE_LIMIT)),
-            )
+            .thompson(nfa.clone())
             .build(pattern)
             .ok()?;
-        let search = Mutex::new((longest.create_cache(), 0));
+        let longest_slow = PikeVM::builder()
+            .configure(PikeVM::config().match_kind(MatchKind::All))
+            .syntax(bytes)
+            .thompson(nfa)
+            .build(pattern)
+            .ok()?;
+        let cache = Mutex::new(longest.create_cache());
         Some(Self {
             first,
             ending,
             longest,
-            search,
-            limit,
+            cache,
+            longest_slow,
+            work,
         })
     }
 
@@ -107,67 +145,71 @@ impl Posix {
     }
 
     /// The leftmost-longest match at or after `at`; an error once the
-    /// searches pass [`MAX_LONGEST_WORK`].
+    /// run's searches pass [`MAX_LONGEST_WORK`].
     fn find_at(&self, haystack: &[u8], at: usize) -> Result<Option<Range<usize>>, String> {
         let Some(first) = self.first.find_at(haystack, at) else {
             return Ok(None);
         };
-        let end = self.longest_end(haystack, first.start())?;
-        Ok(Some(
-            first.start()..end.unwrap_or(first.end()).max(first.end()),
-        ))
+        let end = match self.longest_end(haystack, first.start())? {
+            Some(end) => end,
+            None => self.longest_end_slowly(haystack, first.start())?,
+        };
+        Ok(Some(first.start()..end.max(first.end())))
     }
 
     /// The end of the longest match that starts at `start`, found by
-    /// stepping the DFA byte by byte until it can match no more. `None`
-    /// where the DFA gives up (a Unicode `\b` next to a non-ASCII byte):
-    /// the leftmost-first end stands then.
+    /// stepping the DFA byte by byte until it can match no more; `None`
+    /// where the DFA gives up.
     fn longest_end(&self, haystack: &[u8], start: usize) -> Result<Option<usize>, String> {
-        let Ok(mut search) = self.search.lock() else {
-            return Ok(None);
-        };
-        let (cache, work) = &mut *search;
+        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
         let dfa = &self.longest;
         let input = Input::new(haystack).range(start..).anchored(Anchored::Yes);
-        let Ok(mut state) = dfa.start_state_forward(cache, &input) else {
+        let Ok(mut state) = dfa.start_state_forward(&mut cache, &input) else {
             return Ok(None);
         };
         let mut end = None;
         let mut looked = haystack.len() - start;
+        let mut gave_up = false;
         for (at, &byte) in haystack.iter().enumerate().skip(start) {
-            let Ok(next) = dfa.next_state(cache, state, byte) else {
-                return Ok(None);
+            let Ok(next) = dfa.next_state(&mut cache, state, byte) else {
+                (looked, gave_up) = (at + 1 - start, true);
+                break;
             };
             state = next;
             if state.is_tagged() {
                 // A match state is entered one byte after the match ends.
                 if state.is_match() {
                     end = Some(at);
-                } else if state.is_dead() {
-                    looked = at - start;
+                } else if state.is_dead() || state.is_quit() {
+                    (looked, gave_up) = (at + 1 - start, state.is_quit());
                     break;
-                } else if state.is_quit() {
-                    return Ok(None);
                 }
             }
         }
-        if !state.is_dead() {
-            match dfa.next_eoi_state(cache, state) {
+        if !(gave_up || state.is_dead()) {
+            match dfa.next_eoi_state(&mut cache, state) {
                 Ok(eoi) if eoi.is_match() => end = Some(haystack.len()),
-                Ok(eoi) if eoi.is_quit() => return Ok(None),
-                Ok(_) => {}
-                Err(_) => return Ok(None),
+                Ok(eoi) => gave_up = eoi.is_quit(),
+                Err(_) => gave_up = true,
             }
         }
-        *work = work.saturating_add(looked.max(1));
-        if *work > self.limit {
-            return Err(format!(
-                "finding the longest matches looks at more than the virtual phone's \
-                 {} bytes of lines for one expression",
-                self.limit
-            ));
-        }
-        Ok(end)
+        self.work.charge(looked)?;
+        // No match at all cannot happen where the regex crate found one; the
+        // caller keeps its end then.
+        Ok((!gave_up).then(|| end.unwrap_or(start)))
+    }
+
+    /// [`Self::longest_end`] by simulating the NFA: every thread runs on,
+    /// and the last match seen is the longest. Charged as if it looked at
+    /// the rest of the text.
+    fn longest_end_slowly(&self, haystack: &[u8], start: usize) -> Result<usize, String> {
+        self.work.charge(haystack.len() - start)?;
+        let input = Input::new(haystack).range(start..).anchored(Anchored::Yes);
+        let mut cache = self.longest_slow.create_cache();
+        Ok(self
+            .longest_slow
+            .find(&mut cache, input)
+            .map_or(start, |m| m.end()))
     }
 
     /// The successive matches in `haystack`, as `regexec` is called by
@@ -205,17 +247,32 @@ impl Posix {
         })
     }
 
-    /// The groups of the match `found` (from [`Self::find_iter`]), each as
-    /// its range in `haystack`; `None` where no way of matching exactly
-    /// that text is found again (a `\b` or `$` that reads differently with
-    /// the text cut at its end).
-    pub fn captures(&self, haystack: &[u8], found: &Range<usize>) -> Option<Captures> {
+    /// The groups of the match `found` (from [`Self::find_iter`]), by
+    /// number, each as its range in `haystack`. Where the leftmost-first
+    /// match is that one, its own groups, found with the text on both
+    /// sides; else those of a search anchored at its start in the text cut
+    /// at its end, which reads a `$` or `\b` at the cut as the end of the
+    /// text (`None` where no way of matching exactly that text is found so).
+    pub fn groups(
+        &self,
+        haystack: &[u8],
+        found: &Range<usize>,
+    ) -> Option<Vec<Option<Range<usize>>>> {
+        if let Some(c) = self.first.captures_at(haystack, found.start)
+            && c.get(0).is_some_and(|m| m.range() == *found)
+        {
+            return Some(c.iter().map(|g| g.map(|m| m.range())).collect());
+        }
         let input = Input::new(&haystack[..found.end])
             .range(found.start..)
             .anchored(Anchored::Yes);
         let mut captures = self.ending.create_captures();
         self.ending.search_captures(&input, &mut captures);
-        captures.is_match().then_some(captures)
+        captures.is_match().then(|| {
+            (0..captures.group_len())
+                .map(|n| captures.get_group(n).map(|span| span.range()))
+                .collect()
+        })
     }
 }
 
@@ -231,22 +288,43 @@ mod tests {
     #[test]
     fn quadratic_longest_match_searches_are_bounded() {
         let line = "a".repeat(1 << 12);
-        let quadratic = Posix::bounded("a|a*b", false, 1 << 20).unwrap();
+        let quadratic = Posix::new("a|a*b", false, Work::bounded(1 << 20)).unwrap();
         let found: Result<Vec<_>, String> = quadratic.find_iter(line.as_bytes()).collect();
         assert_eq!(
             found,
             Err(
                 "finding the longest matches looks at more than the virtual phone's \
-                 1048576 bytes of lines for one expression"
+                 1048576 bytes of lines for one command"
                     .into()
             )
         );
-        let linear = Posix::bounded("a+", false, 1 << 20).unwrap();
+        let linear = Posix::new("a+", false, Work::bounded(1 << 20)).unwrap();
         let found: Vec<(usize, usize)> = linear
             .find_iter(line.as_bytes())
             .map(|m| m.map(|m| (m.start, m.end)))
             .collect::<Result<_, _>>()
             .unwrap();
         assert_eq!(found, [(0, 1 << 12)]);
+    }
+
+    /// The bound is the run's, not each expression's: two commands of one
+    /// sed that look at 2^10 · (2^10 + 1) / 2 ≈ 2^19 bytes each pass a
+    /// bound of 600,000 alone and not together.
+    #[test]
+    fn the_bound_is_shared_by_a_run_s_expressions() {
+        let line = "a".repeat(1 << 10);
+        let matches = |posix: &Posix| {
+            posix
+                .find_iter(line.as_bytes())
+                .collect::<Result<Vec<_>, String>>()
+                .map(|found| found.len())
+        };
+        let shared = Work::bounded(600_000);
+        let one = Posix::new("a|a*b", false, shared.clone()).unwrap();
+        let two = Posix::new("a|a*c", false, shared).unwrap();
+        assert_eq!(matches(&one), Ok(1 << 10));
+        assert!(matches(&two).is_err());
+        let alone = Posix::new("a|a*c", false, Work::bounded(600_000)).unwrap();
+        assert_eq!(matches(&alone), Ok(1 << 10));
     }
 }

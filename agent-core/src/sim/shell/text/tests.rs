@@ -188,18 +188,25 @@ fn matches_are_leftmost_longest_as_posix_asks() {
     // Longest overall where a greedy star alone takes less: a* could take
     // both a's, but one a leaves (ab)* the rest of the line.
     assert_eq!(sed_run(&["-E", "s/a*(ab)*/X/"], "aabab\n"), "X\n");
-    // The groups of the longest match.
+    // The groups of the longest match, though the first alternatives
+    // would match less; and of a match whose `$` or `\B` reads the text
+    // after it.
     assert_eq!(
-        sed_run(&["-E", r"s/(a|ab)(c|bcd)/[\1][\2]/"], "abcd\n"),
+        sed_run(&["-E", r"s/(ab|a)(c|bcd)/[\1][\2]/"], "abcd\n"),
         "[a][bcd]\n"
     );
+    assert_eq!(
+        sed_run(&["-E", r"s/(a$)|(a)/[\1][\2]/"], "ab\n"),
+        "[][a]b\n"
+    );
+    assert_eq!(sed_run(&["-E", r"s/(ab\B)/[\1]/"], "abc\n"), "[ab]c\n");
     // Empty matches: none right after a match, one at the end of the line.
     assert_eq!(sed_run(&["s/x*/-/g"], "abc\n"), "-a-b-c-\n");
     assert_eq!(sed_run(&["-E", "s/b*|a/-/g"], "abc\n"), "--c-\n");
-    // Words among non-ASCII letters (é is one): the longest search gives
-    // up next to such bytes, and the leftmost-first match stands.
+    // Words among non-ASCII letters (é is one), where the DFA gives up and
+    // the NFA is simulated; GNU grep prints the same in a UTF-8 locale.
     assert_eq!(grep(&["-ow", "ab"], "ab éab ab\n").0, "ab\nab\n");
-    assert_eq!(grep(&["-oE", r"x|x.*\b"], "xé y\n").0, "x\n");
+    assert_eq!(grep(&["-oE", r"x|x.*\b"], "xé y\n").0, "xé y\n");
 }
 
 /// A small extended expression over a and b: letters, concatenation,

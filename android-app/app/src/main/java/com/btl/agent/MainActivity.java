@@ -202,7 +202,7 @@ public final class MainActivity extends Activity {
                 runOnUiThread(() -> fields.get(key).setText(target.getPath()));
             } catch (IOException | RuntimeException e) {
                 // A document provider may refuse with a SecurityException.
-                message = "Copy failed: " + e.getMessage();
+                message = "Copy failed: " + e;
             }
             String shown = message;
             runOnUiThread(() -> status.setText(shown));
@@ -225,7 +225,8 @@ public final class MainActivity extends Activity {
             // While no copy runs, every part in the folder is one a copy
             // killed with the app left behind: gigabytes nobody reads.
             if (copying == 0) {
-                File[] parts = dir.listFiles((d, name) -> name.endsWith(".partial"));
+                File[] parts = dir.listFiles((d, name) -> name.endsWith(".partial")
+                        && (name.startsWith("model.gguf.") || name.startsWith("mmproj.gguf.")));
                 for (File part : parts == null ? new File[0] : parts) {
                     part.delete();
                 }
