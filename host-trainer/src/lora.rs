@@ -8,7 +8,7 @@
 //!
 //! The adapters live in their own [`nn::VarStore`], apart from the base
 //! weights, so the optimizer, checkpoints and the PEFT files see only them.
-//! One [`LoraSwitch`] turns every adapter off at once: GRPO's reference
+//! One `LoraSwitch` turns every adapter off at once: GRPO's reference
 //! model is the base model, and evaluating it with the adapters off costs no
 //! second copy of the weights.
 

@@ -35,7 +35,7 @@
 //!   the screen) of the element the device point reached in the step's UI
 //!   tree (see agent-core's `sample::rois`); `[]` for actions without a point, or when
 //!   the device offered no UI tree;
-//! - `rois`: the ranked regions of [`super::rois::rank_rois`], target first;
+//! - `rois`: the ranked regions of [`agent_core::sample::rois::rank_rois`], target first;
 //! - `id`: `EPISODE/step-NNNN`, so completions can name their sample.
 //!
 //! Every value comes from the recorded step; nothing is recomputed that

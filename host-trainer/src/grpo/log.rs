@@ -219,7 +219,7 @@ pub type Drawing<'a> = dyn FnOnce(
     + 'a;
 
 /// Draws a `size` (width, height) PNG in memory and puts it at `out`
-/// whole (see [`crate::atomic`]): a plot drawn again over a reader, or
+/// whole (as every output of the trainer is): a plot drawn again over a reader, or
 /// killed mid-way, leaves the previous one.
 pub fn write_png(out: &Path, size: (u32, u32), draw: Box<Drawing<'_>>) -> Result<()> {
     use image::ImageEncoder;
@@ -243,7 +243,7 @@ pub fn write_png(out: &Path, size: (u32, u32), draw: Box<Drawing<'_>>) -> Result
 }
 
 /// The run's curves as a PNG: one panel per quantity, each scaled to its
-/// own values (see [`panels`]).
+/// own values (see `panels`).
 pub fn plot(metrics: &[StepMetrics], objective: TrainObjective, out: &Path) -> Result<()> {
     // A panel no step has a value for (held-out numbers of a run without
     // held-out samples, copies of an SFT run without warm-up strings) is

@@ -16,7 +16,7 @@
 //! What a state's completions are scored against:
 //! - the **process reward**: the BTL reward against the oracle's answer on
 //!   that screen, as the sample `btl collect --relabel oracle` and
-//!   `btl-train data` would make of it ([`state_sample`]);
+//!   `btl-train data` would make of it (`state_sample`);
 //! - the **outcome reward**: `outcome_weight` for a completion that ends the
 //!   episode (Finish) when the task checker says the task is done on that
 //!   screen — the success a phone-style episode is judged by.
