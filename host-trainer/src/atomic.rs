@@ -86,10 +86,6 @@ fn sync_tree(dir: &Path) -> Result<()> {
 /// The name every staging entry starts with.
 const PARTIAL: &str = ".btl-partial-";
 
-/// How long a staging entry is left alone whatever its lock says: a writer
-/// locks its entry right after creating it, not at the same instant.
-const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
-
 /// Locks the staging entry `path` (a file or a directory) for as long as
 /// the returned handle is open: [`sweep`] leaves it alone meanwhile. Where
 /// the file system cannot lock it (NFS locks no directory, some mounts
@@ -115,38 +111,9 @@ fn cannot_lock(e: &std::io::Error) -> bool {
         || matches!(e.raw_os_error(), Some(EBADF | ENOLCK | EOPNOTSUPP))
 }
 
-/// Removes the staging entries in `dir` that killed writers left: plain
-/// files and directories no process holds ([`hold`]) and unchanged for
-/// [`STALE_AFTER`]. Best effort: what cannot be read, locked or removed
-/// stays.
+/// Removes the staging entries in `dir` that killed writers left.
 fn sweep(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        if !entry.file_name().to_string_lossy().starts_with(PARTIAL) {
-            continue;
-        }
-        // Not followed: a link, a pipe (which would block the open) or a
-        // device of that name is not ours.
-        let Ok(meta) = entry.metadata() else { continue };
-        if !(meta.is_dir() || meta.is_file()) {
-            continue;
-        }
-        let stale = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age >= STALE_AFTER);
-        let path = entry.path();
-        if stale && File::open(&path).is_ok_and(|f| f.try_lock().is_ok()) {
-            let _ = if meta.is_dir() {
-                std::fs::remove_dir_all(&path)
-            } else {
-                std::fs::remove_file(&path)
-            };
-        }
-    }
+    agent_core::agent::trajectory::remove_abandoned(dir, PARTIAL);
 }
 
 /// Writes `path` through `fill`, replacing any previous file only once the new
@@ -276,12 +243,14 @@ mod tests {
     use std::fs::File;
     use std::io::{BufWriter, Write};
 
-    use super::{STALE_AFTER, hold, write_dir, write_entries, write_file};
+    use super::{hold, write_dir, write_entries, write_file};
     use crate::error::{Error, Result};
+    use agent_core::agent::trajectory::ABANDONED_AFTER;
 
-    /// Dates `path`'s last change back past [`STALE_AFTER`].
+    /// Dates `path`'s last change back past [`ABANDONED_AFTER`].
     fn age(path: &std::path::Path) {
-        let then = std::time::SystemTime::now() - STALE_AFTER - std::time::Duration::from_secs(5);
+        let then =
+            std::time::SystemTime::now() - ABANDONED_AFTER - std::time::Duration::from_secs(5);
         File::open(path).unwrap().set_modified(then).unwrap();
     }
 

@@ -333,6 +333,44 @@ fn sync_dir(dir: &Path) -> Result<(), TrajectoryError> {
     sync_entries(dir).map_err(io_error(dir))
 }
 
+/// How long a staging entry is left alone whatever its lock says: a writer
+/// locks its entry right after creating it, not at the same instant.
+pub const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Removes what killed writers left in `dir`: the plain files and
+/// directories named `prefix…` that no process holds locked (a writer
+/// flocks its staging entry while it lives) and that have not changed for
+/// [`ABANDONED_AFTER`]. Best effort: what cannot be read, locked or removed
+/// stays, so where the file system cannot lock nothing is removed. Links,
+/// pipes (whose open would block) and devices of such a name are left.
+pub fn remove_abandoned(dir: &Path, prefix: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with(prefix) {
+            continue;
+        }
+        let Ok(meta) = entry.metadata() else { continue };
+        if !(meta.is_dir() || meta.is_file()) {
+            continue;
+        }
+        let stale = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= ABANDONED_AFTER);
+        let path = entry.path();
+        if stale && File::open(&path).is_ok_and(|f| f.try_lock().is_ok()) {
+            let _ = if meta.is_dir() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+        }
+    }
+}
+
 /// Makes the entries of `dir` durable (a rename into it, a new file).
 #[cfg(unix)]
 pub(crate) fn sync_entries(dir: &Path) -> std::io::Result<()> {

@@ -351,7 +351,8 @@ pub fn quantize(
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    remove_dead_partials(dir, &partial_prefix);
+    // What quantizations of the same output killed mid-way left.
+    crate::agent::trajectory::remove_abandoned(dir, &partial_prefix);
     // A name of its own, held locked while llama.cpp writes it (it
     // truncates this same file): another quantization of the same output
     // meanwhile neither writes into it nor removes it.
@@ -410,29 +411,4 @@ pub fn quantize(
     temp.as_file().sync_all().map_err(fail)?;
     temp.persist(output).map_err(|e| fail(e.error))?;
     crate::agent::trajectory::sync_entries(dir).map_err(fail)
-}
-
-/// Removes what quantizations killed mid-way left in `dir`: the partial
-/// files (`prefix` and a random suffix) that no process holds locked and
-/// that have not changed for a minute (a quantization locks its file right
-/// after making it, not at the same instant). Where files cannot be locked,
-/// none is removed.
-fn remove_dead_partials(dir: &Path, prefix: &str) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let ours = entry.file_name().to_string_lossy().starts_with(prefix);
-        let stale = entry.metadata().is_ok_and(|m| {
-            m.is_file()
-                && m.modified()
-                    .ok()
-                    .and_then(|t| t.elapsed().ok())
-                    .is_some_and(|age| age.as_secs() >= 60)
-        });
-        let path = entry.path();
-        if ours && stale && std::fs::File::open(&path).is_ok_and(|f| f.try_lock().is_ok()) {
-            let _ = std::fs::remove_file(path);
-        }
-    }
 }
