@@ -812,14 +812,15 @@ fn sed_replacement(text: &str) -> Vec<Replacement> {
 }
 
 /// `line` with the first match of `re` (every match, when `global`)
-/// replaced; an error, before it is built, once the line would pass
-/// [`MAX_OUTPUT`] (`s/x/&&&&/g` over a long line, or twenty times over).
+/// replaced, and whether there was one; an error, before it is built, once
+/// the line would pass [`MAX_OUTPUT`] (`s/x/&&&&/g` over a long line, or
+/// twenty times over).
 fn substitute(
     re: &Posix,
     replacement: &[Replacement],
     global: bool,
     line: &[u8],
-) -> Result<Vec<u8>, String> {
+) -> Result<(Vec<u8>, bool), String> {
     fn add(out: &mut Vec<u8>, bytes: &[u8]) -> Result<(), String> {
         if out.len() + bytes.len() > MAX_OUTPUT {
             return Err(too_large("a line"));
@@ -832,6 +833,7 @@ fn substitute(
         .any(|piece| matches!(piece, Replacement::Group(n) if *n > 0));
     let mut out = Vec::new();
     let mut rest = 0;
+    let mut changed = false;
     for whole in re.find_iter(line).take(if global { usize::MAX } else { 1 }) {
         let whole = whole?;
         let captures = groups.then(|| re.groups(line, &whole)).flatten();
@@ -847,9 +849,10 @@ fn substitute(
             }
         }
         rest = whole.end;
+        changed = true;
     }
     add(&mut out, &line[rest..])?;
-    Ok(out)
+    Ok((out, changed))
 }
 
 /// Writes `line` and its line break to sed's output; an error, before it
@@ -934,8 +937,8 @@ impl Sed {
                         global,
                         print,
                     } => {
-                        let changed = re.is_match(&line);
-                        line = substitute(re, replacement, *global, &line)?;
+                        let changed;
+                        (line, changed) = substitute(re, replacement, *global, &line)?;
                         if changed && *print {
                             emit(&mut out, &line)?;
                         }

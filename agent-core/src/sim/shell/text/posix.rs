@@ -4,18 +4,19 @@
 //! there and `ab` on a phone, and `grep -o` or `sed s///` would print or
 //! replace another text than the phone's.
 //!
-//! Every semantics agrees on where the leftmost match starts, so the regex
-//! crate finds the start; a lazy DFA that reports every match runs on from
-//! there until no longer match can follow, which gives the longest end.
+//! Every semantics agrees on where the leftmost match starts: the first
+//! position where any match starts. One backward pass over a line, of a
+//! lazy DFA that reports every match, marks those positions; from each
+//! start a forward DFA that reports every match runs on until no longer
+//! match can follow, which gives the longest end.
 //! Groups (`\1` in a replacement) are then the leftmost-first ones among the
 //! ways of matching exactly that text. POSIX's rule for groups (each, in
 //! order, as long as it can be) may split such a match otherwise; GNU sed
 //! splits `(a|ab)(b*)` on `ab` as this does, `a` and `b`.
 
-use regex::bytes::{Regex, RegexBuilder};
 use regex_automata::hybrid::dfa::{Cache, DFA};
-use regex_automata::nfa::thompson::{self, pikevm::PikeVM};
-use regex_automata::util::syntax;
+use regex_automata::nfa::thompson::{self, pikevm, pikevm::PikeVM};
+use regex_automata::util::{captures::Captures, syntax};
 use regex_automata::{Anchored, Input, MatchKind, meta};
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -71,28 +72,41 @@ impl Work {
 /// One expression, in the regex crate's syntax (see
 /// [`super::basic_to_extended`] for POSIX basic ones).
 pub struct Posix {
-    /// Where the leftmost match starts.
-    first: Regex,
+    /// Leftmost-first: whether a line matches, and a match's groups.
+    first: meta::Regex,
     /// The expression ending at the end of the text: a match's groups,
     /// searched anchored at its start in the text cut at its end.
     ending: meta::Regex,
+    /// Run backwards over a whole line, where matches start.
+    starts: DFA,
     /// Anchored at a start, the end of the longest match from there.
     longest: DFA,
-    cache: Mutex<Cache>,
     /// The same, where the DFA gives up (any non-ASCII byte, when the
     /// expression has a Unicode `\b`): slower, never giving up.
     longest_slow: PikeVM,
+    caches: Mutex<Caches>,
     work: Arc<Work>,
+}
+
+struct Caches {
+    starts: Cache,
+    longest: Cache,
+    longest_slow: pikevm::Cache,
+}
+
+/// Where matches start in one line.
+enum Starts {
+    /// For each position (the line's end included), whether a match
+    /// starts there.
+    Known(Vec<bool>),
+    /// The DFA gave up: each start is searched for from where the last
+    /// match ended.
+    Unknown,
 }
 
 impl Posix {
     /// `None` when the regex crate refuses the expression.
     pub fn new(pattern: &str, insensitive: bool, work: Arc<Work>) -> Option<Self> {
-        let first = RegexBuilder::new(pattern)
-            .case_insensitive(insensitive)
-            .size_limit(SIZE_LIMIT)
-            .build()
-            .ok()?;
         // As the regex crate's bytes API reads an expression: Unicode
         // classes, and matches that need not be valid UTF-8.
         let bytes = syntax::Config::new()
@@ -101,41 +115,52 @@ impl Posix {
         let nfa = thompson::Config::new()
             .utf8(false)
             .nfa_size_limit(Some(SIZE_LIMIT));
-        let ending = meta::Regex::builder()
-            .syntax(bytes)
-            .configure(
-                meta::Config::new()
-                    .utf8_empty(false)
-                    .nfa_size_limit(Some(SIZE_LIMIT)),
-            )
-            .build(&format!(r"(?:{pattern})\z"))
-            .ok()?;
-        let longest = DFA::builder()
-            .configure(
-                DFA::config()
-                    .match_kind(MatchKind::All)
-                    .unicode_word_boundary(true)
-                    // A large expression (`a{100000}`) runs with states
-                    // evicted and made again rather than not at all.
-                    .skip_cache_capacity_check(true),
-            )
-            .syntax(bytes)
-            .thompson(nfa.clone())
-            .build(pattern)
-            .ok()?;
+        let meta = |pattern: &str| {
+            meta::Regex::builder()
+                .syntax(bytes)
+                .configure(
+                    meta::Config::new()
+                        .utf8_empty(false)
+                        .nfa_size_limit(Some(SIZE_LIMIT)),
+                )
+                .build(pattern)
+                .ok()
+        };
+        let every_match = |nfa: thompson::Config| {
+            DFA::builder()
+                .configure(
+                    DFA::config()
+                        .match_kind(MatchKind::All)
+                        .unicode_word_boundary(true)
+                        // A large expression (`a{100000}`) runs with states
+                        // evicted and made again rather than not at all.
+                        .skip_cache_capacity_check(true),
+                )
+                .syntax(bytes)
+                .thompson(nfa)
+                .build(pattern)
+                .ok()
+        };
+        let starts = every_match(nfa.clone().reverse(true))?;
+        let longest = every_match(nfa.clone())?;
         let longest_slow = PikeVM::builder()
             .configure(PikeVM::config().match_kind(MatchKind::All))
             .syntax(bytes)
             .thompson(nfa)
             .build(pattern)
             .ok()?;
-        let cache = Mutex::new(longest.create_cache());
+        let caches = Mutex::new(Caches {
+            starts: starts.create_cache(),
+            longest: longest.create_cache(),
+            longest_slow: longest_slow.create_cache(),
+        });
         Some(Self {
-            first,
-            ending,
+            first: meta(pattern)?,
+            ending: meta(&format!(r"(?:{pattern})\z"))?,
+            starts,
             longest,
-            cache,
             longest_slow,
+            caches,
             work,
         })
     }
@@ -144,34 +169,85 @@ impl Posix {
         self.first.is_match(haystack)
     }
 
+    fn caches(&self) -> std::sync::MutexGuard<'_, Caches> {
+        self.caches.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Where matches start in `haystack`, from one backward pass of a DFA
+    /// that reports every match: after the byte at `i`, it is in a match
+    /// state when some match starts at `i + 1`. The regex crate's own
+    /// search for the next start would look, from each match's end, as far
+    /// on as a longer alternative might still match (`x[^y]*y|b` over
+    /// `xbxb…` looks at the rest of the line for each `b`).
+    fn starts(&self, haystack: &[u8]) -> Result<Starts, String> {
+        let cache = &mut self.caches().starts;
+        let dfa = &self.starts;
+        let mut starts = vec![false; haystack.len() + 1];
+        let input = Input::new(haystack);
+        let Ok(mut state) = dfa.start_state_reverse(cache, &input) else {
+            return Ok(Starts::Unknown);
+        };
+        for (at, &byte) in haystack.iter().enumerate().rev() {
+            let next = dfa.next_state(cache, state, byte);
+            match next {
+                Ok(next) if !next.is_quit() => state = next,
+                _ => {
+                    self.work.charge(haystack.len() - at)?;
+                    return Ok(Starts::Unknown);
+                }
+            }
+            starts[at + 1] = state.is_match();
+        }
+        self.work.charge(haystack.len())?;
+        match dfa.next_eoi_state(cache, state) {
+            Ok(eoi) => starts[0] = eoi.is_match(),
+            Err(_) => return Ok(Starts::Unknown),
+        }
+        Ok(Starts::Known(starts))
+    }
+
     /// The leftmost-longest match at or after `at`; an error once the
     /// run's searches pass [`MAX_LONGEST_WORK`].
-    fn find_at(&self, haystack: &[u8], at: usize) -> Result<Option<Range<usize>>, String> {
-        let Some(first) = self.first.find_at(haystack, at) else {
+    fn find_at(
+        &self,
+        haystack: &[u8],
+        starts: &Starts,
+        at: usize,
+    ) -> Result<Option<Range<usize>>, String> {
+        let start = match starts {
+            Starts::Known(starts) => starts[at..].iter().position(|&s| s).map(|i| at + i),
+            Starts::Unknown => {
+                // As far as the search may look.
+                self.work.charge(haystack.len() - at)?;
+                let input = Input::new(haystack).range(at..);
+                self.first.find(input).map(|m| m.start())
+            }
+        };
+        let Some(start) = start else {
             return Ok(None);
         };
-        let end = match self.longest_end(haystack, first.start())? {
+        let end = match self.longest_end(haystack, start)? {
             Some(end) => end,
-            None => self.longest_end_slowly(haystack, first.start())?,
+            None => self.longest_end_slowly(haystack, start)?,
         };
-        Ok(Some(first.start()..end.max(first.end())))
+        Ok(Some(start..end))
     }
 
     /// The end of the longest match that starts at `start`, found by
     /// stepping the DFA byte by byte until it can match no more; `None`
     /// where the DFA gives up.
     fn longest_end(&self, haystack: &[u8], start: usize) -> Result<Option<usize>, String> {
-        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        let cache = &mut self.caches().longest;
         let dfa = &self.longest;
         let input = Input::new(haystack).range(start..).anchored(Anchored::Yes);
-        let Ok(mut state) = dfa.start_state_forward(&mut cache, &input) else {
+        let Ok(mut state) = dfa.start_state_forward(cache, &input) else {
             return Ok(None);
         };
         let mut end = None;
         let mut looked = haystack.len() - start;
         let mut gave_up = false;
         for (at, &byte) in haystack.iter().enumerate().skip(start) {
-            let Ok(next) = dfa.next_state(&mut cache, state, byte) else {
+            let Ok(next) = dfa.next_state(cache, state, byte) else {
                 (looked, gave_up) = (at + 1 - start, true);
                 break;
             };
@@ -187,15 +263,15 @@ impl Posix {
             }
         }
         if !(gave_up || state.is_dead()) {
-            match dfa.next_eoi_state(&mut cache, state) {
+            match dfa.next_eoi_state(cache, state) {
                 Ok(eoi) if eoi.is_match() => end = Some(haystack.len()),
                 Ok(eoi) => gave_up = eoi.is_quit(),
                 Err(_) => gave_up = true,
             }
         }
         self.work.charge(looked)?;
-        // No match at all cannot happen where the regex crate found one; the
-        // caller keeps its end then.
+        // A match starts here, so no match at all cannot happen; the empty
+        // one is kept if it did.
         Ok((!gave_up).then(|| end.unwrap_or(start)))
     }
 
@@ -205,10 +281,9 @@ impl Posix {
     fn longest_end_slowly(&self, haystack: &[u8], start: usize) -> Result<usize, String> {
         self.work.charge(haystack.len() - start)?;
         let input = Input::new(haystack).range(start..).anchored(Anchored::Yes);
-        let mut cache = self.longest_slow.create_cache();
         Ok(self
             .longest_slow
-            .find(&mut cache, input)
+            .find(&mut self.caches().longest_slow, input)
             .map_or(start, |m| m.end()))
     }
 
@@ -219,17 +294,30 @@ impl Posix {
         &'h self,
         haystack: &'h [u8],
     ) -> impl Iterator<Item = Result<Range<usize>, String>> + 'h {
+        let mut starts = None;
         let mut at = 0;
         let mut last_end = None;
         std::iter::from_fn(move || {
-            while at <= haystack.len() {
-                let found = match self.find_at(haystack, at) {
+            let fail = |at: &mut usize, e| {
+                *at = haystack.len() + 1;
+                Some(Err(e))
+            };
+            // Most lines do not match, and one forward search says so
+            // without the backward pass.
+            if starts.is_none() && at <= haystack.len() {
+                if !self.is_match(haystack) {
+                    return None;
+                }
+                match self.starts(haystack) {
+                    Ok(found) => starts = Some(found),
+                    Err(e) => return fail(&mut at, e),
+                }
+            }
+            while let Some(starts) = starts.as_ref().filter(|_| at <= haystack.len()) {
+                let found = match self.find_at(haystack, starts, at) {
                     Ok(Some(found)) => found,
                     Ok(None) => return None,
-                    Err(e) => {
-                        at = haystack.len() + 1;
-                        return Some(Err(e));
-                    }
+                    Err(e) => return fail(&mut at, e),
                 };
                 if found.is_empty() && last_end == Some(found.start) {
                     at = found.start + 1;
@@ -249,30 +337,35 @@ impl Posix {
 
     /// The groups of the match `found` (from [`Self::find_iter`]), by
     /// number, each as its range in `haystack`. Where the leftmost-first
-    /// match is that one, its own groups, found with the text on both
-    /// sides; else those of a search anchored at its start in the text cut
-    /// at its end, which reads a `$` or `\b` at the cut as the end of the
-    /// text (`None` where no way of matching exactly that text is found so).
+    /// match within `found` is all of it, its own groups, found with the
+    /// text on both sides; else those of a search anchored at its start in
+    /// the text cut at its end, which reads a `$` or `\b` at the cut as the
+    /// end of the text (`None` where no way of matching exactly that text
+    /// is found so). Either search looks at the match alone.
     pub fn groups(
         &self,
         haystack: &[u8],
         found: &Range<usize>,
     ) -> Option<Vec<Option<Range<usize>>>> {
-        if let Some(c) = self.first.captures_at(haystack, found.start)
-            && c.get(0).is_some_and(|m| m.range() == *found)
-        {
-            return Some(c.iter().map(|g| g.map(|m| m.range())).collect());
+        let groups = |captures: &Captures| {
+            (0..captures.group_len())
+                .map(|n| captures.get_group(n).map(|span| span.range()))
+                .collect()
+        };
+        let mut captures = self.first.create_captures();
+        let within = Input::new(haystack)
+            .range(found.clone())
+            .anchored(Anchored::Yes);
+        self.first.search_captures(&within, &mut captures);
+        if captures.get_match().is_some_and(|m| m.range() == *found) {
+            return Some(groups(&captures));
         }
         let input = Input::new(&haystack[..found.end])
             .range(found.start..)
             .anchored(Anchored::Yes);
         let mut captures = self.ending.create_captures();
         self.ending.search_captures(&input, &mut captures);
-        captures.is_match().then(|| {
-            (0..captures.group_len())
-                .map(|n| captures.get_group(n).map(|span| span.range()))
-                .collect()
-        })
+        captures.is_match().then(|| groups(&captures))
     }
 }
 
@@ -305,6 +398,46 @@ mod tests {
             .collect::<Result<_, _>>()
             .unwrap();
         assert_eq!(found, [(0, 1 << 12)]);
+    }
+
+    /// Where the next match starts is found without looking past it: the
+    /// regex crate's own search, from each `b` of a line of `xb`s, would
+    /// look to the end of the line for the `y` that ends `x[^y]*y`, about
+    /// 2^37 bytes for this 1 MiB line. Here the line is looked at once
+    /// backwards, and each match's longest end needs a few bytes (at most
+    /// three bytes per position in all).
+    #[test]
+    fn finding_where_matches_start_is_linear() {
+        let line = "xb".repeat(1 << 19);
+        let posix = Posix::new("x[^y]*y|b", false, Work::bounded(4 << 20)).unwrap();
+        let found: Vec<Range<usize>> = posix
+            .find_iter(line.as_bytes())
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(found.len(), 1 << 19);
+        assert!(
+            found
+                .iter()
+                .enumerate()
+                .all(|(k, m)| *m == (2 * k + 1..2 * k + 2))
+        );
+    }
+
+    /// Where the backward pass gives up (a non-ASCII byte, here at the
+    /// start of the line, with a Unicode `\b`), each search for a start
+    /// is charged as if it looked at the rest of the line: 2,048 searches
+    /// over a line of 4,098 bytes are about 2^22 bytes, past a bound of
+    /// 2^20.
+    #[test]
+    fn searches_for_starts_the_dfa_gives_up_on_are_bounded() {
+        let line = format!("é{}", "xb".repeat(1 << 11));
+        let posix = Posix::new(r"\bx[^y]*y|b", false, Work::bounded(1 << 20)).unwrap();
+        let found: Result<Vec<_>, String> = posix.find_iter(line.as_bytes()).collect();
+        assert!(found.is_err(), "{:?}", found.map(|f| f.len()));
+        let ascii = &line.as_bytes()[2..];
+        let posix = Posix::new(r"\bx[^y]*y|b", false, Work::bounded(1 << 20)).unwrap();
+        let found: Result<Vec<_>, String> = posix.find_iter(ascii).collect();
+        assert_eq!(found.map(|found| found.len()), Ok(1 << 11));
     }
 
     /// The bound is the run's, not each expression's: two commands of one
