@@ -3,7 +3,7 @@
 //! as pure functions from arguments and inputs to output. File reading and
 //! the shell's streams are the caller's ([`super::commands`]).
 
-use posix::{Posix, Work};
+use posix::{Posix, Work, has_extension_groups};
 use regex::bytes::{Regex, RegexBuilder};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -201,6 +201,9 @@ impl Grep {
                 } else {
                     basic_to_extended(p)
                 };
+                if has_extension_groups(&re) {
+                    return Err(format!("bad regex '{p}'"));
+                }
                 if opts.has('x') {
                     re = format!("^(?:{re})$");
                 } else if opts.has('w') {
@@ -671,7 +674,7 @@ enum SedAction {
 
 /// An address's expression, which only tells whether a line matches.
 fn sed_regex(pattern: &str, extended: bool) -> Result<Regex, String> {
-    RegexBuilder::new(&sed_syntax(pattern, extended))
+    RegexBuilder::new(&sed_syntax(pattern, extended)?)
         .build()
         .map_err(|_| format!("bad regex '{pattern}'"))
 }
@@ -683,16 +686,21 @@ fn sed_match(
     insensitive: bool,
     work: &Arc<Work>,
 ) -> Result<Posix, String> {
-    Posix::new(&sed_syntax(pattern, extended), insensitive, work.clone())
+    Posix::new(&sed_syntax(pattern, extended)?, insensitive, work.clone())
         .ok_or_else(|| format!("bad regex '{pattern}'"))
 }
 
-fn sed_syntax(pattern: &str, extended: bool) -> String {
-    if extended {
+/// `pattern` in the regex crate's syntax.
+fn sed_syntax(pattern: &str, extended: bool) -> Result<String, String> {
+    let syntax = if extended {
         pattern.to_owned()
     } else {
         basic_to_extended(pattern)
+    };
+    if has_extension_groups(&syntax) {
+        return Err(format!("bad regex '{pattern}'"));
     }
+    Ok(syntax)
 }
 
 /// Splits `s/a/b/g`-style text at unescaped `delim`s into `n` parts and

@@ -209,6 +209,39 @@ fn matches_are_leftmost_longest_as_posix_asks() {
     assert_eq!(grep(&["-oE", r"x|x.*\b"], "xé y\n").0, "xé y\n");
 }
 
+/// The regex crate's groups that open with `(?` are not POSIX; a phone's
+/// regcomp refuses them (a `?` with nothing to repeat), in extended or
+/// basic syntax (`\(\?` is GNU's `(?`). Among them `(?x)`, whose comment
+/// would swallow the parenthesis the tools close a wrapped expression with.
+#[test]
+fn groups_that_are_not_posix_are_refused() {
+    for pattern in ["(?i)A", "(?:a)", "(?P<n>a)", "(?x)a # c", "b|(?s:.)"] {
+        assert_eq!(
+            Grep::new(&["-E", pattern]).err(),
+            Some(format!("bad regex '{pattern}'")),
+            "{pattern}"
+        );
+        for args in [&["-E", "-x", pattern], &["-E", "-w", pattern]] {
+            assert!(Grep::new(args).is_err(), "{args:?}");
+        }
+        let script = format!("s/{pattern}/x/");
+        assert_eq!(
+            Sed::new(&["-E", &script]).err(),
+            Some(format!("bad regex '{pattern}'"))
+        );
+        let address = format!("/{pattern}/p");
+        assert!(Sed::new(&["-E", &address]).is_err(), "{address}");
+    }
+    assert!(Grep::new(&[r"\(\?i\)a"]).is_err());
+    assert!(Sed::new(&[r"s/\(\?i\)a/x/"]).is_err());
+    // What only looks like one: an optional parenthesis, a class, an
+    // escaped backslash before a group.
+    assert_eq!(grep(&["-oE", r"\(?a"], "(a a\n").0, "(a\na\n");
+    assert_eq!(grep(&["-oE", "[(?]+"], "a(?b\n").0, "(?\n");
+    assert_eq!(grep(&["-o", "(?a"], "(?a\n").0, "(?a\n");
+    assert_eq!(sed_run(&["-E", r"s/(a)?b/[\1]/"], "ab\n"), "[a]\n");
+}
+
 /// A small extended expression over a and b: letters, concatenation,
 /// alternation, star and `?`.
 fn expression() -> impl proptest::strategy::Strategy<Value = String> {
