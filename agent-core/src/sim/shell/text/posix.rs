@@ -20,7 +20,7 @@ use regex_automata::util::{captures::Captures, syntax};
 use regex_automata::{Anchored, Input, MatchKind, meta};
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// The regex crate's default limit on a compiled expression, kept for the
 /// other engines' NFAs too.
@@ -74,9 +74,13 @@ impl Work {
 pub struct Posix {
     /// Leftmost-first: whether a line matches, and a match's groups.
     first: meta::Regex,
-    /// The expression ending at the end of the text: a match's groups,
-    /// searched anchored at its start in the text cut at its end.
-    ending: meta::Regex,
+    /// The expression followed by k more bytes (index k, up to one
+    /// character's) and the end of the text: a match's groups, searched
+    /// anchored at its start in the text cut k bytes after its end. Made
+    /// when first needed.
+    ending: [OnceLock<Option<meta::Regex>>; LONGEST_CHAR + 1],
+    pattern: String,
+    syntax: syntax::Config,
     /// Run backwards over a whole line, where matches start.
     starts: DFA,
     /// Anchored at a start, the end of the longest match from there.
@@ -104,6 +108,23 @@ enum Starts {
     Unknown,
 }
 
+/// The most bytes of a UTF-8 character: all an assertion at a match's end
+/// (`\b`, `$`) looks at after it.
+const LONGEST_CHAR: usize = 4;
+
+/// `pattern` as the regex crate's bytes API compiles it, leftmost-first.
+fn leftmost_first(pattern: &str, syntax: syntax::Config) -> Option<meta::Regex> {
+    meta::Regex::builder()
+        .syntax(syntax)
+        .configure(
+            meta::Config::new()
+                .utf8_empty(false)
+                .nfa_size_limit(Some(SIZE_LIMIT)),
+        )
+        .build(pattern)
+        .ok()
+}
+
 impl Posix {
     /// `None` when the regex crate refuses the expression.
     pub fn new(pattern: &str, insensitive: bool, work: Arc<Work>) -> Option<Self> {
@@ -115,17 +136,6 @@ impl Posix {
         let nfa = thompson::Config::new()
             .utf8(false)
             .nfa_size_limit(Some(SIZE_LIMIT));
-        let meta = |pattern: &str| {
-            meta::Regex::builder()
-                .syntax(bytes)
-                .configure(
-                    meta::Config::new()
-                        .utf8_empty(false)
-                        .nfa_size_limit(Some(SIZE_LIMIT)),
-                )
-                .build(pattern)
-                .ok()
-        };
         let every_match = |nfa: thompson::Config| {
             DFA::builder()
                 .configure(
@@ -155,8 +165,10 @@ impl Posix {
             longest_slow: longest_slow.create_cache(),
         });
         Some(Self {
-            first: meta(pattern)?,
-            ending: meta(&format!(r"(?:{pattern})\z"))?,
+            first: leftmost_first(pattern, bytes)?,
+            ending: Default::default(),
+            pattern: pattern.to_owned(),
+            syntax: bytes,
             starts,
             longest,
             longest_slow,
@@ -217,7 +229,10 @@ impl Posix {
         let start = match starts {
             Starts::Known(starts) => starts[at..].iter().position(|&s| s).map(|i| at + i),
             Starts::Unknown => {
-                // As far as the search may look.
+                // As far as the search may look. More than most searches
+                // do: `grep -ow` (a Unicode `\b`) over a line of non-ASCII
+                // text a MiB long passes the bound after some thousands of
+                // matches.
                 self.work.charge(haystack.len() - at)?;
                 let input = Input::new(haystack).range(at..);
                 self.first.find(input).map(|m| m.start())
@@ -336,12 +351,14 @@ impl Posix {
     }
 
     /// The groups of the match `found` (from [`Self::find_iter`]), by
-    /// number, each as its range in `haystack`. Where the leftmost-first
-    /// match within `found` is all of it, its own groups, found with the
-    /// text on both sides; else those of a search anchored at its start in
-    /// the text cut at its end, which reads a `$` or `\b` at the cut as the
-    /// end of the text (`None` where no way of matching exactly that text
-    /// is found so). Either search looks at the match alone.
+    /// number, each as its range in `haystack`: those of the leftmost-first
+    /// way of matching exactly that text. Where the leftmost-first match
+    /// within `found` is all of it, its own groups; else those of a search
+    /// anchored at its start for the expression followed by the character
+    /// after it, in the text cut after that character. Either search sees
+    /// the text on both sides as far as an assertion looks (`$`, `\b` at
+    /// the match's end) and looks at the match alone; `None` where no way
+    /// of matching exactly that text is found.
     pub fn groups(
         &self,
         haystack: &[u8],
@@ -360,11 +377,18 @@ impl Posix {
         if captures.get_match().is_some_and(|m| m.range() == *found) {
             return Some(groups(&captures));
         }
-        let input = Input::new(&haystack[..found.end])
+        let after = (haystack.len() - found.end).min(LONGEST_CHAR);
+        let ending = self.ending[after]
+            .get_or_init(|| {
+                let pattern = format!(r"(?:{})(?s-u:.){{{after}}}\z", self.pattern);
+                leftmost_first(&pattern, self.syntax)
+            })
+            .as_ref()?;
+        let input = Input::new(&haystack[..found.end + after])
             .range(found.start..)
             .anchored(Anchored::Yes);
-        let mut captures = self.ending.create_captures();
-        self.ending.search_captures(&input, &mut captures);
+        let mut captures = ending.create_captures();
+        ending.search_captures(&input, &mut captures);
         captures.is_match().then(|| groups(&captures))
     }
 }

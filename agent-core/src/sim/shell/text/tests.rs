@@ -200,6 +200,17 @@ fn matches_are_leftmost_longest_as_posix_asks() {
         "[][a]b\n"
     );
     assert_eq!(sed_run(&["-E", r"s/(ab\B)/[\1]/"], "abc\n"), "[ab]c\n");
+    // Where the leftmost-first way matches less (`a`), the groups of the
+    // longest still read the text after it: `\B` and `$` are not at the
+    // line's end there.
+    assert_eq!(sed_run(&["-E", r"s/(a|ab)\B/[\1]/"], "abc\n"), "[ab]c\n");
+    assert_eq!(
+        sed_run(&["-E", r"s/(a|ab)(b$|)/[\1|\2]/"], "abc\n"),
+        "[ab|]c\n"
+    );
+    // The character after is é, two bytes, a letter to a Unicode `\B` (as
+    // to GNU sed in a UTF-8 locale).
+    assert_eq!(sed_run(&["-E", r"s/(a|ab)\B/[\1]/"], "abé\n"), "[ab]é\n");
     // Empty matches: none right after a match, one at the end of the line.
     assert_eq!(sed_run(&["s/x*/-/g"], "abc\n"), "-a-b-c-\n");
     assert_eq!(sed_run(&["-E", "s/b*|a/-/g"], "abc\n"), "--c-\n");
