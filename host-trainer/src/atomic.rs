@@ -83,8 +83,8 @@ fn sync_tree(dir: &Path) -> Result<()> {
     sync_dir(dir)
 }
 
-/// The name every staging entry starts with.
-const PARTIAL: &str = ".btl-partial-";
+/// The name every staging entry starts with, as agent-core's.
+const PARTIAL: &str = agent_core::agent::trajectory::STAGING_PREFIX;
 
 /// Locks the staging entry `path` (a file or a directory) for as long as
 /// the returned handle is open: [`sweep`] leaves it alone meanwhile. Where
@@ -246,6 +246,7 @@ mod tests {
     use super::{hold, write_dir, write_entries, write_file};
     use crate::error::{Error, Result};
     use agent_core::agent::trajectory::ABANDONED_AFTER;
+    use std::os::unix::fs::OpenOptionsExt;
 
     /// Dates `path`'s last change back past [`ABANDONED_AFTER`].
     fn age(path: &std::path::Path) {
@@ -290,12 +291,16 @@ mod tests {
             .arg(&pipe)
             .status()
             .unwrap();
-        let aged = std::process::Command::new("touch")
-            .args(["-d", "2 minutes ago"])
-            .arg(&pipe)
-            .status()
+        assert!(made.success());
+        // Opened without waiting for a writer, only to date it back.
+        let then =
+            std::time::SystemTime::now() - ABANDONED_AFTER - std::time::Duration::from_secs(5);
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&pipe)
+            .and_then(|f| f.set_modified(then))
             .unwrap();
-        assert!(made.success() && aged.success());
         let writers = [hold(&live).unwrap(), hold(&writing).unwrap()];
         assert!(writers.iter().all(Option::is_some));
         write_dir(&dir.path().join("out"), |d| {

@@ -311,15 +311,28 @@ pub fn step_stem(index: u32) -> String {
     format!("step-{index:04}")
 }
 
+/// The name staging files start with, here and in host-trainer's
+/// atomic writes: [`remove_abandoned`] finds what killed writers left by it.
+pub const STAGING_PREFIX: &str = ".btl-partial-";
+
 /// Writes `bytes` to `path` atomically: temp file in the same directory,
 /// fsync, rename, fsync of the directory (so the rename itself survives a
-/// power cut).
+/// power cut). What writes killed before their rename left in that
+/// directory is removed first.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), TrajectoryError> {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io_error(dir))?;
+    remove_abandoned(dir, STAGING_PREFIX);
+    let mut tmp = tempfile::Builder::new()
+        .prefix(STAGING_PREFIX)
+        .tempfile_in(dir)
+        .map_err(io_error(dir))?;
+    // A write stalled for a minute (a slow mount) keeps its file from the
+    // next writer's sweep; where the file system cannot lock, the sweep
+    // cannot either and removes nothing.
+    let _ = tmp.as_file().try_lock();
     tmp.write_all(bytes).map_err(io_error(tmp.path()))?;
     tmp.as_file().sync_all().map_err(io_error(path))?;
     tmp.persist(path).map_err(|e| TrajectoryError::Io {
@@ -666,6 +679,38 @@ mod tests {
 
     /// A file larger than any screenshot is refused after reading just past
     /// the bound, not read whole.
+    /// A write killed before its rename leaves a staging file in the
+    /// episode directory; the next write there removes it once it is
+    /// [`ABANDONED_AFTER`] old and no writer holds it. One just made and
+    /// one a live writer holds stay, and so does every other file.
+    #[test]
+    fn atomic_writes_sweep_what_killed_writes_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let then =
+            std::time::SystemTime::now() - ABANDONED_AFTER - std::time::Duration::from_secs(5);
+        let staged = |name: &str, aged: bool| {
+            let path = dir.path().join(name);
+            let file = File::create(&path).unwrap();
+            if aged {
+                file.set_modified(then).unwrap();
+            }
+            (path, file)
+        };
+        let (dead, _) = staged(".btl-partial-dead", true);
+        let (fresh, _) = staged(".btl-partial-fresh", false);
+        let (held, held_file) = staged(".btl-partial-held", true);
+        held_file.lock().unwrap();
+        let (other, _) = staged("step-0001.png", true);
+        write_atomic(&dir.path().join(EPISODE_FILE), b"{}").unwrap();
+        assert!(!dead.exists());
+        assert!(fresh.exists() && held.exists() && other.exists());
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 4, "{names:?}");
+    }
+
     #[test]
     fn a_screenshot_file_is_read_to_a_bound() {
         let dir = tempfile::tempdir().unwrap();

@@ -146,17 +146,15 @@ pub fn run(args: &Args) -> Outcome {
     for job in all {
         let dir = episode_dir(&args.out, &job);
         match recorded(&dir) {
-            Recorded::Finished(recorded) => {
+            Recorded::Finished(recorded, outcome) => {
                 check_finished(&recorded, &job, &agent_args, args, shared.as_ref())?;
-                if let Some(outcome) = recorded.episode.ended() {
-                    let line = index_line(
-                        &job,
-                        &recorded.episode.device,
-                        outcome,
-                        taken_over(&recorded),
-                    );
-                    finished.push(line);
-                }
+                let line = index_line(
+                    &job,
+                    &recorded.episode.device,
+                    &outcome,
+                    taken_over(&recorded),
+                );
+                finished.push(line);
             }
             Recorded::Interrupted { device } => jobs.push(Job {
                 resume_on: Some(device),
@@ -333,7 +331,7 @@ fn jobs(args: &Args) -> Result<Vec<Job>, Failure> {
 /// What an earlier run left in an episode's directory.
 enum Recorded {
     Nothing,
-    Finished(Box<Trajectory>),
+    Finished(Box<Trajectory>, EpisodeOutcome),
     /// Stopped mid-way (the process, or its device, was lost) on `device`.
     Interrupted {
         device: String,
@@ -343,9 +341,11 @@ enum Recorded {
 fn recorded(dir: &Path) -> Recorded {
     match crate::agent::trajectory::read_trajectory(dir) {
         Err(_) => Recorded::Nothing,
-        Ok(t) if t.episode.ended().is_some() => Recorded::Finished(Box::new(t)),
-        Ok(t) => Recorded::Interrupted {
-            device: t.episode.device,
+        Ok(t) => match t.episode.ended().cloned() {
+            Some(outcome) => Recorded::Finished(Box::new(t), outcome),
+            None => Recorded::Interrupted {
+                device: t.episode.device,
+            },
         },
     }
 }
