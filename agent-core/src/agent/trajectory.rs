@@ -325,10 +325,17 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), TrajectoryError> {
         _ => Path::new("."),
     };
     remove_abandoned(dir, STAGING_PREFIX);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(STAGING_PREFIX)
-        .tempfile_in(dir)
-        .map_err(io_error(dir))?;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(STAGING_PREFIX);
+    // Made as File::create makes a file (0666 less the umask), not private
+    // as temporary files are: a trajectory is read by other tools and
+    // users as any file its owner writes is.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut tmp = builder.tempfile_in(dir).map_err(io_error(dir))?;
     // A write stalled for a minute (a slow mount) keeps its file from the
     // next writer's sweep; where the file system cannot lock, the sweep
     // cannot either and removes nothing.
@@ -677,8 +684,6 @@ mod tests {
         parse_trajectory(Path::new("ep"), episode, format!("{step}\n").as_bytes()).unwrap();
     }
 
-    /// A file larger than any screenshot is refused after reading just past
-    /// the bound, not read whole.
     /// A write killed before its rename leaves a staging file in the
     /// episode directory; the next write there removes it once it is
     /// [`ABANDONED_AFTER`] old and no writer holds it. One just made and
@@ -711,6 +716,29 @@ mod tests {
         assert_eq!(names.len(), 4, "{names:?}");
     }
 
+    /// A written file's mode is the one File::create gives beside it, not
+    /// a temporary file's private 0600.
+    #[cfg(unix)]
+    #[test]
+    fn atomic_writes_make_files_as_file_create_does() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let mode = |name: &str| {
+            let meta = std::fs::metadata(dir.path().join(name)).unwrap();
+            meta.permissions().mode() & 0o777
+        };
+        File::create(dir.path().join("plain")).unwrap();
+        write_atomic(&dir.path().join(EPISODE_FILE), b"{}").unwrap();
+        assert_eq!(mode(EPISODE_FILE), mode("plain"));
+        assert_ne!(
+            mode("plain"),
+            0o600,
+            "the umask makes this test unable to fail"
+        );
+    }
+
+    /// A file larger than any screenshot is refused after reading just past
+    /// the bound, not read whole.
     #[test]
     fn a_screenshot_file_is_read_to_a_bound() {
         let dir = tempfile::tempdir().unwrap();
