@@ -15,7 +15,7 @@
 //! splits `(a|ab)(b*)` on `ab` as this does, `a` and `b`.
 
 use regex_automata::hybrid::dfa::{Cache, DFA};
-use regex_automata::nfa::thompson::{self, pikevm, pikevm::PikeVM};
+use regex_automata::nfa::thompson::{self, WhichCaptures, pikevm, pikevm::PikeVM};
 use regex_automata::util::{captures::Captures, syntax};
 use regex_automata::{Anchored, Input, MatchKind, meta};
 use std::ops::Range;
@@ -133,10 +133,22 @@ impl Posix {
         let bytes = syntax::Config::new()
             .case_insensitive(insensitive)
             .utf8(false);
-        let nfa = thompson::Config::new()
+        let config = thompson::Config::new()
             .utf8(false)
             .nfa_size_limit(Some(SIZE_LIMIT));
-        let every_match = |nfa: thompson::Config| {
+        let compile = |config: thompson::Config| {
+            thompson::Compiler::new()
+                .syntax(bytes)
+                .configure(config)
+                .build(pattern)
+                .ok()
+        };
+        // One forward NFA for the DFA and the simulation of the longest
+        // end; the NFA simulation's match bounds need only the implicit
+        // group, and a reverse NFA can have no groups.
+        let forward = compile(config.clone().which_captures(WhichCaptures::Implicit))?;
+        let reverse = compile(config.reverse(true).which_captures(WhichCaptures::None))?;
+        let every_match = |nfa: thompson::NFA| {
             DFA::builder()
                 .configure(
                     DFA::config()
@@ -146,18 +158,14 @@ impl Posix {
                         // evicted and made again rather than not at all.
                         .skip_cache_capacity_check(true),
                 )
-                .syntax(bytes)
-                .thompson(nfa)
-                .build(pattern)
+                .build_from_nfa(nfa)
                 .ok()
         };
-        let starts = every_match(nfa.clone().reverse(true))?;
-        let longest = every_match(nfa.clone())?;
+        let starts = every_match(reverse)?;
+        let longest = every_match(forward.clone())?;
         let longest_slow = PikeVM::builder()
             .configure(PikeVM::config().match_kind(MatchKind::All))
-            .syntax(bytes)
-            .thompson(nfa)
-            .build(pattern)
+            .build_from_nfa(forward)
             .ok()?;
         let caches = Mutex::new(Caches {
             starts: starts.create_cache(),
