@@ -36,9 +36,14 @@ fn quantized_to_q8_0_the_model_loads_and_keeps_its_first_tokens() {
     for path in [&live, &fresh] {
         std::fs::remove_file(path).unwrap();
     }
+    // Made as File::create makes a file (0666 less the umask), not a
+    // temporary file's private 0600.
     use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(&out).unwrap().permissions().mode();
-    assert_eq!(mode & 0o777, 0o644, "{mode:o}");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let other = Dir::new();
+    std::fs::File::create(other.path("plain")).unwrap();
+    assert_eq!(mode(&out), mode(&other.path("plain")));
+    assert_ne!(mode(&out), 0o600);
     let f16_len = std::fs::metadata(F16).unwrap().len();
     let q8_len = std::fs::metadata(&out).unwrap().len();
     // q8_0 stores 32 weights in 34 bytes, f16 in 64: the weights shrink to

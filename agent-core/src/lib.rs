@@ -17,6 +17,8 @@
 //!   llama.cpp, scripted and oracle policies.
 //! - [`agent`]: the agent loop, its safety gate, screen-stability wait and
 //!   crash-safe trajectories.
+//! - [`atomic`]: crash-safe output files (staging, rename, the sweep of
+//!   what killed writers left).
 //! - [`hash`]: the fixed hash seeds are mixed with. Pure.
 //! - [`json_diff`]: the leaves where two JSON values differ, which refusals
 //!   of a recorded run's other settings name. Pure.
@@ -31,6 +33,7 @@
 //! - `cli`: the `btl` command line; `src/main.rs` only calls `cli::main`.
 
 pub mod agent;
+pub mod atomic;
 #[cfg(feature = "host")]
 pub mod cli;
 pub mod device;

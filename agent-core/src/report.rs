@@ -9,9 +9,7 @@
 //! [`render`] is pure (trajectory records and image bytes in, HTML out);
 //! [`write`](fn@write) reads the directory and writes `report.html` atomically.
 
-use crate::agent::trajectory::{
-    StepRecord, Trajectory, TrajectoryError, read_trajectory, write_atomic,
-};
+use crate::agent::trajectory::{StepRecord, Trajectory, TrajectoryError, read_trajectory};
 use crate::device::DeviceAction;
 use crate::protocol::{BtlOutput, FrameMap, ParseMode, parse};
 use base64::Engine;
@@ -48,7 +46,7 @@ pub fn write(dir: &Path) -> Result<PathBuf, ReportError> {
     }
     let html = render(&trajectory, &shots);
     let path = dir.join(REPORT_FILE);
-    write_atomic(&path, html.as_bytes())?;
+    crate::atomic::write(&path, html.as_bytes()).map_err(TrajectoryError::from)?;
     Ok(path)
 }
 

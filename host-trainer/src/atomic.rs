@@ -8,14 +8,17 @@
 //!
 //! A killed writer leaves its staging entry (`.btl-partial-*`, as large as
 //! the export it was making) behind. Each staging entry is locked while
-//! its writer lives, and the next directory written beside one removes
-//! those no process holds.
+//! its writer lives, and the next output written beside one removes those
+//! no process holds. Staging, locks, the sweep and the modes outputs are
+//! made with are agent-core's ([`agent_core::atomic`]), shared with its
+//! trajectories and quantizations.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use agent_core::atomic;
 
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
     move |source| Error::Io {
@@ -26,10 +29,7 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
 
 /// The directory an output goes into (`.` for a bare file name).
 fn parent_of(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
-        _ => PathBuf::from("."),
-    }
+    atomic::parent_dir(path).to_owned()
 }
 
 /// Whether writing `out` would destroy `input`: `out` is `input` itself,
@@ -57,12 +57,9 @@ fn resolved(path: &Path) -> Option<PathBuf> {
     })
 }
 
-/// Makes a rename durable: on Linux the new directory entry is only on disk
-/// once the directory itself is synced.
+/// Makes a rename durable (see [`atomic::sync_dir`]).
 fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_error(dir))
+    atomic::sync_dir(dir).map_err(io_error(dir))
 }
 
 /// Syncs the files under `dir`, at every depth, then each directory after
@@ -84,36 +81,20 @@ fn sync_tree(dir: &Path) -> Result<()> {
 }
 
 /// The name every staging entry starts with, as agent-core's.
-const PARTIAL: &str = agent_core::agent::trajectory::STAGING_PREFIX;
+const PARTIAL: &str = atomic::STAGING_PREFIX;
 
 /// Locks the staging entry `path` (a file or a directory) for as long as
-/// the returned handle is open: [`sweep`] leaves it alone meanwhile. Where
-/// the file system cannot lock it (NFS locks no directory, some mounts
-/// lock nothing), the write goes on unlocked: a sweep there cannot lock
-/// the entry either, and so leaves it alone too. Any other failure to lock
-/// (too many open files) is an error: an unlocked entry that another
-/// process can lock would be swept from under its writer.
-fn hold(path: &Path) -> Result<Option<File>> {
+/// the returned handle is open: [`sweep`] leaves it alone meanwhile (see
+/// [`atomic::hold`] for file systems that cannot lock).
+fn hold(path: &Path) -> Result<File> {
     let file = File::open(path).map_err(io_error(path))?;
-    match file.lock() {
-        Ok(()) => Ok(Some(file)),
-        Err(e) if cannot_lock(&e) => Ok(None),
-        Err(e) => Err(io_error(path)(e)),
-    }
-}
-
-/// Whether `e` says the file system does not lock files.
-fn cannot_lock(e: &std::io::Error) -> bool {
-    const EBADF: i32 = 9;
-    const ENOLCK: i32 = 37;
-    const EOPNOTSUPP: i32 = 95;
-    e.kind() == std::io::ErrorKind::Unsupported
-        || matches!(e.raw_os_error(), Some(EBADF | ENOLCK | EOPNOTSUPP))
+    atomic::hold(&file).map_err(io_error(path))?;
+    Ok(file)
 }
 
 /// Removes the staging entries in `dir` that killed writers left.
 fn sweep(dir: &Path) {
-    agent_core::agent::trajectory::remove_abandoned(dir, PARTIAL);
+    atomic::remove_abandoned(dir, PARTIAL);
 }
 
 /// Writes `path` through `fill`, replacing any previous file only once the new
@@ -123,25 +104,8 @@ pub(crate) fn write_file(
     fill: impl FnOnce(&mut BufWriter<&File>) -> Result<()>,
 ) -> Result<()> {
     let dir = parent_of(path);
-    let temp = tempfile::Builder::new()
-        .prefix(PARTIAL)
-        .tempfile_in(&dir)
-        .map_err(io_error(&dir))?;
-    // Unlocked where the file system cannot lock (see [`hold`]).
-    if let Err(e) = temp.as_file().lock()
-        && !cannot_lock(&e)
-    {
-        return Err(io_error(temp.path())(e));
-    }
-    // A temporary file is created private (0600); the output is an ordinary
-    // file that others on the machine (and `adb push`) may read.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        temp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))
-            .map_err(io_error(temp.path()))?;
-    }
+    sweep(&dir);
+    let temp = atomic::staging_file(&dir, PARTIAL).map_err(io_error(&dir))?;
     {
         let mut writer = BufWriter::new(temp.as_file());
         fill(&mut writer)?;
@@ -164,10 +128,7 @@ pub(crate) fn write_file(
 pub(crate) fn write_dir(path: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
     let parent = parent_of(path);
     sweep(&parent);
-    let staging = tempfile::Builder::new()
-        .prefix(PARTIAL)
-        .tempdir_in(&parent)
-        .map_err(io_error(&parent))?;
+    let staging = atomic::staging_dir(&parent, PARTIAL).map_err(io_error(&parent))?;
     let _held = hold(staging.path())?;
     fill(staging.path())?;
     sync_tree(staging.path())?;
@@ -185,10 +146,7 @@ pub(crate) fn write_dir(path: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> 
 pub(crate) fn write_entries(dir: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(io_error(dir))?;
     sweep(dir);
-    let staging = tempfile::Builder::new()
-        .prefix(PARTIAL)
-        .tempdir_in(dir)
-        .map_err(io_error(dir))?;
+    let staging = atomic::staging_dir(dir, PARTIAL).map_err(io_error(dir))?;
     let _held = hold(staging.path())?;
     fill(staging.path())?;
     sync_tree(staging.path())?;
@@ -245,7 +203,7 @@ mod tests {
 
     use super::{hold, write_dir, write_entries, write_file};
     use crate::error::{Error, Result};
-    use agent_core::agent::trajectory::ABANDONED_AFTER;
+    use agent_core::atomic::ABANDONED_AFTER;
     use std::os::unix::fs::OpenOptionsExt;
 
     /// Dates `path`'s last change back past [`ABANDONED_AFTER`].
@@ -301,8 +259,7 @@ mod tests {
             .open(&pipe)
             .and_then(|f| f.set_modified(then))
             .unwrap();
-        let writers = [hold(&live).unwrap(), hold(&writing).unwrap()];
-        assert!(writers.iter().all(Option::is_some));
+        let _writers = [hold(&live).unwrap(), hold(&writing).unwrap()];
         write_dir(&dir.path().join("out"), |d| {
             std::fs::write(d.join("a"), "1").unwrap();
             Ok(())

@@ -796,7 +796,7 @@ fn settings_beyond_their_bounds_are_refused() {
     t.episode.outcome = None;
     t.episode.settings.vote = 4_000_000_000;
     let json = serde_json::to_vec_pretty(&t.episode).unwrap();
-    trajectory::write_atomic(&edited.join(EPISODE_FILE), &json).unwrap();
+    crate::atomic::write(&edited.join(EPISODE_FILE), &json).unwrap();
     let err = Agent::resume(
         &edited,
         Box::new(SimDevice::new(phone.clone())),
@@ -981,7 +981,7 @@ fn mark_interrupted(dir: &Path, max_steps: u32) {
     t.episode.outcome = None;
     t.episode.settings.max_steps = max_steps;
     let json = serde_json::to_vec_pretty(&t.episode).unwrap();
-    trajectory::write_atomic(&dir.join(EPISODE_FILE), &json).unwrap();
+    crate::atomic::write(&dir.join(EPISODE_FILE), &json).unwrap();
 }
 
 /// Checks the invariants a resumed trajectory must keep.

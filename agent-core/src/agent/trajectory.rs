@@ -18,6 +18,7 @@
 use super::safety::Verdict;
 use super::stability::Settle;
 use super::{AgentConfig, StopReason};
+use crate::atomic;
 use crate::device::DeviceAction;
 use crate::device::ui::{UiNode, to_uiautomator_xml};
 use crate::model::GenerationStats;
@@ -279,19 +280,26 @@ pub enum TrajectoryError {
     },
 }
 
+impl From<atomic::WriteError> for TrajectoryError {
+    fn from(e: atomic::WriteError) -> Self {
+        Self::Io {
+            path: e.path,
+            source: e.source,
+        }
+    }
+}
+
 /// Holds `steps` (an episode's steps.jsonl) for this writer alone until it
 /// is closed, before anything is cut from it: a second `run --resume`, or
 /// a `collect` on the same directory, is refused rather than interleaved.
-/// Where the standard library cannot lock files (on Android before Rust
-/// 1.98 it reports Unsupported), the episode is written unlocked, as
-/// before: one app session writes its own directory.
+/// Where the file system cannot lock (some network and FUSE mounts), the
+/// episode is written unlocked: one writer per directory is then the
+/// user's to keep.
 fn lock(steps: &File, dir: &Path) -> Result<(), TrajectoryError> {
-    match steps.try_lock() {
+    match atomic::try_lock(steps) {
         Ok(()) => Ok(()),
         Err(std::fs::TryLockError::WouldBlock) => Err(TrajectoryError::Busy(dir.to_path_buf())),
-        Err(std::fs::TryLockError::Error(e)) if e.kind() == std::io::ErrorKind::Unsupported => {
-            Ok(())
-        }
+        Err(std::fs::TryLockError::Error(e)) if atomic::cannot_lock(&e) => Ok(()),
         Err(std::fs::TryLockError::Error(source)) => Err(TrajectoryError::Io {
             path: dir.join(STEPS_FILE),
             source,
@@ -309,99 +317,6 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> TrajectoryError + '_ 
 /// `step-0001`: the file stem of step `index`.
 pub fn step_stem(index: u32) -> String {
     format!("step-{index:04}")
-}
-
-/// The name staging files start with, here and in host-trainer's
-/// atomic writes: [`remove_abandoned`] finds what killed writers left by it.
-pub const STAGING_PREFIX: &str = ".btl-partial-";
-
-/// Writes `bytes` to `path` atomically: temp file in the same directory,
-/// fsync, rename, fsync of the directory (so the rename itself survives a
-/// power cut). What writes killed before their rename left in that
-/// directory is removed first.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), TrajectoryError> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    remove_abandoned(dir, STAGING_PREFIX);
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(STAGING_PREFIX);
-    // Made as File::create makes a file (0666 less the umask), not private
-    // as temporary files are: a trajectory is read by other tools and
-    // users as any file its owner writes is.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(0o666));
-    }
-    let mut tmp = builder.tempfile_in(dir).map_err(io_error(dir))?;
-    // A write stalled for a minute (a slow mount) keeps its file from the
-    // next writer's sweep; where the file system cannot lock, the sweep
-    // cannot either and removes nothing.
-    let _ = tmp.as_file().try_lock();
-    tmp.write_all(bytes).map_err(io_error(tmp.path()))?;
-    tmp.as_file().sync_all().map_err(io_error(path))?;
-    tmp.persist(path).map_err(|e| TrajectoryError::Io {
-        path: path.to_path_buf(),
-        source: e.error,
-    })?;
-    sync_dir(dir)
-}
-
-fn sync_dir(dir: &Path) -> Result<(), TrajectoryError> {
-    sync_entries(dir).map_err(io_error(dir))
-}
-
-/// How long a staging entry is left alone whatever its lock says: a writer
-/// locks its entry right after creating it, not at the same instant.
-pub const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// Removes what killed writers left in `dir`: the plain files and
-/// directories named `prefix…` that no process holds locked (a writer
-/// flocks its staging entry while it lives) and that have not changed for
-/// [`ABANDONED_AFTER`]. Best effort: what cannot be read, locked or removed
-/// stays, so where the file system cannot lock nothing is removed. Links,
-/// pipes (whose open would block) and devices of such a name are left.
-pub fn remove_abandoned(dir: &Path, prefix: &str) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        if !entry.file_name().to_string_lossy().starts_with(prefix) {
-            continue;
-        }
-        let Ok(meta) = entry.metadata() else { continue };
-        if !(meta.is_dir() || meta.is_file()) {
-            continue;
-        }
-        let stale = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age >= ABANDONED_AFTER);
-        let path = entry.path();
-        if stale && File::open(&path).is_ok_and(|f| f.try_lock().is_ok()) {
-            let _ = if meta.is_dir() {
-                std::fs::remove_dir_all(&path)
-            } else {
-                std::fs::remove_file(&path)
-            };
-        }
-    }
-}
-
-/// Makes the entries of `dir` durable (a rename into it, a new file).
-#[cfg(unix)]
-pub(crate) fn sync_entries(dir: &Path) -> std::io::Result<()> {
-    File::open(dir).and_then(|d| d.sync_all())
-}
-
-/// Elsewhere a directory cannot be opened as a file; the rename is as
-/// durable as the platform makes it.
-#[cfg(not(unix))]
-pub(crate) fn sync_entries(_: &Path) -> std::io::Result<()> {
-    Ok(())
 }
 
 /// Appends records to an episode directory.
@@ -475,7 +390,7 @@ impl TrajectoryWriter {
             line: None,
             source,
         })?;
-        write_atomic(&path, &json)
+        Ok(atomic::write(&path, &json)?)
     }
 
     /// Writes the step's screenshot and UI tree, then appends its line.
@@ -489,9 +404,9 @@ impl TrajectoryWriter {
             index: record.index,
             source,
         })?;
-        write_atomic(&self.dir.join(&record.screenshot), &png)?;
+        atomic::write(&self.dir.join(&record.screenshot), &png)?;
         if let (Some(name), Some(ui)) = (&record.ui_tree, ui_tree) {
-            write_atomic(&self.dir.join(name), to_uiautomator_xml(ui).as_bytes())?;
+            atomic::write(&self.dir.join(name), to_uiautomator_xml(ui).as_bytes())?;
         }
         let path = self.dir.join(STEPS_FILE);
         let mut line = serde_json::to_vec(record).map_err(|source| TrajectoryError::Json {
@@ -682,59 +597,6 @@ mod tests {
         step["ui_tree"] = serde_json::Value::Null;
         step["screenshot"] = "step-0001.png".into();
         parse_trajectory(Path::new("ep"), episode, format!("{step}\n").as_bytes()).unwrap();
-    }
-
-    /// A write killed before its rename leaves a staging file in the
-    /// episode directory; the next write there removes it once it is
-    /// [`ABANDONED_AFTER`] old and no writer holds it. One just made and
-    /// one a live writer holds stay, and so does every other file.
-    #[test]
-    fn atomic_writes_sweep_what_killed_writes_left() {
-        let dir = tempfile::tempdir().unwrap();
-        let then =
-            std::time::SystemTime::now() - ABANDONED_AFTER - std::time::Duration::from_secs(5);
-        let staged = |name: &str, aged: bool| {
-            let path = dir.path().join(name);
-            let file = File::create(&path).unwrap();
-            if aged {
-                file.set_modified(then).unwrap();
-            }
-            (path, file)
-        };
-        let (dead, _) = staged(".btl-partial-dead", true);
-        let (fresh, _) = staged(".btl-partial-fresh", false);
-        let (held, held_file) = staged(".btl-partial-held", true);
-        held_file.lock().unwrap();
-        let (other, _) = staged("step-0001.png", true);
-        write_atomic(&dir.path().join(EPISODE_FILE), b"{}").unwrap();
-        assert!(!dead.exists());
-        assert!(fresh.exists() && held.exists() && other.exists());
-        let names: Vec<String> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(names.len(), 4, "{names:?}");
-    }
-
-    /// A written file's mode is the one File::create gives beside it, not
-    /// a temporary file's private 0600.
-    #[cfg(unix)]
-    #[test]
-    fn atomic_writes_make_files_as_file_create_does() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let mode = |name: &str| {
-            let meta = std::fs::metadata(dir.path().join(name)).unwrap();
-            meta.permissions().mode() & 0o777
-        };
-        File::create(dir.path().join("plain")).unwrap();
-        write_atomic(&dir.path().join(EPISODE_FILE), b"{}").unwrap();
-        assert_eq!(mode(EPISODE_FILE), mode("plain"));
-        assert_ne!(
-            mode("plain"),
-            0o600,
-            "the umask makes this test unable to fail"
-        );
     }
 
     /// A file larger than any screenshot is refused after reading just past

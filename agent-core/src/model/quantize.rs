@@ -347,32 +347,17 @@ pub fn quantize(
         })?
         .to_string_lossy();
     let partial_prefix = format!(".{file_name}.partial-");
-    let dir = output
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let dir = crate::atomic::parent_dir(output);
     // What quantizations of the same output killed mid-way left.
-    crate::agent::trajectory::remove_abandoned(dir, &partial_prefix);
+    crate::atomic::remove_abandoned(dir, &partial_prefix);
     // A name of its own, held locked while llama.cpp writes it (it
     // truncates this same file): another quantization of the same output
     // meanwhile neither writes into it nor removes it.
-    let temp = tempfile::Builder::new()
-        .prefix(&partial_prefix)
-        .tempfile_in(dir)
-        .map_err(|e| QuantizeError::Path {
+    let temp =
+        crate::atomic::staging_file(dir, &partial_prefix).map_err(|e| QuantizeError::Path {
             path: dir.to_path_buf(),
             reason: e.to_string(),
         })?;
-    let _ = temp.as_file().try_lock();
-    // Made private (0600) as temporary files are; the model is an ordinary
-    // file others on the machine (and `adb push`) may read.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = temp
-            .as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644));
-    }
     let partial = temp.path().to_path_buf();
     let c_path = |p: &Path| {
         CString::new(p.to_string_lossy().as_bytes()).map_err(|_| QuantizeError::Path {
@@ -410,5 +395,5 @@ pub fn quantize(
     };
     temp.as_file().sync_all().map_err(fail)?;
     temp.persist(output).map_err(|e| fail(e.error))?;
-    crate::agent::trajectory::sync_entries(dir).map_err(fail)
+    crate::atomic::sync_dir(dir).map_err(fail)
 }

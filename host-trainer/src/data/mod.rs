@@ -23,8 +23,9 @@ pub mod samples;
 pub mod tap_text;
 pub mod trajectories;
 
-use agent_core::agent::trajectory::{TrajectoryError, write_atomic};
 use std::path::{Path, PathBuf};
+
+use agent_core::agent::trajectory::TrajectoryError;
 
 pub use agent_core::sample::rois::DEFAULT_LAMBDA;
 pub use samples::{load_samples, rebase_images, write_samples};
@@ -99,12 +100,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Writes a whole file atomically (temporary file, sync, rename), so a
 /// reader never sees half of it.
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_atomic(path, bytes).map_err(|e| Error::Write {
+    agent_core::atomic::write(path, bytes).map_err(|e| Error::Write {
         path: path.to_path_buf(),
-        source: match e {
-            TrajectoryError::Io { source, .. } => source,
-            other => std::io::Error::other(other.to_string()),
-        },
+        source: e.source,
     })
 }
 

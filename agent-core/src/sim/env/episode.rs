@@ -468,8 +468,7 @@ impl ClientPolicy {
 /// Writes an observation's screenshot whole or not at all, as the
 /// episode's own files are: a client may read it after a crash.
 fn write_png(path: &Path, png: &[u8]) -> Result<(), PolicyError> {
-    crate::agent::trajectory::write_atomic(path, png)
-        .map_err(|e| PolicyError::Backend(e.to_string()))
+    crate::atomic::write(path, png).map_err(|e| PolicyError::Backend(e.to_string()))
 }
 
 impl Policy for ClientPolicy {

@@ -1,0 +1,303 @@
+//! Crash-safe output files: a reader, or the next run after a crash or a
+//! power cut, sees a file's previous content or its complete new one,
+//! never half of it.
+//!
+//! Every writer stages its bytes under a name of its own in the target's
+//! directory ([`staging_file`]), syncs them, renames the staging file over
+//! the target and syncs the directory ([`sync_dir`]), so the rename itself
+//! is on disk. A writer killed before its rename leaves the staging file
+//! behind; each writer holds its own locked while it lives, and
+//! [`remove_abandoned`] sweeps those no process holds. [`write`](fn@write)
+//! does all of it for bytes already in memory; llama.cpp's quantizer and
+//! host-trainer's exports fill a staging file or directory themselves.
+
+use std::fs::File;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tempfile::NamedTempFile;
+
+/// The name staging entries start with (agent-core's files, host-trainer's
+/// files and directories): [`remove_abandoned`] finds what killed writers
+/// left by it.
+pub const STAGING_PREFIX: &str = ".btl-partial-";
+
+/// How long a staging entry is left alone whatever its lock says: a writer
+/// locks its entry right after creating it, not at the same instant.
+pub const ABANDONED_AFTER: Duration = Duration::from_secs(60);
+
+/// An atomic write that failed, naming the file or directory at fault.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {source}")]
+pub struct WriteError {
+    /// The target, its staging file or its directory.
+    pub path: PathBuf,
+    /// What the operating system reported.
+    pub source: std::io::Error,
+}
+
+fn at(path: &Path) -> impl FnOnce(std::io::Error) -> WriteError + '_ {
+    move |source| WriteError {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The directory `path` goes into (`.` for a bare file name).
+pub fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
+/// Writes `bytes` to `path` atomically: a staging file in the same
+/// directory, fsync, rename, fsync of the directory. What killed writes
+/// left in that directory is removed first.
+pub fn write(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    let dir = parent_dir(path);
+    remove_abandoned(dir, STAGING_PREFIX);
+    let mut staged = staging_file(dir, STAGING_PREFIX).map_err(at(dir))?;
+    staged.write_all(bytes).map_err(at(staged.path()))?;
+    staged.as_file().sync_all().map_err(at(path))?;
+    staged.persist(path).map_err(|e| at(path)(e.error))?;
+    sync_dir(dir).map_err(at(dir))
+}
+
+/// A new staging file in `dir` named `prefix` and a random suffix, made as
+/// `File::create` makes a file (0666 less the umask, not a temporary
+/// file's private 0600: outputs are read by other tools and users, and
+/// pushed to phones) and held locked until it is persisted or dropped, so
+/// that [`remove_abandoned`] leaves it alone.
+pub fn staging_file(dir: &Path, prefix: &str) -> std::io::Result<NamedTempFile> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(prefix);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let file = builder.tempfile_in(dir)?;
+    hold(file.as_file())?;
+    Ok(file)
+}
+
+/// A new staging directory in `dir` named `prefix` and a random suffix,
+/// made as `create_dir` makes one (0777 less the umask, not a temporary
+/// directory's private 0700), for outputs made of several files. It is not
+/// locked: its writer opens it and [`hold`]s it.
+pub fn staging_dir(dir: &Path, prefix: &str) -> std::io::Result<tempfile::TempDir> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(prefix);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o777));
+    }
+    builder.tempdir_in(dir)
+}
+
+/// Locks `entry` (a staging file, or a staging directory opened as a
+/// file) for as long as it stays open. Where the file system cannot lock
+/// (some network and FUSE mounts), the write goes on unlocked: a sweep
+/// there cannot lock the entry either, and so leaves it alone too. Any
+/// other failure is an error: an unlocked entry that another process can
+/// lock would be swept from under its writer.
+pub fn hold(entry: &File) -> std::io::Result<()> {
+    match try_lock(entry) {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::Error(e)) if cannot_lock(&e) => Ok(()),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
+        Err(std::fs::TryLockError::WouldBlock) => Err(std::io::Error::new(
+            std::io::ErrorKind::WouldBlock,
+            "another process holds this new staging entry",
+        )),
+    }
+}
+
+/// Whether `e` says the file system (or the platform) does not lock files.
+pub fn cannot_lock(e: &std::io::Error) -> bool {
+    const EBADF: i32 = 9;
+    const ENOLCK: i32 = 37;
+    const ENOSYS: i32 = 38;
+    const EOPNOTSUPP: i32 = 95;
+    e.kind() == std::io::ErrorKind::Unsupported
+        || matches!(e.raw_os_error(), Some(EBADF | ENOLCK | ENOSYS | EOPNOTSUPP))
+}
+
+/// An exclusive `flock` of `file` without waiting, as
+/// [`File::try_lock`] takes it.
+#[cfg(not(target_os = "android"))]
+pub fn try_lock(file: &File) -> Result<(), std::fs::TryLockError> {
+    file.try_lock()
+}
+
+/// An exclusive `flock` of `file` without waiting. The standard library
+/// reports Unsupported for file locks on Android (before Rust 1.98),
+/// though bionic has `flock` and the app's storage takes it.
+#[cfg(target_os = "android")]
+pub fn try_lock(file: &File) -> Result<(), std::fs::TryLockError> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: the descriptor is open for as long as `file` is borrowed.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    match e.kind() {
+        std::io::ErrorKind::WouldBlock => Err(std::fs::TryLockError::WouldBlock),
+        _ => Err(std::fs::TryLockError::Error(e)),
+    }
+}
+
+/// Removes what killed writers left in `dir`: the plain files and
+/// directories named `prefix…` that no process holds locked and that have
+/// not changed for [`ABANDONED_AFTER`]. Best effort: what cannot be read,
+/// locked or removed stays, so where the file system cannot lock nothing is
+/// removed. Links, pipes (whose open would block) and devices of such a
+/// name are left.
+pub fn remove_abandoned(dir: &Path, prefix: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with(prefix) {
+            continue;
+        }
+        let Ok(meta) = entry.metadata() else { continue };
+        if !(meta.is_dir() || meta.is_file()) {
+            continue;
+        }
+        let stale = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= ABANDONED_AFTER);
+        let path = entry.path();
+        if stale && File::open(&path).is_ok_and(|f| try_lock(&f).is_ok()) {
+            let _ = if meta.is_dir() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+        }
+    }
+}
+
+/// Makes the entries of `dir` durable (a rename into it, a new file): on
+/// Linux a new directory entry is only on disk once the directory itself
+/// is synced.
+#[cfg(unix)]
+pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir).and_then(|d| d.sync_all())
+}
+
+/// Elsewhere a directory cannot be opened as a file; the rename is as
+/// durable as the platform makes it.
+#[cfg(not(unix))]
+pub fn sync_dir(_: &Path) -> std::io::Result<()> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A write killed before its rename leaves a staging file; the next
+    /// write into that directory removes it once it is [`ABANDONED_AFTER`]
+    /// old and no writer holds it. One just made and one a live writer
+    /// holds stay, and so does every other file.
+    #[test]
+    fn writes_sweep_what_killed_writes_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let then = std::time::SystemTime::now() - ABANDONED_AFTER - Duration::from_secs(5);
+        let staged = |name: &str, aged: bool| {
+            let path = dir.path().join(name);
+            let file = File::create(&path).unwrap();
+            if aged {
+                file.set_modified(then).unwrap();
+            }
+            (path, file)
+        };
+        let (dead, _) = staged(".btl-partial-dead", true);
+        let (fresh, _) = staged(".btl-partial-fresh", false);
+        let (held, held_file) = staged(".btl-partial-held", true);
+        held_file.lock().unwrap();
+        let (other, _) = staged("step-0001.png", true);
+        write(&dir.path().join("episode.json"), b"{}").unwrap();
+        assert!(!dead.exists());
+        assert!(fresh.exists() && held.exists() && other.exists());
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 4, "{names:?}");
+    }
+
+    /// A staging file is locked from its making: another open of it cannot
+    /// take the lock, so no sweep removes it, however old it looks.
+    #[test]
+    fn a_staging_file_is_held_from_its_making() {
+        let dir = tempfile::tempdir().unwrap();
+        let staged = staging_file(dir.path(), STAGING_PREFIX).unwrap();
+        let then = std::time::SystemTime::now() - ABANDONED_AFTER - Duration::from_secs(5);
+        staged.as_file().set_modified(then).unwrap();
+        let other = File::open(staged.path()).unwrap();
+        assert!(matches!(
+            try_lock(&other),
+            Err(std::fs::TryLockError::WouldBlock)
+        ));
+        remove_abandoned(dir.path(), STAGING_PREFIX);
+        assert!(staged.path().exists());
+    }
+
+    /// A written file's mode is the one File::create gives beside it, not
+    /// a temporary file's private 0600.
+    #[cfg(unix)]
+    #[test]
+    fn writes_make_files_as_file_create_does() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let mode = |name: &str| {
+            let meta = std::fs::metadata(dir.path().join(name)).unwrap();
+            meta.permissions().mode() & 0o777
+        };
+        File::create(dir.path().join("plain")).unwrap();
+        write(&dir.path().join("written"), b"{}").unwrap();
+        assert_eq!(mode("written"), mode("plain"));
+        assert_ne!(
+            mode("plain"),
+            0o600,
+            "the umask makes this test unable to fail"
+        );
+    }
+
+    /// A staging directory's mode is the one create_dir gives beside it.
+    #[cfg(unix)]
+    #[test]
+    fn staging_directories_are_made_as_create_dir_does() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        std::fs::create_dir(dir.path().join("plain")).unwrap();
+        let staged = staging_dir(dir.path(), STAGING_PREFIX).unwrap();
+        assert_eq!(mode(staged.path()), mode(&dir.path().join("plain")));
+        assert_ne!(
+            mode(staged.path()),
+            0o700,
+            "the umask makes this test unable to fail"
+        );
+    }
+
+    /// A failed write names what it could not do and leaves the directory
+    /// as it was.
+    #[test]
+    fn a_write_into_a_missing_directory_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("gone");
+        let e = write(&missing.join("episode.json"), b"{}").unwrap_err();
+        assert_eq!(e.path, missing);
+        assert_eq!(e.source.kind(), std::io::ErrorKind::NotFound);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}
