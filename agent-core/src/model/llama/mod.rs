@@ -17,6 +17,7 @@
 //! every context made for it, so it holds for the whole session and the
 //! kept prompt prefix was always computed with it.
 
+pub(crate) mod gguf;
 mod log;
 mod sampling;
 
@@ -399,40 +400,6 @@ fn load_adapter(model: &mut LlamaModel, path: &Path) -> Result<LlamaLoraAdapter,
     })
 }
 
-/// Bytes read from the start of each tensor.
-const FINGERPRINT_BLOCK: u64 = 4 << 10;
-
-/// A short hex digest of the GGUF `files`: each one's length and the first
-/// [`FINGERPRINT_BLOCK`] bytes of every tensor in it. Any tensor that
-/// training changes (an adapter touching two of a layer's projections
-/// only) changes the digest, without reading gigabytes.
-fn fingerprint<'a>(files: impl Iterator<Item = &'a PathBuf>) -> Result<String, LoadError> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut digest = Vec::new();
-    for path in files {
-        let unreadable = |e: std::io::Error| LoadError::Unreadable {
-            path: path.clone(),
-            reason: e.to_string(),
-        };
-        let mut file = std::fs::File::open(path).map_err(unreadable)?;
-        let mut bytes = file
-            .metadata()
-            .map_err(unreadable)?
-            .len()
-            .to_le_bytes()
-            .to_vec();
-        for (at, len) in super::quantize::tensor_extents(path)? {
-            file.seek(SeekFrom::Start(at)).map_err(unreadable)?;
-            (&mut file)
-                .take(len.min(FINGERPRINT_BLOCK))
-                .read_to_end(&mut bytes)
-                .map_err(unreadable)?;
-        }
-        digest.extend(crate::hash::fnv1a(&[&bytes]).to_le_bytes());
-    }
-    Ok(format!("{:016x}", crate::hash::fnv1a(&[&digest])))
-}
-
 /// llama.cpp's logged reason for a failure, where it logged one, else the
 /// binding's own words for it.
 fn or_llama_reason(binding: String, logged: String) -> String {
@@ -456,7 +423,7 @@ pub struct LlamaPolicy {
 impl LlamaPolicy {
     pub fn load(config: LlamaConfig) -> Result<Self, LoadError> {
         check_gguf(&config.model)?;
-        super::quantize::check_layers(&config.model)?;
+        gguf::check_layers(&config.model)?;
         check_gguf(&config.mmproj)?;
         let adapter = match config.adapters.as_slice() {
             [] => None,
@@ -524,7 +491,7 @@ impl LlamaPolicy {
         let files = std::iter::once(&config.model)
             .chain([&config.mmproj])
             .chain(config.adapters.iter().map(|a| &a.path));
-        let fingerprint = fingerprint(files)?;
+        let fingerprint = gguf::fingerprint(files)?;
         Ok(Self {
             config,
             backend,
