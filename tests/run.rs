@@ -347,6 +347,24 @@ fn a_killed_run_resumes_on_a_rebuilt_phone_and_succeeds() {
         assert_eq!(std::fs::read(out.join("episode.json")).unwrap(), recorded);
     }
 
+    // A recorded task whose parameters this btl's suite would not draw
+    // for the seed (another btl version, an edited file) is refused,
+    // naming each differing parameter.
+    let recorded = std::fs::read(out.join("episode.json")).unwrap();
+    let mut edited: Value = serde_json::from_slice(&recorded).unwrap();
+    let params = edited["task"]["params"].as_object_mut().unwrap();
+    let (key, value) = params.iter_mut().next().unwrap();
+    let (key, was) = (key.clone(), value.clone());
+    *value = "Not drawn".into();
+    std::fs::write(out.join("episode.json"), edited.to_string()).unwrap();
+    let other = dir.btl(["run", "--resume", path_str(&out), "--policy", "oracle"]);
+    assert_eq!(other.status.code(), Some(2), "{}", stderr(&other));
+    let named = format!(
+        "has other parameters in this btl than recorded (params.{key}: \"Not drawn\" there, {was} here)"
+    );
+    assert!(stderr(&other).contains(&named), "{}", stderr(&other));
+    std::fs::write(out.join("episode.json"), &recorded).unwrap();
+
     let mut args = vec![
         "run",
         "--resume",

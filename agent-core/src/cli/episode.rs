@@ -697,10 +697,13 @@ pub fn recorded_task(recorded: &Trajectory) -> anyhow::Result<Option<Arc<dyn Tas
             recorded.dir.display()
         )
     })?;
-    if task.params() != record["params"] {
+    let mut differing = Vec::new();
+    differences("params", &record["params"], &task.params(), &mut differing);
+    if !differing.is_empty() {
         return Err(anyhow!(
-            "{}: task '{name}' with seed {seed} has other parameters in this btl than recorded",
-            recorded.dir.display()
+            "{}: task '{name}' with seed {seed} has other parameters in this btl than recorded ({})",
+            recorded.dir.display(),
+            differing.join("; ")
         ));
     }
     Ok(Some(Arc::from(task)))
