@@ -208,6 +208,63 @@ fn with_layers(dir: &Dir, layers: u32) -> std::path::PathBuf {
     })
 }
 
+/// A killed episode resumed with other weights under its model's file name
+/// is refused from the files' headers, before the model loads: the new
+/// file here is one llama.cpp would refuse to load, and the refusal names
+/// the weights, not the load.
+#[test]
+fn a_resume_with_other_weights_is_refused_before_the_model_loads() {
+    let dir = Dir::new();
+    let model = dir.path("model.gguf");
+    std::fs::copy(F16, &model).unwrap();
+    let out = dir.path("episode");
+    let run = dir.btl([
+        "run",
+        "--task",
+        "wifi_on",
+        "--model",
+        path_str(&model),
+        "--mmproj",
+        TINY_MMPROJ,
+        "--max-steps",
+        "1",
+        "--max-tokens",
+        "300",
+        "--out",
+        path_str(&out),
+    ]);
+    let episode_file = out.join("episode.json");
+    assert!(episode_file.is_file(), "{}", stderr(&run));
+    // Killed: no outcome.
+    let mut episode: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&episode_file).unwrap()).unwrap();
+    episode["outcome"] = serde_json::Value::Null;
+    std::fs::write(&episode_file, episode.to_string()).unwrap();
+    // Other weights (the fingerprint reads a file's length and each
+    // tensor's first bytes, so a byte appended past the last tensor will
+    // do), in a file that could not load (no layers).
+    let other = with_layers(&dir, 0);
+    let mut bytes = std::fs::read(&other).unwrap();
+    bytes.push(0);
+    std::fs::write(&model, bytes).unwrap();
+    let resumed = dir.btl([
+        "run",
+        "--resume",
+        path_str(&out),
+        "--model",
+        path_str(&model),
+        "--mmproj",
+        TINY_MMPROJ,
+    ]);
+    assert_eq!(resumed.status.code(), Some(2), "{}", stderr(&resumed));
+    let e = stderr(&resumed);
+    assert!(
+        e.contains("holds an episode of model.gguf with other weights (fingerprint "),
+        "{e}"
+    );
+    assert!(!e.contains("block_count"), "{e}");
+}
+
 /// A model file with no layers, or more than llama.cpp's 512, would make
 /// llama.cpp abort the whole process (an assertion, not an error): `run`
 /// and `quantize` refuse it in words first.

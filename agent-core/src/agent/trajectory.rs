@@ -76,10 +76,19 @@ impl EpisodeRecord {
                 "an episode of {theirs}, and this run's policy is {ours}"
             ));
         }
-        match (&self.policy_fingerprint, policy.fingerprint()) {
-            (Some(recorded), Some(ours)) if *recorded != ours => Some(format!(
-                "an episode of {theirs} with other weights (fingerprint {recorded}; this \
-                 run's files are {ours})"
+        self.other_weights(policy.fingerprint().as_deref())
+    }
+
+    /// Why a policy of this episode's name whose weights have the
+    /// fingerprint `ours` is not the one that recorded it, if it is not.
+    /// Either fingerprint missing (an episode recorded before they were, a
+    /// policy without weights) says nothing.
+    pub fn other_weights(&self, ours: Option<&str>) -> Option<String> {
+        match (&self.policy_fingerprint, ours) {
+            (Some(recorded), Some(ours)) if recorded != ours => Some(format!(
+                "an episode of {} with other weights (fingerprint {recorded}; this \
+                 run's files are {ours})",
+                self.policy
             )),
             _ => None,
         }

@@ -382,8 +382,6 @@ pub fn prepare(target: &Target, task: Option<&Arc<dyn Task>>) -> Result<Prepared
     }
 }
 
-/// Loads the policy once; the returned handle can be given to any number
-/// of episodes, one at a time.
 impl PolicyArgs {
     pub fn choice(&self) -> PolicyChoice {
         PolicyChoice {
@@ -394,6 +392,8 @@ impl PolicyArgs {
     }
 }
 
+/// Loads the policy once; the returned handle can be given to any number
+/// of episodes, one at a time.
 pub fn load_policy(args: &PolicyArgs, vote: u32) -> Result<SharedPolicy, Failure> {
     match args.policy {
         PolicyKind::Oracle => Err(Failure::BadInput(anyhow!(
@@ -403,18 +403,35 @@ pub fn load_policy(args: &PolicyArgs, vote: u32) -> Result<SharedPolicy, Failure
     }
 }
 
-fn load_model(args: &PolicyArgs, vote: u32) -> Result<Box<dyn Policy>, Failure> {
-    let (model, mmproj) = match (&args.model, &args.mmproj) {
+/// The fingerprint of the model `args` name ([`Policy::fingerprint`]),
+/// read from its files without loading it: a resumed episode is refused
+/// before a model of other weights takes seconds to load. `None` in a build
+/// without llama.cpp.
+pub fn model_fingerprint(args: &PolicyArgs) -> Result<Option<String>, Failure> {
+    let (model, mmproj) = model_files(args);
+    let mut config = LlamaConfig::new(model, mmproj);
+    config.adapters = args.lora.clone();
+    config
+        .fingerprint()
+        .map_err(|e| Failure::BadInput(e.into()))
+}
+
+/// The model and projector files `args` name, or the default model's.
+fn model_files(args: &PolicyArgs) -> (PathBuf, PathBuf) {
+    match (&args.model, &args.mmproj) {
         (Some(m), Some(p)) => (m.clone(), p.clone()),
-        _ => {
-            let (model, mmproj) = default_model();
-            eprintln!(
-                "btl: no --model given: using the default model {} (trained by scripts/train-default-model; see agent-core/models/README.md)",
-                model.display()
-            );
-            (model, mmproj)
-        }
-    };
+        _ => default_model(),
+    }
+}
+
+fn load_model(args: &PolicyArgs, vote: u32) -> Result<Box<dyn Policy>, Failure> {
+    let (model, mmproj) = model_files(args);
+    if args.model.is_none() || args.mmproj.is_none() {
+        eprintln!(
+            "btl: no --model given: using the default model {} (trained by scripts/train-default-model; see agent-core/models/README.md)",
+            model.display()
+        );
+    }
     let mut config = LlamaConfig::new(model, mmproj);
     config.max_tokens = args.max_tokens;
     config.threads = args.threads;

@@ -10,7 +10,8 @@
 
 use super::episode::{
     AgentArgs, DeviceArgs, PolicyArgs, PolicyKind, Target, attach_task, confirmer, episode_policy,
-    load_policy, prepare, prepare_resumed, progress_bar, recorded_task, stamped_dir, step_message,
+    load_policy, model_fingerprint, prepare, prepare_resumed, progress_bar, recorded_task,
+    stamped_dir, step_message,
 };
 use super::{Failure, Outcome, json_line};
 use crate::agent::trajectory::read_trajectory;
@@ -191,6 +192,16 @@ fn start(args: &Args, target: &Target) -> Result<Started, Failure> {
     Ok((agent, dir, task))
 }
 
+fn other_policy(dir: &Path, reason: String) -> Failure {
+    Failure::BadInput(
+        AgentError::OtherPolicy {
+            dir: dir.display().to_string(),
+            reason,
+        }
+        .into(),
+    )
+}
+
 fn resume(args: &Args, target: &Target, dir: &Path) -> Result<Started, Failure> {
     let recorded = read_trajectory(dir)
         .with_context(|| format!("cannot read the episode in {}", dir.display()))
@@ -207,7 +218,13 @@ fn resume(args: &Args, target: &Target, dir: &Path) -> Result<Started, Failure> 
     let task = recorded_task(&recorded).map_err(Failure::BadInput)?;
     let settings = &recorded.episode.settings;
     let shared = match args.policy.policy {
-        PolicyKind::Model => Some(load_policy(&args.policy, settings.vote)?),
+        PolicyKind::Model => {
+            let weights = model_fingerprint(&args.policy)?;
+            if let Some(reason) = recorded.episode.other_weights(weights.as_deref()) {
+                return Err(other_policy(dir, reason));
+            }
+            Some(load_policy(&args.policy, settings.vote)?)
+        }
         PolicyKind::Oracle => None,
     };
     let policy = episode_policy(
@@ -218,13 +235,7 @@ fn resume(args: &Args, target: &Target, dir: &Path) -> Result<Started, Failure> 
     )?;
     // Checked before the phone is rebuilt, which replays every step.
     if let Some(reason) = recorded.episode.other_policy(policy.as_ref()) {
-        return Err(Failure::BadInput(
-            AgentError::OtherPolicy {
-                dir: dir.display().to_string(),
-                reason,
-            }
-            .into(),
-        ));
+        return Err(other_policy(dir, reason));
     }
     let prepared = prepare_resumed(target, task.as_ref(), &recorded)
         .with_context(|| format!("cannot reopen {}", target.describe()))?;

@@ -145,6 +145,18 @@ fn yes() -> bool {
 }
 
 impl LlamaConfig {
+    /// The fingerprint the loaded model will report
+    /// ([`Policy::fingerprint`]), read from the files without loading
+    /// them; `None` in a build without the `llama` feature.
+    pub fn fingerprint(&self) -> Result<Option<String>, LoadPolicyError> {
+        #[cfg(feature = "llama")]
+        return super::llama::files_fingerprint(self)
+            .map(Some)
+            .map_err(|e| LoadPolicyError::Model(e.to_string()));
+        #[cfg(not(feature = "llama"))]
+        Ok(None)
+    }
+
     /// Defaults for a model pair: greedy decoding, 2 threads, 8k context.
     pub fn new(model: impl Into<PathBuf>, mmproj: impl Into<PathBuf>) -> Self {
         Self {

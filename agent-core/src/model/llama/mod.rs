@@ -400,6 +400,16 @@ fn load_adapter(model: &mut LlamaModel, path: &Path) -> Result<LlamaLoraAdapter,
     })
 }
 
+/// [`Policy::fingerprint`] of the model `config` loads: a digest of its
+/// model's, projector's and adapters' files, read from their headers and
+/// the first bytes of each tensor, so it is known before anything loads.
+pub fn files_fingerprint(config: &LlamaConfig) -> Result<String, LoadError> {
+    let files = std::iter::once(&config.model)
+        .chain([&config.mmproj])
+        .chain(config.adapters.iter().map(|a| &a.path));
+    gguf::fingerprint(files)
+}
+
 /// llama.cpp's logged reason for a failure, where it logged one, else the
 /// binding's own words for it.
 fn or_llama_reason(binding: String, logged: String) -> String {
@@ -488,10 +498,7 @@ impl LlamaPolicy {
             n_batch: 0,
             prefix: Vec::new(),
         });
-        let files = std::iter::once(&config.model)
-            .chain([&config.mmproj])
-            .chain(config.adapters.iter().map(|a| &a.path));
-        let fingerprint = gguf::fingerprint(files)?;
+        let fingerprint = files_fingerprint(&config)?;
         Ok(Self {
             config,
             backend,
