@@ -99,31 +99,19 @@ pub fn staging_dir(dir: &Path, prefix: &str) -> std::io::Result<tempfile::TempDi
 }
 
 /// Locks `entry` (a staging file, or a staging directory opened as a
-/// file) for as long as it stays open. Where the file system cannot lock
-/// (some network and FUSE mounts), the write goes on unlocked: a sweep
-/// there cannot lock the entry either, and so leaves it alone too. Any
-/// other failure is an error: an unlocked entry that another process can
-/// lock would be swept from under its writer.
+/// file) for as long as it stays open. Where it cannot be locked for any
+/// reason but another holder (a file system or a platform without `flock`,
+/// a device that refuses it), the write goes on unlocked rather than not at
+/// all: a sweep there cannot lock the entry either, and so leaves it alone
+/// too.
 pub fn hold(entry: &File) -> std::io::Result<()> {
     match try_lock(entry) {
-        Ok(()) => Ok(()),
-        Err(std::fs::TryLockError::Error(e)) if cannot_lock(&e) => Ok(()),
-        Err(std::fs::TryLockError::Error(e)) => Err(e),
         Err(std::fs::TryLockError::WouldBlock) => Err(std::io::Error::new(
             std::io::ErrorKind::WouldBlock,
-            "another process holds this new staging entry",
+            "this new staging entry is locked already (by another process, or another open of it)",
         )),
+        Ok(()) | Err(std::fs::TryLockError::Error(_)) => Ok(()),
     }
-}
-
-/// Whether `e` says the file system (or the platform) does not lock files.
-pub fn cannot_lock(e: &std::io::Error) -> bool {
-    const EBADF: i32 = 9;
-    const ENOLCK: i32 = 37;
-    const ENOSYS: i32 = 38;
-    const EOPNOTSUPP: i32 = 95;
-    e.kind() == std::io::ErrorKind::Unsupported
-        || matches!(e.raw_os_error(), Some(EBADF | ENOLCK | ENOSYS | EOPNOTSUPP))
 }
 
 /// An exclusive `flock` of `file` without waiting, as

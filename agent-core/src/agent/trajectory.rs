@@ -301,18 +301,14 @@ impl From<atomic::WriteError> for TrajectoryError {
 /// Holds `steps` (an episode's steps.jsonl) for this writer alone until it
 /// is closed, before anything is cut from it: a second `run --resume`, or
 /// a `collect` on the same directory, is refused rather than interleaved.
-/// Where the file system cannot lock (some network and FUSE mounts), the
-/// episode is written unlocked: one writer per directory is then the
-/// user's to keep.
+/// Where it cannot be locked for any reason but another holder (a file
+/// system without `flock`, a device that refuses it), the episode is
+/// written unlocked rather than not at all: one writer per directory is
+/// then the user's to keep.
 fn lock(steps: &File, dir: &Path) -> Result<(), TrajectoryError> {
     match atomic::try_lock(steps) {
-        Ok(()) => Ok(()),
         Err(std::fs::TryLockError::WouldBlock) => Err(TrajectoryError::Busy(dir.to_path_buf())),
-        Err(std::fs::TryLockError::Error(e)) if atomic::cannot_lock(&e) => Ok(()),
-        Err(std::fs::TryLockError::Error(source)) => Err(TrajectoryError::Io {
-            path: dir.join(STEPS_FILE),
-            source,
-        }),
+        Ok(()) | Err(std::fs::TryLockError::Error(_)) => Ok(()),
     }
 }
 

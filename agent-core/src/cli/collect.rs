@@ -489,7 +489,7 @@ fn lock_index(index: &Path) -> Result<Option<File>, Failure> {
         .append(true)
         .open(index)
         .with_context(|| format!("cannot open {}", index.display()))?;
-    match file.try_lock() {
+    match crate::atomic::try_lock(&file) {
         Ok(()) => Ok(Some(file)),
         Err(std::fs::TryLockError::WouldBlock) => Err(Failure::BadInput(anyhow!(
             "another collection is writing into {}; wait for it to end, or give another --out",

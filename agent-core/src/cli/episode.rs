@@ -714,13 +714,17 @@ pub fn recorded_task(recorded: &Trajectory) -> anyhow::Result<Option<Arc<dyn Tas
             recorded.dir.display()
         )
     })?;
-    let mut differing = Vec::new();
-    differences("params", &record["params"], &task.params(), &mut differing);
-    if !differing.is_empty() {
+    if task.params() != record["params"] {
+        let mut differing = Vec::new();
+        differences("params", &record["params"], &task.params(), &mut differing);
         return Err(anyhow!(
             "{}: task '{name}' with seed {seed} has other parameters in this btl than recorded ({})",
             recorded.dir.display(),
-            differing.join("; ")
+            match differing.is_empty() {
+                // A key null on one side and missing on the other.
+                true => "a null parameter is missing on the other side".to_owned(),
+                false => differing.join("; "),
+            }
         ));
     }
     Ok(Some(Arc::from(task)))

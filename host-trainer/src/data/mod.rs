@@ -101,7 +101,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// reader never sees half of it.
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
     agent_core::atomic::write(path, bytes).map_err(|e| Error::Write {
-        path: path.to_path_buf(),
+        path: e.path,
         source: e.source,
     })
 }
