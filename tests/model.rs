@@ -168,15 +168,7 @@ fn a_model_llama_cpp_refuses_is_refused_with_its_reason() {
             value[..4].copy_from_slice(&6u32.to_le_bytes());
         },
     );
-    let run = dir.btl([
-        "run",
-        "--task",
-        "wifi_on",
-        "--model",
-        path_str(&model),
-        "--mmproj",
-        TINY_MMPROJ,
-    ]);
+    let run = run_wifi_on(&dir, &model, &[]);
     assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
     let e = stderr(&run);
     assert!(
@@ -184,6 +176,13 @@ fn a_model_llama_cpp_refuses_is_refused_with_its_reason() {
         "{e}"
     );
     assert!(!e.contains("null result"), "{e}");
+}
+
+/// `btl run --task wifi_on` with the text model `model`, the tiny
+/// projector and `extra` arguments.
+fn run_wifi_on(dir: &Dir, model: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    let args = ["run", "--task", "wifi_on", "--model", path_str(model)];
+    dir.btl([&args[..], &["--mmproj", TINY_MMPROJ], extra].concat())
 }
 
 /// The tiny text model written to `name` in `dir` with `patch` applied to
@@ -218,21 +217,12 @@ fn a_resume_with_other_weights_is_refused_before_the_model_loads() {
     let model = dir.path("model.gguf");
     std::fs::copy(F16, &model).unwrap();
     let out = dir.path("episode");
-    let run = dir.btl([
-        "run",
-        "--task",
-        "wifi_on",
-        "--model",
-        path_str(&model),
-        "--mmproj",
-        TINY_MMPROJ,
-        "--max-steps",
-        "1",
-        "--max-tokens",
-        "300",
-        "--out",
-        path_str(&out),
-    ]);
+    let budget = ["--max-steps", "1", "--max-tokens", "300"];
+    let run = run_wifi_on(
+        &dir,
+        &model,
+        &[&budget[..], &["--out", path_str(&out)]].concat(),
+    );
     let episode_file = out.join("episode.json");
     assert!(episode_file.is_file(), "{}", stderr(&run));
     // Killed: no outcome.
@@ -274,15 +264,7 @@ fn a_layer_count_llama_cpp_asserts_on_is_refused() {
     for layers in [0, 513, 100_000] {
         let model = with_layers(&dir, layers);
         let says = format!("qwen2vl.block_count is {layers}; llama.cpp takes 1 to 512 layers");
-        let run = dir.btl([
-            "run",
-            "--task",
-            "wifi_on",
-            "--model",
-            path_str(&model),
-            "--mmproj",
-            TINY_MMPROJ,
-        ]);
+        let run = run_wifi_on(&dir, &model, &[]);
         assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
         assert!(stderr(&run).contains(&says), "{}", stderr(&run));
         let out = dir.path("out.gguf");
