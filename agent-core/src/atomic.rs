@@ -52,17 +52,29 @@ pub fn parent_dir(path: &Path) -> &Path {
     }
 }
 
-/// Writes `bytes` to `path` atomically: a staging file in the same
-/// directory, fsync, rename, fsync of the directory. What killed writes
-/// left in that directory is removed first.
+/// Writes `bytes` to `path` atomically (see [`write_with`]).
 pub fn write(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    write_with(path, |mut file, staged| {
+        file.write_all(bytes).map_err(at(staged))
+    })
+}
+
+/// Writes `path` atomically through `fill`, which is given the staging
+/// file and its path: a staging file in the same directory, fsync, rename,
+/// fsync of the directory. What killed writes left in that directory is
+/// removed first. When `fill` fails, `path` is as it was and the staging
+/// file is removed.
+pub fn write_with<E: From<WriteError>>(
+    path: &Path,
+    fill: impl FnOnce(&File, &Path) -> Result<(), E>,
+) -> Result<(), E> {
     let dir = parent_dir(path);
     remove_abandoned(dir, STAGING_PREFIX);
-    let mut staged = staging_file(dir, STAGING_PREFIX).map_err(at(dir))?;
-    staged.write_all(bytes).map_err(at(staged.path()))?;
+    let staged = staging_file(dir, STAGING_PREFIX).map_err(at(dir))?;
+    fill(staged.as_file(), staged.path())?;
     staged.as_file().sync_all().map_err(at(path))?;
     staged.persist(path).map_err(|e| at(path)(e.error))?;
-    sync_dir(dir).map_err(at(dir))
+    Ok(sync_dir(dir).map_err(at(dir))?)
 }
 
 /// A new staging file in `dir` named `prefix` and a random suffix, made as
@@ -71,14 +83,7 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
 /// pushed to phones) and held locked until it is persisted or dropped, so
 /// that [`remove_abandoned`] leaves it alone.
 pub fn staging_file(dir: &Path, prefix: &str) -> std::io::Result<NamedTempFile> {
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(prefix);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(0o666));
-    }
-    let file = builder.tempfile_in(dir)?;
+    let file = staging(prefix, 0o666).tempfile_in(dir)?;
     hold(file.as_file())?;
     Ok(file)
 }
@@ -88,14 +93,22 @@ pub fn staging_file(dir: &Path, prefix: &str) -> std::io::Result<NamedTempFile> 
 /// directory's private 0700), for outputs made of several files. It is not
 /// locked: its writer opens it and [`hold`]s it.
 pub fn staging_dir(dir: &Path, prefix: &str) -> std::io::Result<tempfile::TempDir> {
+    staging(prefix, 0o777).tempdir_in(dir)
+}
+
+/// A builder of staging entries named `prefix…`, made with `mode` (less
+/// the umask) where modes exist.
+fn staging(prefix: &str, mode: u32) -> tempfile::Builder<'_, 'static> {
     let mut builder = tempfile::Builder::new();
     builder.prefix(prefix);
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(0o777));
+        builder.permissions(std::fs::Permissions::from_mode(mode));
     }
-    builder.tempdir_in(dir)
+    #[cfg(not(unix))]
+    let _ = mode;
+    builder
 }
 
 /// Locks `entry` (a staging file, or a staging directory opened as a

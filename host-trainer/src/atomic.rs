@@ -103,20 +103,11 @@ pub(crate) fn write_file(
     path: &Path,
     fill: impl FnOnce(&mut BufWriter<&File>) -> Result<()>,
 ) -> Result<()> {
-    let dir = parent_of(path);
-    sweep(&dir);
-    let temp = atomic::staging_file(&dir, PARTIAL).map_err(io_error(&dir))?;
-    {
-        let mut writer = BufWriter::new(temp.as_file());
+    atomic::write_with(path, |file, staged| {
+        let mut writer = BufWriter::new(file);
         fill(&mut writer)?;
-        writer.flush().map_err(io_error(temp.path()))?;
-    }
-    temp.as_file().sync_all().map_err(io_error(temp.path()))?;
-    temp.persist(path).map_err(|e| Error::Io {
-        path: path.to_owned(),
-        source: e.error,
-    })?;
-    sync_dir(&dir)
+        writer.flush().map_err(io_error(staged))
+    })
 }
 
 /// Creates directory `path` through `fill` (which writes files and

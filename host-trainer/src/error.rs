@@ -96,3 +96,12 @@ fn list(names: &[String]) -> String {
     }
     text
 }
+
+impl From<agent_core::atomic::WriteError> for Error {
+    fn from(e: agent_core::atomic::WriteError) -> Self {
+        Self::Io {
+            path: e.path,
+            source: e.source,
+        }
+    }
+}
