@@ -68,8 +68,26 @@ pub fn write_with<E: From<WriteError>>(
     path: &Path,
     fill: impl FnOnce(&File, &Path) -> Result<(), E>,
 ) -> Result<(), E> {
+    remove_abandoned(parent_dir(path), STAGING_PREFIX);
+    replace_with(path, fill)
+}
+
+/// Writes `bytes` to `path` atomically as [`write`](fn@write) does, but leaves the
+/// directory unswept: for the many files of one directory, whose writer
+/// sweeps it once when it takes it (or made it, with nothing to sweep),
+/// rather than once per file.
+pub fn write_unswept(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    replace_with(path, |mut file: &File, staged: &Path| {
+        file.write_all(bytes).map_err(at(staged))
+    })
+}
+
+/// [`write_with`] without the sweep.
+fn replace_with<E: From<WriteError>>(
+    path: &Path,
+    fill: impl FnOnce(&File, &Path) -> Result<(), E>,
+) -> Result<(), E> {
     let dir = parent_dir(path);
-    remove_abandoned(dir, STAGING_PREFIX);
     let staged = staging_file(dir, STAGING_PREFIX).map_err(at(dir))?;
     fill(staged.as_file(), staged.path())?;
     staged.as_file().sync_all().map_err(at(path))?;
@@ -206,8 +224,8 @@ mod tests {
 
     /// A write killed before its rename leaves a staging file; the next
     /// write into that directory removes it once it is [`ABANDONED_AFTER`]
-    /// old and no writer holds it. One just made and one a live writer
-    /// holds stay, and so does every other file.
+    /// old and no writer holds it (an unswept write leaves it). One just
+    /// made and one a live writer holds stay, and so does every other file.
     #[test]
     fn writes_sweep_what_killed_writes_left() {
         let dir = tempfile::tempdir().unwrap();
@@ -225,6 +243,8 @@ mod tests {
         let (held, held_file) = staged(".btl-partial-held", true);
         held_file.lock().unwrap();
         let (other, _) = staged("step-0001.png", true);
+        write_unswept(&dir.path().join("steps.jsonl"), b"").unwrap();
+        assert!(dead.exists());
         write(&dir.path().join("episode.json"), b"{}").unwrap();
         assert!(!dead.exists());
         assert!(fresh.exists() && held.exists() && other.exists());
@@ -232,7 +252,7 @@ mod tests {
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
-        assert_eq!(names.len(), 4, "{names:?}");
+        assert_eq!(names.len(), 5, "{names:?}");
     }
 
     /// A staging file is locked from its making: another open of it cannot

@@ -332,7 +332,9 @@ pub struct TrajectoryWriter {
 }
 
 impl TrajectoryWriter {
-    /// Starts a new episode in `dir` (created if missing).
+    /// Starts a new episode in `dir` (created if missing). What killed
+    /// writes left in `dir` is swept here, once: the writer's own files
+    /// are written unswept.
     pub fn create(dir: &Path, episode: &EpisodeRecord) -> Result<Self, TrajectoryError> {
         std::fs::create_dir_all(dir).map_err(io_error(dir))?;
         let episode_path = dir.join(EPISODE_FILE);
@@ -347,6 +349,7 @@ impl TrajectoryWriter {
             .open(&steps_path)
             .map_err(io_error(&steps_path))?;
         lock(&steps, dir)?;
+        atomic::remove_abandoned(dir, atomic::STAGING_PREFIX);
         steps.set_len(0).map_err(io_error(&steps_path))?;
         let writer = Self {
             dir: dir.to_path_buf(),
@@ -359,7 +362,8 @@ impl TrajectoryWriter {
     /// Opens the interrupted episode in `dir` to continue it: locks its
     /// `steps.jsonl` first and only then reads it, so the lines a writer
     /// appended just before letting go are read, not cut off as if they
-    /// were not there. Nothing is changed until [`Self::cut_partial_line`].
+    /// were not there. Nothing is changed until [`Self::cut_partial_line`]
+    /// but what killed writes left, swept as [`Self::create`] sweeps.
     pub fn reopen(dir: &Path) -> Result<(Self, Trajectory), TrajectoryError> {
         let steps_path = dir.join(STEPS_FILE);
         let steps = OpenOptions::new()
@@ -367,6 +371,7 @@ impl TrajectoryWriter {
             .open(&steps_path)
             .map_err(io_error(&steps_path))?;
         lock(&steps, dir)?;
+        atomic::remove_abandoned(dir, atomic::STAGING_PREFIX);
         let trajectory = read_trajectory(dir)?;
         let writer = Self {
             dir: dir.to_path_buf(),
@@ -395,7 +400,7 @@ impl TrajectoryWriter {
             line: None,
             source,
         })?;
-        Ok(atomic::write(&path, &json)?)
+        Ok(atomic::write_unswept(&path, &json)?)
     }
 
     /// Writes the step's screenshot and UI tree, then appends its line.
@@ -409,9 +414,9 @@ impl TrajectoryWriter {
             index: record.index,
             source,
         })?;
-        atomic::write(&self.dir.join(&record.screenshot), &png)?;
+        atomic::write_unswept(&self.dir.join(&record.screenshot), &png)?;
         if let (Some(name), Some(ui)) = (&record.ui_tree, ui_tree) {
-            atomic::write(&self.dir.join(name), to_uiautomator_xml(ui).as_bytes())?;
+            atomic::write_unswept(&self.dir.join(name), to_uiautomator_xml(ui).as_bytes())?;
         }
         let path = self.dir.join(STEPS_FILE);
         let mut line = serde_json::to_vec(record).map_err(|source| TrajectoryError::Json {

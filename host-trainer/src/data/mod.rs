@@ -100,10 +100,16 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Writes a whole file atomically (temporary file, sync, rename), so a
 /// reader never sees half of it.
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    agent_core::atomic::write(path, bytes).map_err(|e| Error::Write {
-        path: e.path,
-        source: e.source,
-    })
+    Ok(agent_core::atomic::write(path, bytes)?)
+}
+
+impl From<agent_core::atomic::WriteError> for Error {
+    fn from(e: agent_core::atomic::WriteError) -> Self {
+        Self::Write {
+            path: e.path,
+            source: e.source,
+        }
+    }
 }
 
 /// Creates a directory and its parents.

@@ -43,7 +43,7 @@
 //! checked against `smart_resize` of the screenshot and `max_pixels`,
 //! because the rewards recompute the frame from those two.
 
-use super::{DEFAULT_LAMBDA, Error, Result, create_dir, samples::write_samples, write_file};
+use super::{DEFAULT_LAMBDA, Error, Result, create_dir, samples::write_samples};
 use agent_core::agent::trajectory::{
     EPISODE_FILE, Executed, STEPS_FILE, StepOutcome, StepRecord, Trajectory, read_trajectory,
 };
@@ -348,7 +348,9 @@ impl<'a> ImageStage<'a> {
             create_dir(parent)?;
         }
         self.written = true;
-        write_file(&dest, png)
+        // The staging directory is this run's own, made empty: there is
+        // nothing a killed write left in it to sweep, once per image.
+        Ok(agent_core::atomic::write_unswept(&dest, png)?)
     }
 
     /// Puts the images in place of the previous run's, then writes the

@@ -466,9 +466,10 @@ impl ClientPolicy {
 }
 
 /// Writes an observation's screenshot whole or not at all, as the
-/// episode's own files are: a client may read it after a crash.
+/// episode's own files are: a client may read it after a crash. The
+/// episode's directory is new ([`episode_dir`]), with nothing to sweep.
 fn write_png(path: &Path, png: &[u8]) -> Result<(), PolicyError> {
-    crate::atomic::write(path, png).map_err(|e| PolicyError::Backend(e.to_string()))
+    crate::atomic::write_unswept(path, png).map_err(|e| PolicyError::Backend(e.to_string()))
 }
 
 impl Policy for ClientPolicy {
