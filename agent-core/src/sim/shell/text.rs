@@ -3,12 +3,13 @@
 //! as pure functions from arguments and inputs to output. File reading and
 //! the shell's streams are the caller's ([`super::commands`]).
 
-use posix::{Posix, Work, has_extension_groups};
+use posix::{Posix, Work};
 use regex::bytes::{Regex, RegexBuilder};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 mod posix;
+mod regcomp;
 
 /// The most bytes one tool prints, and the largest printf field or `tr`
 /// set. A phone would print whatever `printf '%1000000000000s'` or `seq
@@ -103,53 +104,6 @@ fn lines(data: &[u8]) -> impl Iterator<Item = &[u8]> {
     body.split(|&b| b == b'\n').filter(move |_| !empty)
 }
 
-/// A POSIX basic regular expression in the regex crate's syntax: `\(`,
-/// `\)`, `\{`, `\}`, `\|`, `\+`, `\?` are the operators there, and the
-/// bare characters are literal.
-pub fn basic_to_extended(pattern: &str) -> String {
-    let mut out = String::with_capacity(pattern.len());
-    let mut chars = pattern.chars().peekable();
-    let mut in_bracket = false;
-    while let Some(c) = chars.next() {
-        if in_bracket {
-            out.push(c);
-            if c == ']' {
-                in_bracket = false;
-            }
-            continue;
-        }
-        match c {
-            '\\' => match chars.next() {
-                Some(e @ ('(' | ')' | '{' | '}' | '|' | '+' | '?')) => out.push(e),
-                Some(e) => {
-                    out.push('\\');
-                    out.push(e);
-                }
-                None => out.push_str("\\\\"),
-            },
-            '(' | ')' | '{' | '}' | '|' | '+' | '?' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '[' => {
-                in_bracket = true;
-                out.push(c);
-                // `[]…]` and `[^]…]`: a leading ] is literal.
-                if chars.peek() == Some(&'^') {
-                    out.push('^');
-                    chars.next();
-                }
-                if chars.peek() == Some(&']') {
-                    out.push_str("\\]");
-                    chars.next();
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// `grep [-EFivwxcnloqsh] [-e PATTERN]... [PATTERN] [FILE...]`.
 pub struct Grep {
     /// Every pattern, as alternatives of one expression: a line is read
@@ -196,14 +150,9 @@ impl Grep {
             .map(|p| {
                 let mut re = if opts.has('F') {
                     regex::escape(p)
-                } else if opts.has('E') {
-                    p.to_owned()
                 } else {
-                    basic_to_extended(p)
+                    regcomp::translate(p, opts.has('E')).map_err(|e| bad_regex(p, e))?
                 };
-                if has_extension_groups(&re) {
-                    return Err(format!("bad regex '{p}'"));
-                }
                 if opts.has('x') {
                     re = format!("^(?:{re})$");
                 } else if opts.has('w') {
@@ -664,7 +613,9 @@ enum SedAction {
     Substitute {
         re: Box<Posix>,
         replacement: Vec<Replacement>,
-        global: bool,
+        /// Which match is replaced: the nth alone (the first by default,
+        /// or the number given), or every one (`g`).
+        only: Option<usize>,
         print: bool,
     },
     Print,
@@ -692,61 +643,138 @@ fn sed_match(
 
 /// `pattern` in the regex crate's syntax.
 fn sed_syntax(pattern: &str, extended: bool) -> Result<String, String> {
-    let syntax = if extended {
-        pattern.to_owned()
-    } else {
-        basic_to_extended(pattern)
-    };
-    if has_extension_groups(&syntax) {
-        return Err(format!("bad regex '{pattern}'"));
-    }
-    Ok(syntax)
+    regcomp::translate(pattern, extended).map_err(|e| bad_regex(pattern, e))
 }
 
-/// Splits `s/a/b/g`-style text at unescaped `delim`s into `n` parts and
-/// the rest.
-fn split_delimited(text: &str, delim: char, n: usize) -> Option<(Vec<String>, &str)> {
-    let mut parts = Vec::new();
-    let mut current = String::new();
+/// toybox's words for an expression `regcomp` refused.
+fn bad_regex(pattern: &str, why: regcomp::RegcompError) -> String {
+    format!("bad regex '{pattern}': {why}")
+}
+
+/// The expression of an address or an `s` command, read as toybox reads
+/// it up to its closing `delim`, and the text after that: a `delim` in a
+/// bracket expression does not close it, an escaped one is the bare
+/// character (`\|` with `|` as the delimiter is an alternation of an
+/// extended expression), `\n`, `\t` and the other escapes of `printf`
+/// are the characters they name, and a range of one character (`a-a`)
+/// is that character. `None` when it is never closed.
+fn sed_expression(text: &str, delim: char) -> Option<(String, &str)> {
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let at = |i: usize| chars.get(i).map(|&(_, c)| c);
+    let mut out = String::new();
+    // Inside a bracket expression: `]`, or the `.`, `=` or `:` that ends
+    // a collating element, an equivalence class or a class in one.
+    let mut bracket: Option<char> = None;
+    let mut i = 0;
+    loop {
+        let (offset, c) = *chars.get(i)?;
+        let next = at(i + 1);
+        if bracket.is_none() && c == delim {
+            return Some((out, &text[offset + c.len_utf8()..]));
+        }
+        let mut take = 1;
+        if c == '[' {
+            if bracket.is_none() {
+                bracket = Some(']');
+                if matches!(next, Some('-' | ']')) {
+                    take = 2;
+                }
+            } else if bracket == Some(']') && matches!(next, Some('.' | '=' | ':')) {
+                bracket = next;
+                take = 2;
+            }
+        } else if bracket == Some(c) {
+            if c == ']' {
+                bracket = None;
+            } else {
+                bracket = Some(']');
+                take = 2;
+            }
+        } else if bracket.is_some() && c == '-' && i > 0 && at(i - 1) == next {
+            i += 2;
+            continue;
+        } else if c == '\\' {
+            let escaped = next?;
+            if escaped == delim {
+                out.push(delim);
+                i += 2;
+                continue;
+            }
+            if let Some(control) = control_escape(escaped) {
+                out.push(control);
+                i += 2;
+                continue;
+            }
+            if escaped == '\\' || bracket.is_none() {
+                take = 2;
+            }
+        }
+        for _ in 0..take {
+            out.extend(at(i));
+            i += 1;
+        }
+    }
+}
+
+/// The character `\c` names in toybox's `unescape` (`\n` a line break),
+/// if any.
+fn control_escape(c: char) -> Option<char> {
+    Some(match c {
+        'a' => '\x07',
+        'b' => '\x08',
+        'e' => '\x1b',
+        'f' => '\x0c',
+        'n' => '\n',
+        'r' => '\r',
+        't' => '\t',
+        'v' => '\x0b',
+        _ => return None,
+    })
+}
+
+/// A replacement up to its closing `delim` (`\\` and that `delim` is the
+/// bare `delim`), and the text after it; `None` when it is never closed.
+fn sed_replacement_text(text: &str, delim: char) -> Option<(String, &str)> {
+    let mut replacement = String::new();
     let mut chars = text.char_indices();
     while let Some((i, c)) = chars.next() {
         if c == '\\' {
             match chars.next() {
-                Some((_, d)) if d == delim => current.push(d),
+                Some((_, d)) if d == delim => replacement.push(d),
                 Some((_, d)) => {
-                    current.push('\\');
-                    current.push(d);
+                    replacement.push('\\');
+                    replacement.push(d);
                 }
-                None => current.push('\\'),
+                None => replacement.push('\\'),
             }
         } else if c == delim {
-            parts.push(std::mem::take(&mut current));
-            if parts.len() == n {
-                return Some((parts, &text[i + c.len_utf8()..]));
-            }
+            return Some((replacement, &text[i + c.len_utf8()..]));
         } else {
-            current.push(c);
+            replacement.push(c);
         }
     }
     None
 }
 
+/// The commands of one script, in order. They are separated by `;` or a
+/// line break, which an expression or a replacement may hold.
 fn sed_parse(script: &str, extended: bool, work: &Arc<Work>) -> Result<Vec<SedCommand>, String> {
     let bad = |what: &str| format!("bad sed command '{script}': {what}");
+    let blank = |c: char| c == ' ' || c == '\t';
     let mut commands = Vec::new();
-    for part in script
-        .split(['\n', ';'])
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-    {
-        let mut rest = part;
+    let mut rest = script;
+    loop {
+        rest = rest.trim_start_matches(|c: char| c == ';' || c.is_whitespace());
+        if rest.is_empty() {
+            return Ok(commands);
+        }
         let address = if let Some(after) = rest.strip_prefix('$') {
             rest = after;
             Some(Address::Last)
         } else if let Some(after) = rest.strip_prefix('/') {
-            let (parts, after) = split_delimited(after, '/', 1).ok_or_else(|| bad("unclosed /"))?;
+            let (pattern, after) = sed_expression(after, '/').ok_or_else(|| bad("unclosed /"))?;
             rest = after;
-            Some(Address::Match(sed_regex(&parts[0], extended)?))
+            Some(Address::Match(sed_regex(&pattern, extended)?))
         } else {
             let digits = rest.chars().take_while(char::is_ascii_digit).count();
             if digits > 0 {
@@ -757,18 +785,34 @@ fn sed_parse(script: &str, extended: bool, work: &Arc<Work>) -> Result<Vec<SedCo
                 None
             }
         };
-        let mut chars = rest.chars();
+        let mut chars = rest.trim_start_matches(blank).chars();
         let action = match chars.next() {
             Some('s') => {
                 let delim = chars.next().ok_or_else(|| bad("s without a delimiter"))?;
-                let (parts, flags) = split_delimited(chars.as_str(), delim, 2)
-                    .ok_or_else(|| bad("unterminated s"))?;
-                let insensitive = flags.contains('I') || flags.contains('i');
+                if delim == '\\' || delim == '\n' {
+                    return Err(bad("a backslash or a line break cannot delimit s"));
+                }
+                let unterminated = || bad("unterminated s");
+                let (pattern, after) =
+                    sed_expression(chars.as_str(), delim).ok_or_else(unterminated)?;
+                let (replacement, after) =
+                    sed_replacement_text(after, delim).ok_or_else(unterminated)?;
+                let (flags, after) = substitute_flags(after).map_err(|e| bad(&e))?;
+                chars = after.chars();
                 SedAction::Substitute {
-                    re: Box::new(sed_match(&parts[0], extended, insensitive, work)?),
-                    replacement: sed_replacement(&parts[1]),
-                    global: flags.contains('g'),
-                    print: flags.contains('p'),
+                    re: Box::new(sed_match(
+                        &pattern,
+                        extended || flags.extended,
+                        flags.insensitive,
+                        work,
+                    )?),
+                    replacement: sed_replacement(&replacement),
+                    only: match (flags.nth, flags.global) {
+                        (Some(n), _) => Some(n),
+                        (None, true) => None,
+                        (None, false) => Some(1),
+                    },
+                    print: flags.print,
                 }
             }
             Some('p') => SedAction::Print,
@@ -776,9 +820,54 @@ fn sed_parse(script: &str, extended: bool, work: &Arc<Work>) -> Result<Vec<SedCo
             Some('q') => SedAction::Quit,
             _ => return Err(bad("only s, p, d and q are supported by this sed")),
         };
+        rest = chars.as_str().trim_start_matches(blank);
+        if !(rest.is_empty() || rest.starts_with([';', '\n'])) {
+            return Err(bad("extra characters after a command"));
+        }
         commands.push(SedCommand { address, action });
     }
-    Ok(commands)
+}
+
+/// The flags of an `s` command, as toybox reads them.
+#[derive(Default)]
+struct SubstituteFlags {
+    /// `g`: every match (unless `nth` picks one).
+    global: bool,
+    /// A number n: the nth match alone, with `g` or without.
+    nth: Option<usize>,
+    /// `p`: the line is printed when a match was replaced.
+    print: bool,
+    /// `i` or `I`: letters match either case.
+    insensitive: bool,
+    /// `x`: this expression is an extended one.
+    extended: bool,
+}
+
+/// The flags at the start of `text` (blanks between them are skipped),
+/// and the text after them.
+fn substitute_flags(mut text: &str) -> Result<(SubstituteFlags, &str), String> {
+    let mut flags = SubstituteFlags::default();
+    loop {
+        text = text.trim_start_matches([' ', '\t']);
+        let mut chars = text.chars();
+        match chars.next() {
+            Some('g') => flags.global = true,
+            Some('p') => flags.print = true,
+            Some('i' | 'I') => flags.insensitive = true,
+            Some('x') => flags.extended = true,
+            Some('1'..='9') if flags.nth.is_none() => {
+                let digits = text.chars().take_while(char::is_ascii_digit).count();
+                let n = text[..digits]
+                    .parse()
+                    .map_err(|_| format!("s flag {} is too large", &text[..digits]))?;
+                flags.nth = Some(n);
+                text = &text[digits..];
+                continue;
+            }
+            _ => return Ok((flags, text)),
+        }
+        text = chars.as_str();
+    }
 }
 
 /// A piece of sed's replacement: text, or what a group matched (`&` is
@@ -789,7 +878,8 @@ enum Replacement {
     Group(usize),
 }
 
-/// sed's replacement (`&`, `\1`…`\9`, `\n`), in pieces.
+/// sed's replacement (`&`, `\1`…`\9`, and `printf`'s escapes such as
+/// `\n`), in pieces.
 fn sed_replacement(text: &str) -> Vec<Replacement> {
     let mut pieces = Vec::new();
     let mut literal = String::new();
@@ -805,9 +895,7 @@ fn sed_replacement(text: &str) -> Vec<Replacement> {
             '&' => group(&mut pieces, &mut literal, 0),
             '\\' => match chars.next() {
                 Some(d @ '0'..='9') => group(&mut pieces, &mut literal, d as usize - '0' as usize),
-                Some('n') => literal.push('\n'),
-                Some('t') => literal.push('\t'),
-                Some(other) => literal.push(other),
+                Some(other) => literal.push(control_escape(other).unwrap_or(other)),
                 None => literal.push('\\'),
             },
             c => literal.push(c),
@@ -819,14 +907,14 @@ fn sed_replacement(text: &str) -> Vec<Replacement> {
     pieces
 }
 
-/// `line` with the first match of `re` (every match, when `global`)
+/// `line` with its `only`th match of `re` (every match, when `None`)
 /// replaced, and whether there was one; an error, before it is built, once
 /// the line would pass [`MAX_OUTPUT`] (`s/x/&&&&/g` over a long line, or
 /// twenty times over).
 fn substitute(
     re: &Posix,
     replacement: &[Replacement],
-    global: bool,
+    only: Option<usize>,
     line: &[u8],
 ) -> Result<(Vec<u8>, bool), String> {
     fn add(out: &mut Vec<u8>, bytes: &[u8]) -> Result<(), String> {
@@ -842,8 +930,12 @@ fn substitute(
     let mut out = Vec::new();
     let mut rest = 0;
     let mut changed = false;
-    for whole in re.find_iter(line).take(if global { usize::MAX } else { 1 }) {
+    let matches = re.find_iter(line).take(only.unwrap_or(usize::MAX));
+    for (nth, whole) in (1..).zip(matches) {
         let whole = whole?;
+        if only.is_some_and(|n| nth < n) {
+            continue;
+        }
         let captures = groups.then(|| re.groups(line, &whole)).flatten();
         add(&mut out, &line[rest..whole.start])?;
         for piece in replacement {
@@ -942,11 +1034,11 @@ impl Sed {
                     SedAction::Substitute {
                         re,
                         replacement,
-                        global,
+                        only,
                         print,
                     } => {
                         let changed;
-                        (line, changed) = substitute(re, replacement, *global, &line)?;
+                        (line, changed) = substitute(re, replacement, *only, &line)?;
                         if changed && *print {
                             emit(&mut out, &line)?;
                         }

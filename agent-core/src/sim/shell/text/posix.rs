@@ -69,8 +69,8 @@ impl Work {
     }
 }
 
-/// One expression, in the regex crate's syntax (see
-/// [`super::basic_to_extended`] for POSIX basic ones).
+/// One expression, in the regex crate's syntax (see [`super::regcomp`]
+/// for POSIX ones).
 pub struct Posix {
     /// Leftmost-first: whether a line matches, and a match's groups.
     first: meta::Regex,
@@ -399,35 +399,6 @@ impl Posix {
         ending.search_captures(&input, &mut captures);
         captures.is_match().then(|| groups(&captures))
     }
-}
-
-/// Whether `pattern` (in the regex crate's syntax) has a group that opens
-/// with `(?`: flags (`(?i)`, `(?x:…)`), a non-capturing or a named group.
-/// POSIX has none of them: the phone's regcomp (bionic's, Henry Spencer's
-/// from OpenBSD) refuses a `?` with nothing before it to repeat
-/// (REG_BADRPT). And a flag such as `x`, which makes the rest of a line a
-/// comment, would reach past the groups the tools wrap expressions in.
-pub fn has_extension_groups(pattern: &str) -> bool {
-    use regex_syntax::ast::{self, Ast, GroupKind};
-    struct Extensions;
-    impl ast::Visitor for Extensions {
-        type Output = ();
-        type Err = ();
-        fn finish(self) -> Result<(), ()> {
-            Ok(())
-        }
-        fn visit_pre(&mut self, ast: &Ast) -> Result<(), ()> {
-            match ast {
-                Ast::Flags(_) => Err(()),
-                Ast::Group(group) if !matches!(group.kind, GroupKind::CaptureIndex(_)) => Err(()),
-                _ => Ok(()),
-            }
-        }
-    }
-    // What the parser refuses, the regex crate refuses as well.
-    ast::parse::Parser::new()
-        .parse(pattern)
-        .is_ok_and(|ast| ast::visit(&ast, Extensions).is_err())
 }
 
 #[cfg(test)]
