@@ -191,3 +191,45 @@ proptest::proptest! {
         }
     }
 }
+
+/// An extended expression over `a`, `b` and `.` with groups, stars and
+/// bounds (the operators both syntaxes have), and the same expression in
+/// basic syntax.
+fn both_syntaxes() -> impl proptest::strategy::Strategy<Value = (String, String)> {
+    use proptest::prelude::*;
+    let leaf =
+        prop_oneof![Just("a"), Just("b"), Just(".")].prop_map(|c| (c.to_owned(), c.to_owned()));
+    leaf.prop_recursive(4, 16, 3, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 2..4).prop_map(|parts| {
+                let (extended, basic): (Vec<_>, Vec<_>) = parts.into_iter().unzip();
+                (extended.concat(), basic.concat())
+            }),
+            inner
+                .clone()
+                .prop_map(|(e, b)| (format!("({e})*"), format!(r"\({b}\)*"))),
+            (inner, 0..3u32, 0..3u32).prop_map(|((e, b), m, extra)| {
+                let n = m + extra;
+                (
+                    format!("({e}){{{m},{n}}}"),
+                    format!(r"\({b}\)\{{{m},{n}\}}"),
+                )
+            }),
+        ]
+    })
+}
+
+proptest::proptest! {
+    /// What both syntaxes can say, they say alike: an extended expression
+    /// and its basic spelling become the same expression, anchored or not.
+    #[test]
+    fn basic_and_extended_spellings_agree((extended, basic) in both_syntaxes(), anchored: bool) {
+        let (extended, basic) = match anchored {
+            true => (format!("^{extended}$"), format!("^{basic}$")),
+            false => (extended, basic),
+        };
+        let translated = translate(&extended, true);
+        proptest::prop_assert!(translated.is_ok(), "{}: {:?}", extended, translated);
+        proptest::prop_assert_eq!(translated, translate(&basic, false));
+    }
+}
