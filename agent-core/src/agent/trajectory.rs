@@ -609,6 +609,32 @@ mod tests {
         parse_trajectory(Path::new("ep"), episode, format!("{step}\n").as_bytes()).unwrap();
     }
 
+    /// A writer sweeps what killed writes left in its directory when it
+    /// takes it, new or reopened, and writes its own files unswept.
+    #[test]
+    fn a_writer_sweeps_its_directory_when_it_takes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let abandoned = || {
+            let path = dir.path().join(format!("{}killed", atomic::STAGING_PREFIX));
+            let file = File::create(&path).unwrap();
+            let then = std::time::SystemTime::now()
+                - atomic::ABANDONED_AFTER
+                - std::time::Duration::from_secs(5);
+            file.set_modified(then).unwrap();
+            path
+        };
+        let episode: EpisodeRecord = serde_json::from_str(old_oracle_trajectory().0).unwrap();
+        let left = abandoned();
+        let writer = TrajectoryWriter::create(dir.path(), &episode).unwrap();
+        assert!(!left.exists());
+        let left = abandoned();
+        writer.write_episode(&episode).unwrap();
+        assert!(left.exists());
+        drop(writer);
+        TrajectoryWriter::reopen(dir.path()).unwrap();
+        assert!(!left.exists());
+    }
+
     /// A file larger than any screenshot is refused after reading just past
     /// the bound, not read whole.
     #[test]
