@@ -436,14 +436,7 @@ impl Parser {
         };
         match kind {
             Some(':') => {
-                self.pos += 2;
-                if matches!(self.peek(), None | Some('-' | ']')) {
-                    return Err(if self.more() {
-                        RegcompError::Class
-                    } else {
-                        RegcompError::Brackets
-                    });
-                }
+                self.open_element(RegcompError::Class)?;
                 let start = self.pos;
                 while self.peek().is_some_and(|c| c.is_ascii_alphabetic()) {
                     self.pos += 1;
@@ -452,27 +445,13 @@ impl Parser {
                 if !CLASSES.contains(&name.as_str()) {
                     return Err(RegcompError::Class);
                 }
-                if !self.more() {
-                    return Err(RegcompError::Brackets);
-                }
-                if !self.eat_two(':', ']') {
-                    return Err(RegcompError::Class);
-                }
+                self.close_element(':', RegcompError::Class)?;
                 set.push_str(&format!("[:{name}:]"));
             }
             Some('=') => {
-                self.pos += 2;
-                if matches!(self.peek(), None | Some('-' | ']')) {
-                    return Err(if self.more() {
-                        RegcompError::Collating
-                    } else {
-                        RegcompError::Brackets
-                    });
-                }
+                self.open_element(RegcompError::Collating)?;
                 let c = self.collating_element('=')?;
-                if !self.eat_two('=', ']') {
-                    return Err(RegcompError::Collating);
-                }
+                self.close_element('=', RegcompError::Collating)?;
                 push_member(set, c);
             }
             _ => {
@@ -503,10 +482,33 @@ impl Parser {
             return self.next().ok_or(RegcompError::Brackets);
         }
         let c = self.collating_element('.')?;
-        if !self.eat_two('.', ']') {
-            return Err(RegcompError::Collating);
-        }
+        self.close_element('.', RegcompError::Collating)?;
         Ok(c)
+    }
+
+    /// Steps past the `[:` or `[=` that opens a class or an equivalence
+    /// class, which must go on with a name (`wrong` where it goes on with
+    /// `-` or `]`).
+    fn open_element(&mut self, wrong: RegcompError) -> Result<(), RegcompError> {
+        self.pos += 2;
+        match self.peek() {
+            None => Err(RegcompError::Brackets),
+            Some('-' | ']') => Err(wrong),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// Steps past the `:]`, `=]` or `.]` (`end` and `]`) that closes an
+    /// element of a bracket expression (`wrong` where something else
+    /// stands there).
+    fn close_element(&mut self, end: char, wrong: RegcompError) -> Result<(), RegcompError> {
+        if !self.more() {
+            return Err(RegcompError::Brackets);
+        }
+        if !self.eat_two(end, ']') {
+            return Err(wrong);
+        }
+        Ok(())
     }
 
     /// The element up to `end` followed by `]`.
