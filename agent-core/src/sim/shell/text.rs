@@ -807,11 +807,7 @@ fn sed_parse(script: &str, extended: bool, work: &Arc<Work>) -> Result<Vec<SedCo
                         work,
                     )?),
                     replacement: sed_replacement(&replacement),
-                    only: match (flags.nth, flags.global) {
-                        (Some(n), _) => Some(n),
-                        (None, true) => None,
-                        (None, false) => Some(1),
-                    },
+                    only: flags.only(),
                     print: flags.print,
                 }
             }
@@ -841,6 +837,18 @@ struct SubstituteFlags {
     insensitive: bool,
     /// `x`: this expression is an extended one.
     extended: bool,
+}
+
+impl SubstituteFlags {
+    /// Which match is replaced: the numbered one (toybox ignores `g`
+    /// then), every one with `g`, else the first.
+    fn only(&self) -> Option<usize> {
+        match (self.nth, self.global) {
+            (Some(n), _) => Some(n),
+            (None, true) => None,
+            (None, false) => Some(1),
+        }
+    }
 }
 
 /// The flags at the start of `text` (blanks between them are skipped),

@@ -159,6 +159,19 @@ impl Parser {
         self.out.push(c);
     }
 
+    /// What a backslash before `escaped` means where it is no operator of
+    /// the syntax: a word's start or end (`\<`, `\>`), an error (nothing,
+    /// a letter, or a quote GNU gives a meaning to), else the character.
+    fn escape(&mut self, escaped: Option<char>) -> Result<(), RegcompError> {
+        match escaped {
+            Some('<') => self.out.push_str(r"\b{start}"),
+            Some('>') => self.out.push_str(r"\b{end}"),
+            Some(c) if !(c.is_alphabetic() || c == '\'' || c == '`') => self.ordinary(c),
+            _ => return Err(RegcompError::Escape),
+        }
+        Ok(())
+    }
+
     /// Makes what was emitted since `atom` one unit for the repetition
     /// that follows.
     fn wrap(&mut self, atom: usize) {
@@ -218,13 +231,10 @@ impl Parser {
             Some('*' | '+' | '?' | '{') => return Err(RegcompError::Repetition),
             Some('.') => self.out.push('.'),
             Some('[') => self.bracket()?,
-            Some('\\') => match self.next() {
-                None => return Err(RegcompError::Escape),
-                Some('<') => self.out.push_str(r"\b{start}"),
-                Some('>') => self.out.push_str(r"\b{end}"),
-                Some(c) if is_unescapable(c) => return Err(RegcompError::Escape),
-                Some(c) => self.ordinary(c),
-            },
+            Some('\\') => {
+                let escaped = self.next();
+                self.escape(escaped)?;
+            }
             Some(c) => self.ordinary(c),
             None => return Err(RegcompError::Empty),
         }
@@ -286,9 +296,6 @@ impl Parser {
         let c = self.next();
         match c {
             Some('\\') => match self.next() {
-                None => return Err(RegcompError::Escape),
-                Some('<') => self.out.push_str(r"\b{start}"),
-                Some('>') => self.out.push_str(r"\b{end}"),
                 Some('{') => return Err(RegcompError::Repetition),
                 Some('(') => {
                     self.groups += 1;
@@ -312,8 +319,7 @@ impl Parser {
                         RegcompError::BackReference
                     });
                 }
-                Some(e) if is_unescapable(e) => return Err(RegcompError::Escape),
-                Some(e) => self.ordinary(e),
+                escaped => self.escape(escaped)?,
             },
             Some('.') => self.out.push('.'),
             Some('[') => self.bracket()?,
@@ -525,12 +531,6 @@ impl Parser {
             _ => Err(RegcompError::Collating),
         }
     }
-}
-
-/// Whether `\c` is an error rather than `c`: letters and the quotes that
-/// GNU gives meanings to.
-fn is_unescapable(c: char) -> bool {
-    c.is_alphabetic() || c == '\'' || c == '`'
 }
 
 /// `c` as a member of a regex crate class, where `[`, `]`, `-`, `^`, `&`,
