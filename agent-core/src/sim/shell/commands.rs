@@ -611,12 +611,12 @@ fn sed(args: &[&str], call: &Call, env: &mut ShellEnv) -> ShellOutput {
         .into_iter()
         .flat_map(|(_, d)| d)
         .collect();
-    match sed.run(&data) {
-        Ok(text) => out.out(text),
-        Err(e) => {
-            out.err(format!("sed: {e}\n"));
-            out.exit_code = 1;
-        }
+    let mut text = Vec::new();
+    let ran = sed.run(&data, &mut text);
+    out.out(text);
+    if let Err(e) = ran {
+        out.err(format!("sed: {e}\n"));
+        out.exit_code = 1;
     }
     out
 }

@@ -214,6 +214,18 @@ fn both_streams_keep_the_order_of_their_writes() {
     assert_eq!(out.stdout, b"ls: /nosuch: No such file or directory\n");
 }
 
+/// A sed that stops on a line keeps what it wrote before it: toybox
+/// writes each line as it goes, then fails with its message and status 1.
+#[test]
+fn a_failing_sed_keeps_the_lines_it_wrote() {
+    let p = phone();
+    let out = p.shell(r"printf 'a\nbc\nd\n' | sed 's/c/\1/'; echo rc=$?");
+    assert_eq!(
+        String::from_utf8(out.interleaved()).unwrap(),
+        "a\nsed: no s//\\1/\nrc=1\n"
+    );
+}
+
 #[test]
 fn commands_are_found_by_name_and_by_path() {
     let p = phone();

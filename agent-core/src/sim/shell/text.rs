@@ -3,11 +3,13 @@
 //! as pure functions from arguments and inputs to output. File reading and
 //! the shell's streams are the caller's ([`super::commands`]).
 
+use dissect::Dissect;
 use posix::{Posix, Work};
 use regex::bytes::{Regex, RegexBuilder};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+mod dissect;
 mod posix;
 mod regcomp;
 
@@ -610,14 +612,7 @@ enum Address {
 }
 
 enum SedAction {
-    Substitute {
-        re: Box<Posix>,
-        replacement: Vec<Replacement>,
-        /// Which match is replaced: the nth alone (the first by default,
-        /// or the number given), or every one (`g`).
-        only: Option<usize>,
-        print: bool,
-    },
+    Substitute(Box<Substitution>),
     Print,
     Delete,
     Quit,
@@ -630,15 +625,51 @@ fn sed_regex(pattern: &str, extended: bool) -> Result<Regex, String> {
         .map_err(|_| format!("bad regex '{pattern}'"))
 }
 
-/// An `s` command's expression, whose matches are replaced.
-fn sed_match(
-    pattern: &str,
-    extended: bool,
-    insensitive: bool,
-    work: &Arc<Work>,
-) -> Result<Posix, String> {
-    Posix::new(&sed_syntax(pattern, extended)?, insensitive, work.clone())
-        .ok_or_else(|| format!("bad regex '{pattern}'"))
+/// An `s` command: its expression, whose matches are replaced, and what
+/// replaces them.
+struct Substitution {
+    re: Posix,
+    /// Splits a match among its groups; only where the replacement uses
+    /// one.
+    dissect: Option<Dissect>,
+    /// How many groups the expression opens.
+    groups: usize,
+    replacement: Vec<Replacement>,
+    /// Which match is replaced: the nth alone (the first by default, or
+    /// the number given), or every one (`g`).
+    only: Option<usize>,
+    print: bool,
+}
+
+impl Substitution {
+    fn new(
+        pattern: &str,
+        replacement: &str,
+        flags: &SubstituteFlags,
+        extended: bool,
+        work: &Arc<Work>,
+    ) -> Result<Self, String> {
+        let expression = regcomp::parse(pattern, extended || flags.extended)
+            .map_err(|e| bad_regex(pattern, e))?;
+        let re = Posix::new(&expression.to_regex(), flags.insensitive, work.clone())
+            .ok_or_else(|| format!("bad regex '{pattern}'"))?;
+        let replacement = sed_replacement(replacement);
+        let uses_groups = replacement
+            .iter()
+            .any(|piece| matches!(piece, Replacement::Group(n) if *n > 0));
+        let dissect = uses_groups
+            .then(|| Dissect::new(&expression, flags.insensitive, work.clone()))
+            .transpose()
+            .map_err(|e| format!("bad regex '{pattern}': {e}"))?;
+        Ok(Self {
+            re,
+            dissect,
+            groups: expression.groups(),
+            replacement,
+            only: flags.only(),
+            print: flags.print,
+        })
+    }
 }
 
 /// `pattern` in the regex crate's syntax.
@@ -799,17 +830,9 @@ fn sed_parse(script: &str, extended: bool, work: &Arc<Work>) -> Result<Vec<SedCo
                     sed_replacement_text(after, delim).ok_or_else(unterminated)?;
                 let (flags, after) = substitute_flags(after).map_err(|e| bad(&e))?;
                 chars = after.chars();
-                SedAction::Substitute {
-                    re: Box::new(sed_match(
-                        &pattern,
-                        extended || flags.extended,
-                        flags.insensitive,
-                        work,
-                    )?),
-                    replacement: sed_replacement(&replacement),
-                    only: flags.only(),
-                    print: flags.print,
-                }
+                let substitution =
+                    Substitution::new(&pattern, &replacement, &flags, extended, work)?;
+                SedAction::Substitute(Box::new(substitution))
             }
             Some('p') => SedAction::Print,
             Some('d') => SedAction::Delete,
@@ -915,52 +938,54 @@ fn sed_replacement(text: &str) -> Vec<Replacement> {
     pieces
 }
 
-/// `line` with its `only`th match of `re` (every match, when `None`)
-/// replaced, and whether there was one; an error, before it is built, once
-/// the line would pass [`MAX_OUTPUT`] (`s/x/&&&&/g` over a long line, or
-/// twenty times over).
-fn substitute(
-    re: &Posix,
-    replacement: &[Replacement],
-    only: Option<usize>,
-    line: &[u8],
-) -> Result<(Vec<u8>, bool), String> {
-    fn add(out: &mut Vec<u8>, bytes: &[u8]) -> Result<(), String> {
-        if out.len() + bytes.len() > MAX_OUTPUT {
-            return Err(too_large("a line"));
+impl Substitution {
+    /// `line` with its `only`th match (every match, when `None`) replaced,
+    /// and whether there was one; an error, before it is built, once the
+    /// line would pass [`MAX_OUTPUT`] (`s/x/&&&&/g` over a long line, or
+    /// twenty times over), or where a replaced match would need a group
+    /// the expression does not open (toybox's `no s//\N/`).
+    fn apply(&self, line: &[u8]) -> Result<(Vec<u8>, bool), String> {
+        fn add(out: &mut Vec<u8>, bytes: &[u8]) -> Result<(), String> {
+            if out.len() + bytes.len() > MAX_OUTPUT {
+                return Err(too_large("a line"));
+            }
+            out.extend_from_slice(bytes);
+            Ok(())
         }
-        out.extend_from_slice(bytes);
-        Ok(())
-    }
-    let groups = replacement
-        .iter()
-        .any(|piece| matches!(piece, Replacement::Group(n) if *n > 0));
-    let mut out = Vec::new();
-    let mut rest = 0;
-    let mut changed = false;
-    let matches = re.find_iter(line).take(only.unwrap_or(usize::MAX));
-    for (nth, whole) in (1..).zip(matches) {
-        let whole = whole?;
-        if only.is_some_and(|n| nth < n) {
-            continue;
-        }
-        let captures = groups.then(|| re.groups(line, &whole)).flatten();
-        add(&mut out, &line[rest..whole.start])?;
-        for piece in replacement {
-            match piece {
-                Replacement::Text(text) => add(&mut out, text)?,
-                Replacement::Group(0) => add(&mut out, &line[whole.clone()])?,
-                Replacement::Group(n) => {
-                    let group = captures.as_ref().and_then(|c| c.get(*n).cloned().flatten());
-                    add(&mut out, group.map_or(&[][..], |range| &line[range]))?;
+        let mut out = Vec::new();
+        let mut rest = 0;
+        let mut changed = false;
+        let only = self.only;
+        let matches = self.re.find_iter(line).take(only.unwrap_or(usize::MAX));
+        for (nth, whole) in (1..).zip(matches) {
+            let whole = whole?;
+            if only.is_some_and(|n| nth < n) {
+                continue;
+            }
+            let groups = match &self.dissect {
+                Some(dissect) => dissect.groups(line, &whole)?,
+                None => vec![Some(whole.clone())],
+            };
+            add(&mut out, &line[rest..whole.start])?;
+            for piece in &self.replacement {
+                match piece {
+                    Replacement::Text(text) => add(&mut out, text)?,
+                    Replacement::Group(n) if *n > self.groups => {
+                        return Err(format!("no s//\\{n}/"));
+                    }
+                    Replacement::Group(n) => {
+                        if let Some(group) = groups.get(*n).cloned().flatten() {
+                            add(&mut out, &line[group])?;
+                        }
+                    }
                 }
             }
+            rest = whole.end;
+            changed = true;
         }
-        rest = whole.end;
-        changed = true;
+        add(&mut out, &line[rest..])?;
+        Ok((out, changed))
     }
-    add(&mut out, &line[rest..])?;
-    Ok((out, changed))
 }
 
 /// Writes `line` and its line break to sed's output; an error, before it
@@ -1003,10 +1028,12 @@ impl Sed {
         Ok((sed, operands))
     }
 
-    /// The script run over `data`'s lines; an error once a line or the
-    /// output passes [`MAX_OUTPUT`] (`s/x/xxxx/g` twenty times over makes
-    /// a line of one `x` four trillion bytes long).
-    pub fn run(&self, data: &[u8]) -> Result<Vec<u8>, String> {
+    /// The script run over `data`'s lines, its output written to `out` as
+    /// it goes; an error once a line or the output passes [`MAX_OUTPUT`]
+    /// (`s/x/xxxx/g` twenty times over makes a line of one `x` four
+    /// trillion bytes long), or where an `s` command cannot replace a match
+    /// (`out` then holds what was written before, as on a phone).
+    pub fn run(&self, data: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
         let over = |commands: usize, bytes: usize| {
             format!(
                 "{commands} commands over {bytes} bytes are more than the virtual phone's \
@@ -1019,7 +1046,6 @@ impl Sed {
         // A substitution can grow the line the next commands look at, so
         // the work is also counted as it is done.
         let mut work = 0usize;
-        let mut out = Vec::new();
         let all: Vec<&[u8]> = lines(data).collect();
         'lines: for (index, line) in all.iter().enumerate() {
             let mut line = line.to_vec();
@@ -1039,33 +1065,28 @@ impl Sed {
                     return Err(over(self.commands.len(), data.len()));
                 }
                 match &command.action {
-                    SedAction::Substitute {
-                        re,
-                        replacement,
-                        only,
-                        print,
-                    } => {
+                    SedAction::Substitute(substitution) => {
                         let changed;
-                        (line, changed) = substitute(re, replacement, *only, &line)?;
-                        if changed && *print {
-                            emit(&mut out, &line)?;
+                        (line, changed) = substitution.apply(&line)?;
+                        if changed && substitution.print {
+                            emit(out, &line)?;
                         }
                     }
-                    SedAction::Print => emit(&mut out, &line)?,
+                    SedAction::Print => emit(out, &line)?,
                     SedAction::Delete => continue 'lines,
                     SedAction::Quit => {
                         if !self.quiet {
-                            emit(&mut out, &line)?;
+                            emit(out, &line)?;
                         }
                         break 'lines;
                     }
                 }
             }
             if !self.quiet {
-                emit(&mut out, &line)?;
+                emit(out, &line)?;
             }
         }
-        Ok(out)
+        Ok(())
     }
 }
 

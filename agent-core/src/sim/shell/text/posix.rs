@@ -8,19 +8,16 @@
 //! position where any match starts. One backward pass over a line, of a
 //! lazy DFA that reports every match, marks those positions; from each
 //! start a forward DFA that reports every match runs on until no longer
-//! match can follow, which gives the longest end.
-//! Groups (`\1` in a replacement) are then the leftmost-first ones among the
-//! ways of matching exactly that text. POSIX's rule for groups (each, in
-//! order, as long as it can be) may split such a match otherwise; GNU sed
-//! splits `(a|ab)(b*)` on `ab` as this does, `a` and `b`.
+//! match can follow, which gives the longest end. Which text each group
+//! of a match holds is [`super::dissect`]'s.
 
 use regex_automata::hybrid::dfa::{Cache, DFA};
 use regex_automata::nfa::thompson::{self, WhichCaptures, pikevm, pikevm::PikeVM};
-use regex_automata::util::{captures::Captures, syntax};
+use regex_automata::util::syntax;
 use regex_automata::{Anchored, Input, MatchKind, meta};
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// The regex crate's default limit on a compiled expression, kept for the
 /// other engines' NFAs too.
@@ -53,7 +50,9 @@ impl Work {
         })
     }
 
-    fn charge(&self, bytes: usize) -> Result<(), String> {
+    /// Counts `bytes` more looked at (one at least, for a search that
+    /// looks at nothing); an error once the run is past its budget.
+    pub fn charge(&self, bytes: usize) -> Result<(), String> {
         let spent = self
             .spent
             .fetch_add(bytes.max(1), Ordering::Relaxed)
@@ -72,30 +71,14 @@ impl Work {
 /// One expression, in the regex crate's syntax (see [`super::regcomp`]
 /// for POSIX ones).
 pub struct Posix {
-    /// Leftmost-first: whether a line matches, and a match's groups.
+    /// Leftmost-first: whether a line matches.
     first: meta::Regex,
-    /// The expression followed by k more bytes (index k, up to one
-    /// character's) and the end of the text: a match's groups, searched
-    /// anchored at its start in the text cut k bytes after its end. Made
-    /// when first needed.
-    ending: [OnceLock<Option<meta::Regex>>; LONGEST_CHAR + 1],
-    pattern: String,
-    syntax: syntax::Config,
     /// Run backwards over a whole line, where matches start.
     starts: DFA,
+    starts_cache: Mutex<Cache>,
     /// Anchored at a start, the end of the longest match from there.
-    longest: DFA,
-    /// The same, where the DFA gives up (any non-ASCII byte, when the
-    /// expression has a Unicode `\b`): slower, never giving up.
-    longest_slow: PikeVM,
-    caches: Mutex<Caches>,
+    longest: Longest,
     work: Arc<Work>,
-}
-
-struct Caches {
-    starts: Cache,
-    longest: Cache,
-    longest_slow: pikevm::Cache,
 }
 
 /// Where matches start in one line.
@@ -108,14 +91,153 @@ enum Starts {
     Unknown,
 }
 
-/// The most bytes of a UTF-8 character: all an assertion at a match's end
-/// (`\b`, `$`) looks at after it.
-const LONGEST_CHAR: usize = 4;
+/// As the regex crate's bytes API reads an expression: Unicode classes,
+/// and matches that need not be valid UTF-8.
+fn bytes_syntax(insensitive: bool) -> syntax::Config {
+    syntax::Config::new()
+        .case_insensitive(insensitive)
+        .utf8(false)
+}
+
+/// `pattern`'s NFA, forward with the implicit group only (all a search
+/// for match bounds needs), or `reverse` with none.
+fn nfa(pattern: &str, insensitive: bool, reverse: bool) -> Option<thompson::NFA> {
+    let captures = match reverse {
+        true => WhichCaptures::None,
+        false => WhichCaptures::Implicit,
+    };
+    thompson::Compiler::new()
+        .syntax(bytes_syntax(insensitive))
+        .configure(
+            thompson::Config::new()
+                .utf8(false)
+                .nfa_size_limit(Some(SIZE_LIMIT))
+                .reverse(reverse)
+                .which_captures(captures),
+        )
+        .build(pattern)
+        .ok()
+}
+
+/// A lazy DFA that reports every match of `nfa`, not only the first.
+fn every_match(nfa: thompson::NFA) -> Option<DFA> {
+    DFA::builder()
+        .configure(
+            DFA::config()
+                .match_kind(MatchKind::All)
+                .unicode_word_boundary(true)
+                // A large expression (`a{100000}`) runs with states
+                // evicted and made again rather than not at all.
+                .skip_cache_capacity_check(true),
+        )
+        .build_from_nfa(nfa)
+        .ok()
+}
+
+/// Anchored at a position, the end of the longest match up to a bound: a
+/// DFA that reports every match, stepped byte by byte until it can match
+/// no more; where the DFA gives up (any non-ASCII byte, when the
+/// expression has a Unicode `\b`), the NFA simulated, slower and never
+/// giving up.
+pub struct Longest {
+    dfa: DFA,
+    slow: PikeVM,
+    caches: Mutex<(Cache, pikevm::Cache)>,
+}
+
+impl Longest {
+    /// `None` when the regex crate refuses the expression.
+    pub fn new(pattern: &str, insensitive: bool) -> Option<Self> {
+        Self::of(nfa(pattern, insensitive, false)?)
+    }
+
+    fn of(nfa: thompson::NFA) -> Option<Self> {
+        let dfa = every_match(nfa.clone())?;
+        let slow = PikeVM::builder()
+            .configure(PikeVM::config().match_kind(MatchKind::All))
+            .build_from_nfa(nfa)
+            .ok()?;
+        let caches = Mutex::new((dfa.create_cache(), slow.create_cache()));
+        Some(Self { dfa, slow, caches })
+    }
+
+    /// The end of the longest match that starts at `start` and ends at
+    /// `stop` at the latest, `None` where there is none. Assertions see
+    /// the text on both sides (`$` is the end of `haystack`, not `stop`).
+    /// What it looks at is charged to `work`; the simulation as if it
+    /// looked at everything up to `stop`.
+    pub fn end(
+        &self,
+        haystack: &[u8],
+        start: usize,
+        stop: usize,
+        work: &Work,
+    ) -> Result<Option<usize>, String> {
+        let mut caches = self.caches.lock().unwrap_or_else(PoisonError::into_inner);
+        let (dfa_cache, slow_cache) = &mut *caches;
+        if let Some(end) = self.end_by_dfa(dfa_cache, haystack, start, stop, work)? {
+            return Ok(end);
+        }
+        work.charge(stop - start)?;
+        let input = Input::new(haystack)
+            .range(start..stop)
+            .anchored(Anchored::Yes);
+        Ok(self.slow.find(slow_cache, input).map(|m| m.end()))
+    }
+
+    /// [`Self::end`] by the DFA; `None` where it gives up.
+    fn end_by_dfa(
+        &self,
+        cache: &mut Cache,
+        haystack: &[u8],
+        start: usize,
+        stop: usize,
+        work: &Work,
+    ) -> Result<Option<Option<usize>>, String> {
+        let dfa = &self.dfa;
+        let input = Input::new(haystack).range(start..).anchored(Anchored::Yes);
+        let Ok(mut state) = dfa.start_state_forward(cache, &input) else {
+            return Ok(None);
+        };
+        let mut end = None;
+        let mut looked = stop - start;
+        let mut gave_up = false;
+        // A match state is entered one byte after the match ends, so the
+        // byte at `stop` is stepped over too, to see one that ends there.
+        for (at, &byte) in haystack.iter().enumerate().skip(start) {
+            let Ok(next) = dfa.next_state(cache, state, byte) else {
+                (looked, gave_up) = (at + 1 - start, true);
+                break;
+            };
+            state = next;
+            if state.is_tagged() {
+                if state.is_match() {
+                    end = Some(at);
+                } else if state.is_dead() || state.is_quit() {
+                    (looked, gave_up) = (at + 1 - start, state.is_quit());
+                    break;
+                }
+            }
+            if at == stop {
+                break;
+            }
+        }
+        if stop == haystack.len() && !(gave_up || state.is_dead()) {
+            match dfa.next_eoi_state(cache, state) {
+                Ok(eoi) if eoi.is_match() => end = Some(stop),
+                Ok(eoi) => gave_up = eoi.is_quit(),
+                Err(_) => gave_up = true,
+            }
+        }
+        work.charge(looked)?;
+        Ok((!gave_up).then_some(end))
+    }
+}
 
 /// `pattern` as the regex crate's bytes API compiles it, leftmost-first.
-fn leftmost_first(pattern: &str, syntax: syntax::Config) -> Option<meta::Regex> {
+fn leftmost_first(pattern: &str, insensitive: bool) -> Option<meta::Regex> {
     meta::Regex::builder()
-        .syntax(syntax)
+        .syntax(bytes_syntax(insensitive))
         .configure(
             meta::Config::new()
                 .utf8_empty(false)
@@ -128,69 +250,18 @@ fn leftmost_first(pattern: &str, syntax: syntax::Config) -> Option<meta::Regex> 
 impl Posix {
     /// `None` when the regex crate refuses the expression.
     pub fn new(pattern: &str, insensitive: bool, work: Arc<Work>) -> Option<Self> {
-        // As the regex crate's bytes API reads an expression: Unicode
-        // classes, and matches that need not be valid UTF-8.
-        let bytes = syntax::Config::new()
-            .case_insensitive(insensitive)
-            .utf8(false);
-        let config = thompson::Config::new()
-            .utf8(false)
-            .nfa_size_limit(Some(SIZE_LIMIT));
-        let compile = |config: thompson::Config| {
-            thompson::Compiler::new()
-                .syntax(bytes)
-                .configure(config)
-                .build(pattern)
-                .ok()
-        };
-        // One forward NFA for the DFA and the simulation of the longest
-        // end; the NFA simulation's match bounds need only the implicit
-        // group, and a reverse NFA can have no groups.
-        let forward = compile(config.clone().which_captures(WhichCaptures::Implicit))?;
-        let reverse = compile(config.reverse(true).which_captures(WhichCaptures::None))?;
-        let every_match = |nfa: thompson::NFA| {
-            DFA::builder()
-                .configure(
-                    DFA::config()
-                        .match_kind(MatchKind::All)
-                        .unicode_word_boundary(true)
-                        // A large expression (`a{100000}`) runs with states
-                        // evicted and made again rather than not at all.
-                        .skip_cache_capacity_check(true),
-                )
-                .build_from_nfa(nfa)
-                .ok()
-        };
-        let starts = every_match(reverse)?;
-        let longest = every_match(forward.clone())?;
-        let longest_slow = PikeVM::builder()
-            .configure(PikeVM::config().match_kind(MatchKind::All))
-            .build_from_nfa(forward)
-            .ok()?;
-        let caches = Mutex::new(Caches {
-            starts: starts.create_cache(),
-            longest: longest.create_cache(),
-            longest_slow: longest_slow.create_cache(),
-        });
+        let starts = every_match(nfa(pattern, insensitive, true)?)?;
         Some(Self {
-            first: leftmost_first(pattern, bytes)?,
-            ending: Default::default(),
-            pattern: pattern.to_owned(),
-            syntax: bytes,
+            first: leftmost_first(pattern, insensitive)?,
+            starts_cache: Mutex::new(starts.create_cache()),
             starts,
-            longest,
-            longest_slow,
-            caches,
+            longest: Longest::new(pattern, insensitive)?,
             work,
         })
     }
 
     pub fn is_match(&self, haystack: &[u8]) -> bool {
         self.first.is_match(haystack)
-    }
-
-    fn caches(&self) -> std::sync::MutexGuard<'_, Caches> {
-        self.caches.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Where matches start in `haystack`, from one backward pass of a DFA
@@ -200,7 +271,11 @@ impl Posix {
     /// on as a longer alternative might still match (`x[^y]*y|b` over
     /// `xbxb…` looks at the rest of the line for each `b`).
     fn starts(&self, haystack: &[u8]) -> Result<Starts, String> {
-        let cache = &mut self.caches().starts;
+        let mut cache = self
+            .starts_cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let cache = &mut *cache;
         let dfa = &self.starts;
         let mut starts = vec![false; haystack.len() + 1];
         let input = Input::new(haystack);
@@ -249,65 +324,13 @@ impl Posix {
         let Some(start) = start else {
             return Ok(None);
         };
-        let end = match self.longest_end(haystack, start)? {
-            Some(end) => end,
-            None => self.longest_end_slowly(haystack, start)?,
-        };
+        // A match starts here, so no match at all cannot happen; the
+        // empty one is kept if it did.
+        let end = self
+            .longest
+            .end(haystack, start, haystack.len(), &self.work)?
+            .unwrap_or(start);
         Ok(Some(start..end))
-    }
-
-    /// The end of the longest match that starts at `start`, found by
-    /// stepping the DFA byte by byte until it can match no more; `None`
-    /// where the DFA gives up.
-    fn longest_end(&self, haystack: &[u8], start: usize) -> Result<Option<usize>, String> {
-        let cache = &mut self.caches().longest;
-        let dfa = &self.longest;
-        let input = Input::new(haystack).range(start..).anchored(Anchored::Yes);
-        let Ok(mut state) = dfa.start_state_forward(cache, &input) else {
-            return Ok(None);
-        };
-        let mut end = None;
-        let mut looked = haystack.len() - start;
-        let mut gave_up = false;
-        for (at, &byte) in haystack.iter().enumerate().skip(start) {
-            let Ok(next) = dfa.next_state(cache, state, byte) else {
-                (looked, gave_up) = (at + 1 - start, true);
-                break;
-            };
-            state = next;
-            if state.is_tagged() {
-                // A match state is entered one byte after the match ends.
-                if state.is_match() {
-                    end = Some(at);
-                } else if state.is_dead() || state.is_quit() {
-                    (looked, gave_up) = (at + 1 - start, state.is_quit());
-                    break;
-                }
-            }
-        }
-        if !(gave_up || state.is_dead()) {
-            match dfa.next_eoi_state(cache, state) {
-                Ok(eoi) if eoi.is_match() => end = Some(haystack.len()),
-                Ok(eoi) => gave_up = eoi.is_quit(),
-                Err(_) => gave_up = true,
-            }
-        }
-        self.work.charge(looked)?;
-        // A match starts here, so no match at all cannot happen; the empty
-        // one is kept if it did.
-        Ok((!gave_up).then(|| end.unwrap_or(start)))
-    }
-
-    /// [`Self::longest_end`] by simulating the NFA: every thread runs on,
-    /// and the last match seen is the longest. Charged as if it looked at
-    /// the rest of the text.
-    fn longest_end_slowly(&self, haystack: &[u8], start: usize) -> Result<usize, String> {
-        self.work.charge(haystack.len() - start)?;
-        let input = Input::new(haystack).range(start..).anchored(Anchored::Yes);
-        Ok(self
-            .longest_slow
-            .find(&mut self.caches().longest_slow, input)
-            .map_or(start, |m| m.end()))
     }
 
     /// The successive matches in `haystack`, as `regexec` is called by
@@ -356,48 +379,6 @@ impl Posix {
             }
             None
         })
-    }
-
-    /// The groups of the match `found` (from [`Self::find_iter`]), by
-    /// number, each as its range in `haystack`: those of the leftmost-first
-    /// way of matching exactly that text. Where the leftmost-first match
-    /// within `found` is all of it, its own groups; else those of a search
-    /// anchored at its start for the expression followed by the character
-    /// after it, in the text cut after that character. Either search sees
-    /// the text on both sides as far as an assertion looks (`$`, `\b` at
-    /// the match's end) and looks at the match alone; `None` where no way
-    /// of matching exactly that text is found.
-    pub fn groups(
-        &self,
-        haystack: &[u8],
-        found: &Range<usize>,
-    ) -> Option<Vec<Option<Range<usize>>>> {
-        let groups = |captures: &Captures| {
-            (0..captures.group_len())
-                .map(|n| captures.get_group(n).map(|span| span.range()))
-                .collect()
-        };
-        let mut captures = self.first.create_captures();
-        let within = Input::new(haystack)
-            .range(found.clone())
-            .anchored(Anchored::Yes);
-        self.first.search_captures(&within, &mut captures);
-        if captures.get_match().is_some_and(|m| m.range() == *found) {
-            return Some(groups(&captures));
-        }
-        let after = (haystack.len() - found.end).min(LONGEST_CHAR);
-        let ending = self.ending[after]
-            .get_or_init(|| {
-                let pattern = format!(r"(?:{})(?s-u:.){{{after}}}\z", self.pattern);
-                leftmost_first(&pattern, self.syntax)
-            })
-            .as_ref()?;
-        let input = Input::new(&haystack[..found.end + after])
-            .range(found.start..)
-            .anchored(Anchored::Yes);
-        let mut captures = ending.create_captures();
-        ending.search_captures(&input, &mut captures);
-        captures.is_match().then(|| groups(&captures))
     }
 }
 

@@ -1,5 +1,6 @@
-//! POSIX regular expressions as the phone's `regcomp` reads them, in the
-//! regex crate's syntax.
+//! POSIX regular expressions as the phone's `regcomp` reads them: the
+//! pieces it compiles them to, and what they match in the regex crate's
+//! syntax.
 //!
 //! toybox's `grep` and `sed` hand their expressions to bionic's `regcomp`,
 //! Henry Spencer's from NetBSD built without its GNU extensions. It reads
@@ -9,13 +10,18 @@
 //! syntax, as is an operator with nothing to repeat (`*a` in an extended
 //! expression, `a**`, `(?i)`) or an empty alternative (`a||b`); words are
 //! delimited by `\<` and `\>` (and `[[:<:]]`, `[[:>:]]`); a bracket
-//! expression takes a backslash as itself. The translation keeps every
-//! group the expression opens and numbers them as POSIX does, so `\1` in a
-//! replacement names the same text; what it adds is non-capturing.
+//! expression takes a backslash as itself; an alternative that compiles
+//! to nothing (`a{0}`) is refused too. The translation keeps every group
+//! the expression opens and numbers them as POSIX does; what it adds is
+//! non-capturing. Which text a group holds is the phone's own rule, worked
+//! out over the pieces ([`Node`]) by [`super::dissect`].
 //!
-//! Two things differ from a phone: back-references (`\1` in a basic
-//! expression) are refused, since the regex crate has none, and a
-//! collating element must be one character (`[[.-.]]`, not `[[.hyphen.]]`).
+//! Three things differ from a phone: back-references (`\1` in a basic
+//! expression) are refused, since the regex crate has none; a collating
+//! element must be one character (`[[.-.]]`, not `[[.hyphen.]]`); and a
+//! word assertion before an anchor at the same place (`a\>$`, `\<^a`)
+//! matches here at a line's end or start, where bionic's engine, which
+//! passes `$` and `^` there before the word assertions, never matches it.
 
 use std::fmt;
 
@@ -82,32 +88,142 @@ const CLASSES: [&str; 12] = [
     "upper", "xdigit",
 ];
 
+/// A piece of an expression as `regcomp` reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Node {
+    /// One character: a literal, `.` or a bracket expression, in the
+    /// regex crate's syntax.
+    Char(String),
+    /// Where the text is, matching none of it: `^`, `$`, a word's start
+    /// or end, in the regex crate's syntax.
+    Assert(&'static str),
+    /// Group `n` (from 1) and the pieces it holds.
+    Group(usize, Vec<Node>),
+    /// Alternatives, in their order.
+    Alt(Vec<Vec<Node>>),
+    /// `x*`, which `regcomp` compiles otherwise than `x{0,}`.
+    Star(Box<Node>),
+    /// `x{min,max}` (no `max`: unbounded); `x+` is `x{1,}` and `x?` is
+    /// `x{0,1}`, as `regcomp` compiles them.
+    Repeat(Box<Node>, u32, Option<u32>),
+}
+
+/// An expression `regcomp` accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expression {
+    nodes: Vec<Node>,
+    groups: usize,
+}
+
+impl Expression {
+    /// Its pieces, in order.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// How many groups it opens (POSIX's `re_nsub`).
+    pub fn groups(&self) -> usize {
+        self.groups
+    }
+
+    /// What it matches, in the regex crate's syntax, with its groups.
+    pub fn to_regex(&self) -> String {
+        let mut out = String::new();
+        render(&self.nodes, true, &mut out);
+        out
+    }
+}
+
+/// `nodes` in the regex crate's syntax, appended to `out`: its groups as
+/// groups where `capture`, else non-capturing.
+fn render(nodes: &[Node], capture: bool, out: &mut String) {
+    for node in nodes {
+        match node {
+            Node::Char(text) => out.push_str(text),
+            Node::Assert(text) => out.push_str(text),
+            Node::Group(_, inner) => {
+                out.push_str(if capture { "(" } else { "(?:" });
+                render(inner, capture, out);
+                out.push(')');
+            }
+            Node::Alt(branches) => {
+                out.push_str("(?:");
+                for (i, branch) in branches.iter().enumerate() {
+                    if i > 0 {
+                        out.push('|');
+                    }
+                    render(branch, capture, out);
+                }
+                out.push(')');
+            }
+            Node::Star(atom) => {
+                render_atom(atom, capture, out);
+                out.push('*');
+            }
+            Node::Repeat(atom, min, max) => {
+                render_atom(atom, capture, out);
+                match (min, max) {
+                    (1, None) => out.push('+'),
+                    (0, Some(1)) => out.push('?'),
+                    (min, None) => out.push_str(&format!("{{{min},}}")),
+                    (min, Some(max)) if min == max => out.push_str(&format!("{{{min}}}")),
+                    (min, Some(max)) => out.push_str(&format!("{{{min},{max}}}")),
+                }
+            }
+        }
+    }
+}
+
+/// The operand of a repetition, as one unit.
+fn render_atom(atom: &Node, capture: bool, out: &mut String) {
+    out.push_str("(?:");
+    render(std::slice::from_ref(atom), capture, out);
+    out.push(')');
+}
+
+/// Whether an alternative compiles to nothing: `regcomp` drops an operand
+/// repeated `{0}` times, and refuses an alternative left empty.
+fn compiles_to_nothing(nodes: &[Node]) -> bool {
+    nodes
+        .iter()
+        .all(|node| matches!(node, Node::Repeat(_, _, Some(0))))
+}
+
 /// `pattern`, a POSIX extended (`extended`) or basic regular expression,
-/// in the regex crate's syntax; or why the phone refuses it. The empty
-/// pattern matches everywhere, as toybox compiles it (as `()`).
-pub fn translate(pattern: &str, extended: bool) -> Result<String, RegcompError> {
+/// as `regcomp` reads it; or why the phone refuses it. The empty pattern
+/// matches everywhere, as toybox compiles it (as `()`).
+pub fn parse(pattern: &str, extended: bool) -> Result<Expression, RegcompError> {
     if pattern.is_empty() {
-        return Ok("()".to_owned());
+        return Ok(Expression {
+            nodes: vec![Node::Group(1, Vec::new())],
+            groups: 1,
+        });
     }
     let mut parser = Parser {
         chars: pattern.chars().collect(),
         pos: 0,
-        out: String::with_capacity(pattern.len() * 2),
         groups: 0,
         closed: Vec::new(),
     };
-    if extended {
-        parser.extended_alternatives(true)?;
+    let nodes = if extended {
+        parser.extended_alternatives(true)?
     } else {
-        parser.basic_expression(true)?;
-    }
-    Ok(parser.out)
+        parser.basic_expression(true)?
+    };
+    Ok(Expression {
+        nodes,
+        groups: parser.groups,
+    })
+}
+
+/// `pattern` (see [`parse`]) in the regex crate's syntax.
+pub fn translate(pattern: &str, extended: bool) -> Result<String, RegcompError> {
+    parse(pattern, extended).map(|expression| expression.to_regex())
 }
 
 struct Parser {
     chars: Vec<char>,
     pos: usize,
-    out: String,
     /// Groups opened so far.
     groups: usize,
     /// The numbers of the groups closed so far.
@@ -152,94 +268,84 @@ impl Parser {
     }
 
     /// `c` matched as itself.
-    fn ordinary(&mut self, c: char) {
-        if regex_syntax::is_meta_character(c) {
-            self.out.push('\\');
-        }
-        self.out.push(c);
+    fn ordinary(c: char) -> Node {
+        Node::Char(regex_syntax::escape(&c.to_string()))
     }
 
     /// What a backslash before `escaped` means where it is no operator of
     /// the syntax: a word's start or end (`\<`, `\>`), an error (nothing,
     /// a letter, or a quote GNU gives a meaning to), else the character.
-    fn escape(&mut self, escaped: Option<char>) -> Result<(), RegcompError> {
+    fn escape(escaped: Option<char>) -> Result<Node, RegcompError> {
         match escaped {
-            Some('<') => self.out.push_str(r"\b{start}"),
-            Some('>') => self.out.push_str(r"\b{end}"),
-            Some(c) if !(c.is_alphabetic() || c == '\'' || c == '`') => self.ordinary(c),
-            _ => return Err(RegcompError::Escape),
+            Some('<') => Ok(Node::Assert(r"\b{start}")),
+            Some('>') => Ok(Node::Assert(r"\b{end}")),
+            Some(c) if !(c.is_alphabetic() || c == '\'' || c == '`') => Ok(Self::ordinary(c)),
+            _ => Err(RegcompError::Escape),
         }
-        Ok(())
-    }
-
-    /// Makes what was emitted since `atom` one unit for the repetition
-    /// that follows.
-    fn wrap(&mut self, atom: usize) {
-        self.out.insert_str(atom, "(?:");
-        self.out.push(')');
     }
 
     /// Alternatives up to the end (`outer`) or to the `)` of their group.
-    fn extended_alternatives(&mut self, outer: bool) -> Result<(), RegcompError> {
+    fn extended_alternatives(&mut self, outer: bool) -> Result<Vec<Node>, RegcompError> {
+        let mut branches = Vec::new();
         loop {
-            let mut parts = 0;
+            let mut branch = Vec::new();
             while self.more() && self.peek() != Some('|') && (outer || self.peek() != Some(')')) {
-                self.extended_part()?;
-                parts += 1;
+                branch.push(self.extended_part()?);
             }
-            if parts == 0 {
+            if compiles_to_nothing(&branch) {
                 return Err(RegcompError::Empty);
             }
+            branches.push(branch);
             if !self.eat('|') {
-                return Ok(());
+                break;
             }
             if self.peek() == Some('|') || (outer && !self.more()) {
                 return Err(RegcompError::Empty);
             }
-            self.out.push('|');
         }
+        Ok(match branches.len() {
+            1 => branches.remove(0),
+            _ => vec![Node::Alt(branches)],
+        })
     }
 
     /// One atom of an extended expression and its repetition, if any.
-    fn extended_part(&mut self) -> Result<(), RegcompError> {
-        let atom = self.out.len();
+    fn extended_part(&mut self) -> Result<Node, RegcompError> {
         let mut caret = false;
-        match self.next() {
+        let atom = match self.next() {
             Some('(') => {
                 if !self.more() {
                     return Err(RegcompError::Parentheses);
                 }
                 self.groups += 1;
                 let group = self.groups;
-                self.out.push('(');
-                if self.peek() != Some(')') {
-                    self.extended_alternatives(false)?;
-                }
+                let inner = if self.peek() != Some(')') {
+                    self.extended_alternatives(false)?
+                } else {
+                    Vec::new()
+                };
                 if !self.eat(')') {
                     return Err(RegcompError::Parentheses);
                 }
-                self.out.push(')');
                 self.closed.push(group);
+                Node::Group(group, inner)
             }
             Some(')') => return Err(RegcompError::Parentheses),
             Some('^') => {
-                self.out.push('^');
                 caret = true;
+                Node::Assert("^")
             }
-            Some('$') => self.out.push('$'),
+            Some('$') => Node::Assert("$"),
             Some('|') => return Err(RegcompError::Empty),
             Some('*' | '+' | '?' | '{') => return Err(RegcompError::Repetition),
-            Some('.') => self.out.push('.'),
+            Some('.') => Node::Char(".".into()),
             Some('[') => self.bracket()?,
-            Some('\\') => {
-                let escaped = self.next();
-                self.escape(escaped)?;
-            }
-            Some(c) => self.ordinary(c),
+            Some('\\') => Self::escape(self.next())?,
+            Some(c) => Self::ordinary(c),
             None => return Err(RegcompError::Empty),
-        }
+        };
         let Some(op @ ('*' | '+' | '?' | '{')) = self.peek() else {
-            return Ok(());
+            return Ok(atom);
         };
         if op == '{' && !self.peek2().is_some_and(|c| c.is_ascii_digit() || c == ',') {
             return Err(RegcompError::Repetition);
@@ -248,12 +354,16 @@ impl Parser {
         if caret {
             return Err(RegcompError::Repetition);
         }
-        self.wrap(atom);
-        if op == '{' {
-            self.bounds('}')?;
-        } else {
-            self.out.push(op);
-        }
+        let atom = Box::new(atom);
+        let repeated = match op {
+            '*' => Node::Star(atom),
+            '+' => Node::Repeat(atom, 1, None),
+            '?' => Node::Repeat(atom, 0, Some(1)),
+            _ => {
+                let (min, max) = self.bounds('}')?;
+                Node::Repeat(atom, min, max)
+            }
+        };
         let another = match self.peek() {
             Some('*' | '+' | '?') => true,
             Some('{') => self.peek2().is_some_and(|c| c.is_ascii_digit()),
@@ -262,53 +372,56 @@ impl Parser {
         if another {
             return Err(RegcompError::Repetition);
         }
-        Ok(())
+        Ok(repeated)
     }
 
     /// A basic expression up to the end (`outer`) or to the `\)` of its
     /// group: `^` is an anchor only first, `$` only last.
-    fn basic_expression(&mut self, outer: bool) -> Result<(), RegcompError> {
-        let anchored = self.eat('^');
-        if anchored {
-            self.out.push('^');
+    fn basic_expression(&mut self, outer: bool) -> Result<Vec<Node>, RegcompError> {
+        let mut nodes = Vec::new();
+        if self.eat('^') {
+            nodes.push(Node::Assert("^"));
         }
         let mut parts = 0;
         let mut ends_with_dollar = false;
         while self.more() && (outer || !self.sees_two('\\', ')')) {
-            ends_with_dollar = self.basic_part(parts)?;
+            let part;
+            (part, ends_with_dollar) = self.basic_part(parts)?;
+            nodes.push(part);
             parts += 1;
         }
         if ends_with_dollar {
-            // The escaped `$` just emitted was the anchor.
-            self.out.truncate(self.out.len() - 2);
-            self.out.push('$');
+            // The `$` just read as a character was the anchor.
+            nodes.pop();
+            nodes.push(Node::Assert("$"));
         }
-        if parts == 0 && !anchored {
+        if compiles_to_nothing(&nodes) {
             return Err(RegcompError::Empty);
         }
-        Ok(())
+        Ok(nodes)
     }
 
     /// One atom of a basic expression (the `index`th of its expression)
-    /// and its repetition, if any; whether it was a bare `$` (unrepeated).
-    fn basic_part(&mut self, index: usize) -> Result<bool, RegcompError> {
-        let atom = self.out.len();
+    /// and its repetition, if any; and whether it was a bare `$`
+    /// (unrepeated).
+    fn basic_part(&mut self, index: usize) -> Result<(Node, bool), RegcompError> {
         let c = self.next();
-        match c {
+        let atom = match c {
             Some('\\') => match self.next() {
                 Some('{') => return Err(RegcompError::Repetition),
                 Some('(') => {
                     self.groups += 1;
                     let group = self.groups;
-                    self.out.push('(');
-                    if self.more() && !self.sees_two('\\', ')') {
-                        self.basic_expression(false)?;
-                    }
+                    let inner = if self.more() && !self.sees_two('\\', ')') {
+                        self.basic_expression(false)?
+                    } else {
+                        Vec::new()
+                    };
                     if !self.eat_two('\\', ')') {
                         return Err(RegcompError::Parentheses);
                     }
-                    self.out.push(')');
                     self.closed.push(group);
+                    Node::Group(group, inner)
                 }
                 Some(')') => return Err(RegcompError::Parentheses),
                 Some(d @ '1'..='9') => {
@@ -319,31 +432,31 @@ impl Parser {
                         RegcompError::BackReference
                     });
                 }
-                escaped => self.escape(escaped)?,
+                escaped => Self::escape(escaped)?,
             },
-            Some('.') => self.out.push('.'),
+            Some('.') => Node::Char(".".into()),
             Some('[') => self.bracket()?,
             // A star first in its expression (after a `^`, a `\(`) is
             // itself.
             Some('*') if index > 0 => return Err(RegcompError::Repetition),
-            Some(c) => self.ordinary(c),
+            Some(c) => Self::ordinary(c),
             None => return Err(RegcompError::Empty),
-        }
+        };
+        let atom = Box::new(atom);
         if self.eat('*') {
-            self.wrap(atom);
-            self.out.push('*');
+            Ok((Node::Star(atom), false))
         } else if self.eat_two('\\', '{') {
-            self.wrap(atom);
-            self.bounds('\\')?;
+            let (min, max) = self.bounds('\\')?;
+            Ok((Node::Repeat(atom, min, max), false))
         } else {
-            return Ok(c == Some('$'));
+            Ok((*atom, c == Some('$')))
         }
-        Ok(false)
     }
 
     /// The bounds of a repetition after its `{`, up to its closing brace
-    /// (`}`, or `\}` when `close` is the backslash).
-    fn bounds(&mut self, close: char) -> Result<(), RegcompError> {
+    /// (`}`, or `\}` when `close` is the backslash): the least and the
+    /// most, `None` for no most.
+    fn bounds(&mut self, close: char) -> Result<(u32, Option<u32>), RegcompError> {
         let min = self.count()?;
         let max = if self.eat(',') {
             if self.peek().is_some_and(|c| c.is_ascii_digit()) {
@@ -373,12 +486,7 @@ impl Parser {
             });
         }
         self.pos += if close == '}' { 1 } else { 2 };
-        match max {
-            Some(max) if max == min => self.out.push_str(&format!("{{{min}}}")),
-            Some(max) => self.out.push_str(&format!("{{{min},{max}}}")),
-            None => self.out.push_str(&format!("{{{min},}}")),
-        }
-        Ok(())
+        Ok((min, max))
     }
 
     /// A bound of a repetition: up to three digits, at most 255.
@@ -400,13 +508,12 @@ impl Parser {
     }
 
     /// A bracket expression after its `[`.
-    fn bracket(&mut self) -> Result<(), RegcompError> {
+    fn bracket(&mut self) -> Result<Node, RegcompError> {
         let rest: String = self.chars[self.pos..].iter().take(6).collect();
         for (kludge, boundary) in [("[:<:]]", r"\b{start}"), ("[:>:]]", r"\b{end}")] {
             if rest == kludge {
                 self.pos += 6;
-                self.out.push_str(boundary);
-                return Ok(());
+                return Ok(Node::Assert(boundary));
             }
         }
         let mut set = String::from("[");
@@ -428,8 +535,7 @@ impl Parser {
             return Err(RegcompError::Brackets);
         }
         set.push(']');
-        self.out.push_str(&set);
-        Ok(())
+        Ok(Node::Char(set))
     }
 
     /// One member of a bracket expression: a class, an equivalence class,

@@ -140,10 +140,17 @@ fn tr_maps_deletes_and_squeezes() {
     assert_eq!(s(&tr(&["abc", "x"], b"aabbd").unwrap()), "xxxxd");
 }
 
+/// What `sed` writes over `data`, where it runs to the end.
+fn sed_output(sed: &Sed, data: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    sed.run(data, &mut out)?;
+    Ok(out)
+}
+
 fn sed_run(args: &[&str], data: &str) -> String {
     let (sed, files) = Sed::new(args).unwrap();
     assert!(files.is_empty());
-    String::from_utf8(sed.run(data.as_bytes()).unwrap()).unwrap()
+    String::from_utf8(sed_output(&sed, data.as_bytes()).unwrap()).unwrap()
 }
 
 #[test]
@@ -259,6 +266,39 @@ fn matches_are_leftmost_longest_as_posix_asks() {
     // the NFA is simulated; GNU grep prints the same in a UTF-8 locale.
     assert_eq!(grep(&["-ow", "ab"], "ab éab ab\n").0, "ab\nab\n");
     assert_eq!(grep(&["-oE", r"x|x.*\>"], "xé y\n").0, "xé y\n");
+}
+
+/// A match's groups are split as bionic's `regexec` splits them (see
+/// `dissect`), not as GNU sed's backtracking does: `(a|ab)(b*)` on `ab`
+/// holds `ab` and nothing, where GNU sed has `a` and `b`.
+#[test]
+fn sed_groups_are_split_as_the_phone_splits_them() {
+    assert_eq!(
+        sed_run(&["-E", r"s/(a|ab)(b*)/[\1|\2]/"], "ab\n"),
+        "[ab|]\n"
+    );
+    assert_eq!(
+        sed_run(&["-E", r"s/(a|ab)(b$)?/[\1|\2]/"], "ab\n"),
+        "[ab|]\n"
+    );
+    // The last iteration, each taken as long as it can be: `aaa`.
+    assert_eq!(sed_run(&["-E", r"s/(aa|aaa)+/[\1]/"], "aaaa\n"), "[aaa]\n");
+    // A group of an alternative the last iteration did not take is
+    // replaced by nothing.
+    assert_eq!(sed_run(&["-E", r"s/((a)|b)+/[\1|\2]/"], "ab\n"), "[b|]\n");
+    assert_eq!(sed_run(&[r"s/x\(a\)*/[\1]/g"], "xaa x\n"), "[a] []\n");
+}
+
+/// A replacement that names a group the expression does not open ends
+/// sed at the first match it replaces, with toybox's words; what was
+/// written before stays written. Lines that do not match never need it.
+#[test]
+fn sed_stops_at_a_group_the_expression_does_not_open() {
+    let (sed, _) = Sed::new(&[r"s/b\(c\)/\2/"]).unwrap();
+    let mut out = Vec::new();
+    assert_eq!(sed.run(b"a\nbc\nd\n", &mut out), Err(r"no s//\2/".into()));
+    assert_eq!(out, b"a\n");
+    assert_eq!(sed_run(&[r"s/b/\1/"], "a\n"), "a\n");
 }
 
 /// The regex crate's groups that open with `(?` are not POSIX; a phone's
@@ -377,10 +417,10 @@ fn sed_refuses_more_work_than_the_phone_does() {
     assert_eq!(data.len(), 1 << 28);
     let script = |n: usize| vec!["s/b/c/p"; n].join(";");
     let (eight, _) = Sed::new(&["-n", &script(8)]).unwrap();
-    assert_eq!(eight.run(&data), Ok(Vec::new()));
+    assert_eq!(sed_output(&eight, &data), Ok(Vec::new()));
     let (nine, _) = Sed::new(&["-n", &script(9)]).unwrap();
     assert_eq!(
-        nine.run(&data),
+        sed_output(&nine, &data),
         Err(
             "9 commands over 268435456 bytes are more than the virtual phone's \
              2147483648 command-bytes of work for one sed"
@@ -389,7 +429,7 @@ fn sed_refuses_more_work_than_the_phone_does() {
     );
     let million = vec!["p"; 1 << 20].join(";");
     let (many, _) = Sed::new(&["-n", &million]).unwrap();
-    assert!(many.run(&[b'a'; 4096]).is_err());
+    assert!(sed_output(&many, &[b'a'; 4096]).is_err());
     // The work grows with the line: eleven `s/x/xxxx/g` make `x` 4^11 =
     // 4 MiB long, and 600 more commands would look at 600 times that,
     // 2.5 GB, past the bound though the input is two bytes.
@@ -398,7 +438,7 @@ fn sed_refuses_more_work_than_the_phone_does() {
     let script = [grow, scan].concat().join(";");
     let (growing, _) = Sed::new(&["-n", &script]).unwrap();
     assert_eq!(
-        growing.run(b"x\n"),
+        sed_output(&growing, b"x\n"),
         Err(
             "611 commands over 2 bytes are more than the virtual phone's \
              2147483648 command-bytes of work for one sed"
@@ -494,14 +534,14 @@ fn output_beyond_the_phones_budget_fails_in_words() {
         assert!(err.starts_with("invalid number '"), "{args:?}: {err}");
     }
     let (sed, _) = Sed::new(&[&"s/x/xxxx/g;".repeat(20)]).unwrap();
-    assert_eq!(sed.run(b"x\n"), Err(too_large("a line")));
+    assert_eq!(sed_output(&sed, b"x\n"), Err(too_large("a line")));
     // A line of a million spaces: a hundred copies of each space is over
     // 16 MiB in one substitution, a hundred prints of it in the output.
     let spaces = [vec![b' '; 1_000_000], b"\n".to_vec()].concat();
     let (sed, _) = Sed::new(&[&format!("s/ /{}/g", "&".repeat(100))]).unwrap();
-    assert_eq!(sed.run(&spaces), Err(too_large("a line")));
+    assert_eq!(sed_output(&sed, &spaces), Err(too_large("a line")));
     let (sed, _) = Sed::new(&["-n", &"p;".repeat(100)]).unwrap();
-    assert_eq!(sed.run(&spaces), Err(too_large("the output")));
+    assert_eq!(sed_output(&sed, &spaces), Err(too_large("the output")));
     // `-o` of every character, each after the file's name: 2,000,000
     // records of 13 bytes ("n123456789:a\n").
     let (g, _) = Grep::new(&["-H", "-o", "."]).unwrap();

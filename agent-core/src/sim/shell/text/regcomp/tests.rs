@@ -143,6 +143,14 @@ fn what_regcomp_refuses_is_refused_with_its_words() {
         ("|a", true, Empty),
         ("a|", true, Empty),
         ("(a|)", true, Empty),
+        // Alternatives of operands repeated no times, which compile to
+        // nothing; `x{0}y` keeps the `y`.
+        ("a{0}", true, Empty),
+        ("(a{0})", true, Empty),
+        ("b|a{0}", true, Empty),
+        ("a{0}b{0}", true, Empty),
+        (r"a\{0\}", false, Empty),
+        (r"\(a\{0\}\)", false, Empty),
         // Back-references.
         (r"\1\(a\)", false, BackReference),
         (r"\(a\1\)", false, BackReference),
@@ -209,7 +217,8 @@ fn both_syntaxes() -> impl proptest::strategy::Strategy<Value = (String, String)
                 .clone()
                 .prop_map(|(e, b)| (format!("({e})*"), format!(r"\({b}\)*"))),
             (inner, 0..3u32, 0..3u32).prop_map(|((e, b), m, extra)| {
-                let n = m + extra;
+                // Not `{0,0}`: a group that compiles to nothing is refused.
+                let n = (m + extra).max(1);
                 (
                     format!("({e}){{{m},{n}}}"),
                     format!(r"\({b}\)\{{{m},{n}\}}"),

@@ -1,0 +1,356 @@
+//! Which text each group of a match holds, as the phone's `regexec`
+//! decides it.
+//!
+//! bionic's `regexec` (Henry Spencer's, from NetBSD) finds the
+//! leftmost-longest match first ([`super::posix`]), then splits it among
+//! the pieces `regcomp` compiled the expression to (its `dissect`). In
+//! order, each piece whose length is not fixed takes as much as it can
+//! while the pieces after it still match the rest; of alternatives, the
+//! first that matches exactly what was taken; of a repetition, the last
+//! iteration, found by taking each iteration as long as it can be. So
+//! `(a|ab)(b*)` on `ab` holds `ab` and the empty text, where a
+//! backtracker (and GNU sed) has `a` and `b`; and `(aa|aaa)+` on `aaaa`
+//! holds `aaa`, though no iteration matched that: the first took `aaa`
+//! and no second one fitted after it.
+//!
+//! The pieces are `regcomp`'s, not the expression's: `x*` is `(x+)?`, `x?`
+//! is `(x|)`, `x{2,3}` is `x x (x|)`, and a group is a mark where it opens
+//! and one where it closes, so that of its copies the last one matched
+//! says what it holds.
+
+use super::posix::{Longest, Work};
+use super::regcomp::{Expression, Node};
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// The most pieces an expression may compile to (`(x{255}){255}` is some
+/// 130,000), beyond which the virtual phone does not split its matches.
+const MAX_PIECES: usize = 1 << 18;
+
+/// The most sub-expressions kept compiled at once; past it they are all
+/// dropped and compiled again as needed.
+const MAX_WALKERS: usize = 1 << 10;
+
+/// A piece as `regcomp` compiles it.
+#[derive(Debug)]
+enum Op {
+    /// One character, in the regex crate's syntax.
+    Char(String),
+    /// Where the text is, matching none of it.
+    Assert(&'static str),
+    /// Where group `n` opens.
+    Open(usize),
+    /// Where group `n` closes.
+    Close(usize),
+    /// Its pieces or nothing (`x*` is `(x+)?`).
+    Quest(Vec<Op>),
+    /// Its pieces, once or more.
+    Plus(Vec<Op>),
+    /// Alternatives, in their order.
+    Alt(Vec<Vec<Op>>),
+}
+
+/// An expression's pieces, to split its matches among its groups.
+pub struct Dissect {
+    program: Vec<Op>,
+    groups: usize,
+    insensitive: bool,
+    /// Sub-expressions compiled so far, by the address and length of
+    /// their pieces in `program`, which never moves.
+    walkers: Mutex<HashMap<(usize, usize), Arc<Longest>>>,
+    work: Arc<Work>,
+}
+
+/// Where a group opens and where it closes, as far as known.
+type Marks = Vec<(Option<usize>, Option<usize>)>;
+
+impl Dissect {
+    /// `expression` compiled to its pieces; an error where it compiles to
+    /// more than [`MAX_PIECES`].
+    pub fn new(
+        expression: &Expression,
+        insensitive: bool,
+        work: Arc<Work>,
+    ) -> Result<Self, String> {
+        let mut compiler = Compiler { pieces: 0 };
+        Ok(Self {
+            program: compiler.sequence(expression.nodes())?,
+            groups: expression.groups(),
+            insensitive,
+            walkers: Mutex::default(),
+            work,
+        })
+    }
+
+    /// The groups of `found`, a leftmost-longest match in `text`, by
+    /// number (0 is `found`); `None` for a group that took no part.
+    pub fn groups(
+        &self,
+        text: &[u8],
+        found: &Range<usize>,
+    ) -> Result<Vec<Option<Range<usize>>>, String> {
+        let mut marks = vec![(None, None); self.groups + 1];
+        self.dissect(&self.program, text, found.start, found.end, &mut marks)?;
+        let mut groups: Vec<_> = marks
+            .into_iter()
+            .map(|(open, close)| Some(open?..close?).filter(|group| group.start <= group.end))
+            .collect();
+        groups[0] = Some(found.clone());
+        Ok(groups)
+    }
+
+    /// Marks where the groups of `ops` open and close, given that `ops`
+    /// match exactly `text[start..stop]`.
+    fn dissect(
+        &self,
+        ops: &[Op],
+        text: &[u8],
+        start: usize,
+        stop: usize,
+        marks: &mut Marks,
+    ) -> Result<(), String> {
+        let mut at = start;
+        for (i, op) in ops.iter().enumerate() {
+            let after = &ops[i + 1..];
+            let piece = std::slice::from_ref(op);
+            match op {
+                Op::Char(_) => at += char_len(text, at),
+                Op::Assert(_) => {}
+                Op::Open(n) => marks[*n].0 = Some(at),
+                Op::Close(n) => marks[*n].1 = Some(at),
+                Op::Quest(inner) => {
+                    let end = self.take(piece, after, text, at, stop)?;
+                    if self.walk(inner, text, at, end)?.is_some() {
+                        self.dissect(inner, text, at, end, marks)?;
+                    }
+                    at = end;
+                }
+                Op::Plus(inner) => {
+                    let end = self.take(piece, after, text, at, stop)?;
+                    let last = self.last_iteration(inner, text, at, end)?;
+                    self.dissect(inner, text, last.start, last.end, marks)?;
+                    at = end;
+                }
+                Op::Alt(branches) => {
+                    let end = self.take(piece, after, text, at, stop)?;
+                    for branch in branches {
+                        if self.walk(branch, text, at, end)? == Some(end) {
+                            self.dissect(branch, text, at, end, marks)?;
+                            break;
+                        }
+                    }
+                    at = end;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Where `piece`, from `start`, ends: as late as it can while `after`
+    /// still matches from there to `stop`.
+    fn take(
+        &self,
+        piece: &[Op],
+        after: &[Op],
+        text: &[u8],
+        start: usize,
+        stop: usize,
+    ) -> Result<usize, String> {
+        let mut bound = stop;
+        loop {
+            // Some end fits: the pieces matched to `stop` together.
+            let Some(end) = self.walk(piece, text, start, bound)? else {
+                return Ok(start);
+            };
+            if self.walk(after, text, end, stop)? == Some(stop) || end == start {
+                return Ok(end);
+            }
+            bound = end - 1;
+        }
+    }
+
+    /// The last iteration of a repetition of `inner` over
+    /// `text[start..stop]`, each taken as long as it can be: after the
+    /// last, the next matches nothing (or only the empty text). Where the
+    /// iterations so taken fall short of `stop`, still the last of them.
+    fn last_iteration(
+        &self,
+        inner: &[Op],
+        text: &[u8],
+        start: usize,
+        stop: usize,
+    ) -> Result<Range<usize>, String> {
+        let (mut before, mut at) = (start, start);
+        loop {
+            match self.walk(inner, text, at, stop)? {
+                Some(end) if end != at => (before, at) = (at, end),
+                Some(end) => return Ok(at..end),
+                None => return Ok(before..at),
+            }
+        }
+    }
+
+    /// The end of the longest match of `ops` from `start` that ends at
+    /// `stop` at the latest.
+    fn walk(
+        &self,
+        ops: &[Op],
+        text: &[u8],
+        start: usize,
+        stop: usize,
+    ) -> Result<Option<usize>, String> {
+        if ops.is_empty() {
+            return Ok(Some(start));
+        }
+        self.walker(ops)?.end(text, start, stop, &self.work)
+    }
+
+    /// `ops` compiled, once.
+    fn walker(&self, ops: &[Op]) -> Result<Arc<Longest>, String> {
+        let key = (ops.as_ptr() as usize, ops.len());
+        let mut walkers = self.walkers.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(walker) = walkers.get(&key) {
+            return Ok(walker.clone());
+        }
+        let mut pattern = String::new();
+        render(ops, &mut pattern);
+        // Compiling is about as much work as reading the pattern's bytes.
+        self.work.charge(pattern.len())?;
+        let walker = Longest::new(&pattern, self.insensitive)
+            .map(Arc::new)
+            .ok_or_else(|| {
+                format!(
+                    "a part of the expression is larger than the virtual phone compiles \
+                     ({} bytes)",
+                    pattern.len()
+                )
+            })?;
+        if walkers.len() >= MAX_WALKERS {
+            walkers.clear();
+        }
+        walkers.insert(key, walker.clone());
+        Ok(walker)
+    }
+}
+
+/// Compiles [`Node`]s to [`Op`]s as `regcomp` does, counting the pieces.
+struct Compiler {
+    pieces: usize,
+}
+
+impl Compiler {
+    fn sequence(&mut self, nodes: &[Node]) -> Result<Vec<Op>, String> {
+        let mut ops = Vec::new();
+        for node in nodes {
+            self.node(node, &mut ops)?;
+        }
+        Ok(ops)
+    }
+
+    fn node(&mut self, node: &Node, ops: &mut Vec<Op>) -> Result<(), String> {
+        self.pieces += 1;
+        if self.pieces > MAX_PIECES {
+            return Err(format!(
+                "it compiles to more than the virtual phone's {MAX_PIECES} pieces"
+            ));
+        }
+        match node {
+            Node::Char(text) => ops.push(Op::Char(text.clone())),
+            Node::Assert(text) => ops.push(Op::Assert(text)),
+            Node::Group(n, inner) => {
+                ops.push(Op::Open(*n));
+                for node in inner {
+                    self.node(node, ops)?;
+                }
+                ops.push(Op::Close(*n));
+            }
+            Node::Alt(branches) => {
+                let branches = branches
+                    .iter()
+                    .map(|branch| self.sequence(branch))
+                    .collect::<Result<_, _>>()?;
+                ops.push(Op::Alt(branches));
+            }
+            Node::Star(atom) => {
+                let plus = Op::Plus(self.sequence(std::slice::from_ref(atom))?);
+                ops.push(Op::Quest(vec![plus]));
+            }
+            Node::Repeat(atom, min, max) => self.repeat(atom, *min, *max, ops)?,
+        }
+        Ok(())
+    }
+
+    /// `atom{from,to}` as `regcomp`'s `repeat` writes it: nothing for
+    /// `{0}`, `(x{1,n}|)` for `{0,n}`, `(x|)x{1,n-1}` for `{1,n}`, `x+` for
+    /// `{1,}`, and `x x{m-1,n-1}` for more.
+    fn repeat(
+        &mut self,
+        atom: &Node,
+        from: u32,
+        to: Option<u32>,
+        ops: &mut Vec<Op>,
+    ) -> Result<(), String> {
+        let once = std::slice::from_ref(atom);
+        match (from, to) {
+            (_, Some(0)) => {}
+            (0, _) => {
+                let mut some = Vec::new();
+                self.repeat(atom, 1, to, &mut some)?;
+                ops.push(Op::Alt(vec![some, Vec::new()]));
+            }
+            (1, Some(1)) => self.node(atom, ops)?,
+            (1, None) => ops.push(Op::Plus(self.sequence(once)?)),
+            (1, Some(to)) => {
+                ops.push(Op::Alt(vec![self.sequence(once)?, Vec::new()]));
+                self.repeat(atom, 1, Some(to - 1), ops)?;
+            }
+            (from, to) => {
+                self.node(atom, ops)?;
+                self.repeat(atom, from - 1, to.map(|to| to - 1), ops)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `ops` in the regex crate's syntax, without groups.
+fn render(ops: &[Op], out: &mut String) {
+    for op in ops {
+        match op {
+            Op::Char(text) => out.push_str(text),
+            Op::Assert(text) => out.push_str(text),
+            Op::Open(_) | Op::Close(_) => {}
+            Op::Quest(inner) | Op::Plus(inner) => {
+                out.push_str("(?:");
+                render(inner, out);
+                out.push_str(if matches!(op, Op::Quest(_)) {
+                    ")?"
+                } else {
+                    ")+"
+                });
+            }
+            Op::Alt(branches) => {
+                out.push_str("(?:");
+                for (i, branch) in branches.iter().enumerate() {
+                    if i > 0 {
+                        out.push('|');
+                    }
+                    render(branch, out);
+                }
+                out.push(')');
+            }
+        }
+    }
+}
+
+/// The bytes of the character at `at` (one for a byte that starts none).
+fn char_len(text: &[u8], at: usize) -> usize {
+    let bytes = text.get(at..text.len().min(at + 4)).unwrap_or_default();
+    bytes.utf8_chunks().next().map_or(0, |chunk| {
+        chunk.valid().chars().next().map_or(1, char::len_utf8)
+    })
+}
+
+#[cfg(test)]
+mod tests;
