@@ -158,7 +158,12 @@ impl Grep {
                 if opts.has('x') {
                     re = format!("^(?:{re})$");
                 } else if opts.has('w') {
-                    re = format!(r"\b(?:{re})\b");
+                    // toybox checks the bytes on either side of a match
+                    // with `isalnum` and `_`: ASCII words, and the check
+                    // is that no word character touches the match, not
+                    // that a word starts or ends there (`-w ' a'` does
+                    // not match `x a`).
+                    re = format!(r"(?-u:\b{{start-half}})(?:{re})(?-u:\b{{end-half}})");
                 }
                 RegexBuilder::new(&re)
                     .case_insensitive(opts.has('i'))

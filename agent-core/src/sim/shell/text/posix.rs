@@ -313,9 +313,9 @@ impl Posix {
             Starts::Known(starts) => starts[at..].iter().position(|&s| s).map(|i| at + i),
             Starts::Unknown => {
                 // As far as the search may look. More than most searches
-                // do: `grep -ow` (a Unicode `\b`) over a line of non-ASCII
-                // text a MiB long passes the bound after some thousands of
-                // matches.
+                // do: `grep -o '\<a'` (a Unicode `\b`) over a line of
+                // non-ASCII text a MiB long passes the bound after some
+                // thousands of matches.
                 self.work.charge(haystack.len() - at)?;
                 let input = Input::new(haystack).range(at..);
                 self.first.find(input).map(|m| m.start())

@@ -262,9 +262,16 @@ fn matches_are_leftmost_longest_as_posix_asks() {
     // Empty matches: none right after a match, one at the end of the line.
     assert_eq!(sed_run(&["s/x*/-/g"], "abc\n"), "-a-b-c-\n");
     assert_eq!(sed_run(&["-E", "s/b*|a/-/g"], "abc\n"), "--c-\n");
-    // Words among non-ASCII letters (é is one), where the DFA gives up and
-    // the NFA is simulated; GNU grep prints the same in a UTF-8 locale.
-    assert_eq!(grep(&["-ow", "ab"], "ab éab ab\n").0, "ab\nab\n");
+    // Words among non-ASCII letters: toybox's `-w` tests the bytes beside
+    // a match with `isalnum`, to which é's are no letters (GNU grep prints
+    // the same in the C locale); `\<` reads é as a letter, where the DFA
+    // gives up and the NFA is simulated.
+    assert_eq!(grep(&["-ow", "ab"], "ab éab ab\n").0, "ab\nab\nab\n");
+    assert_eq!(grep(&["-o", r"\<ab"], "ab éab ab\n").0, "ab\nab\n");
+    // No word character may touch a match, whatever its own ends are.
+    assert_eq!(grep(&["-w", " a"], "x a\n").0, "");
+    assert_eq!(grep(&["-w", " a"], "- a\n").0, "- a\n");
+    assert_eq!(grep(&["-ow", "a_"], "a_b a_\n").0, "a_\n");
     assert_eq!(grep(&["-oE", r"x|x.*\>"], "xé y\n").0, "xé y\n");
 }
 
