@@ -51,7 +51,9 @@ use agent_core::device::ui::{UiNode, parse_uiautomator_xml};
 use agent_core::protocol::Size;
 use agent_core::sample::Sample;
 use agent_core::sample::state::{StepContext, state_sample, teacher_action};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::fs::File;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// How trajectories are converted.
@@ -316,6 +318,9 @@ pub(crate) struct ImageStage<'a> {
     /// The images' directory name, `STEM-images`.
     pub(crate) images: String,
     staging: PathBuf,
+    /// The directories the images went into, to sync before the staging
+    /// directory is put in place.
+    dirs: BTreeSet<PathBuf>,
     written: bool,
 }
 
@@ -328,6 +333,7 @@ impl<'a> ImageStage<'a> {
             base,
             images,
             staging,
+            dirs: BTreeSet::new(),
             written: false,
         })
     }
@@ -346,11 +352,18 @@ impl<'a> ImageStage<'a> {
         let dest = self.staging.join(inside);
         if let Some(parent) = dest.parent() {
             create_dir(parent)?;
+            let made = parent.ancestors().take_while(|dir| *dir != self.staging);
+            self.dirs.extend(made.map(Path::to_path_buf));
         }
         self.written = true;
-        // The staging directory is this run's own, made empty: there is
-        // nothing a killed write left in it to sweep, once per image.
-        Ok(agent_core::atomic::write_unswept(&dest, png)?)
+        // The staging directory is this run's own and takes the images'
+        // place only whole (`finish`), so a write cut short is never seen:
+        // an image needs no staging file of its own, only to be on disk
+        // before the directories that name it are.
+        let write = |mut file: File| file.write_all(png).and_then(|()| file.sync_all());
+        File::create(&dest)
+            .and_then(write)
+            .map_err(|source| Error::Write { path: dest, source })
     }
 
     /// Puts the images in place of the previous run's, then writes the
@@ -358,6 +371,13 @@ impl<'a> ImageStage<'a> {
     pub(crate) fn finish(self, out: &Path, samples: &[Sample]) -> Result<()> {
         if !self.written {
             return write_samples(out, samples);
+        }
+        let staging = std::iter::once(&self.staging);
+        for dir in self.dirs.iter().chain(staging) {
+            agent_core::atomic::sync_dir(dir).map_err(|source| Error::Write {
+                path: dir.clone(),
+                source,
+            })?;
         }
         let dir = self.dir();
         let old = self.base.join(format!(".{}.old", self.images));

@@ -665,7 +665,12 @@ impl Substitution {
         let dissect = uses_groups
             .then(|| Dissect::new(&expression, flags.insensitive, work.clone()))
             .transpose()
-            .map_err(|e| format!("bad regex '{pattern}': {e}"))?;
+            .map_err(|e| {
+                format!(
+                    "the virtual phone cannot split the matches of '{pattern}' among its \
+                     groups: {e}"
+                )
+            })?;
         Ok(Self {
             re,
             dissect,

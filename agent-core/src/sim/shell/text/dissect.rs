@@ -14,7 +14,7 @@
 //! and no second one fitted after it.
 //!
 //! The pieces are `regcomp`'s, not the expression's: `x*` is `(x+)?`, `x?`
-//! is `(x|)`, `x{2,3}` is `x x (x|)`, and a group is a mark where it opens
+//! is `(x|)`, `x{2,3}` is `x (x|) x`, and a group is a mark where it opens
 //! and one where it closes, so that of its copies the last one matched
 //! says what it holds.
 
@@ -24,13 +24,16 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// The most pieces an expression may compile to (`(x{255}){255}` is some
-/// 130,000), beyond which the virtual phone does not split its matches.
-const MAX_PIECES: usize = 1 << 18;
+/// The most bytes an expression's pieces may take, written out (each at
+/// least one; `(a{255}){255}` is some 65,000 pieces of one byte), beyond
+/// which the virtual phone does not split its matches.
+const MAX_SIZE: usize = 1 << 20;
 
-/// The most sub-expressions kept compiled at once; past it they are all
-/// dropped and compiled again as needed.
+/// The most sub-expressions kept compiled at once, and the most memory
+/// they may take together; past either they are all dropped and compiled
+/// again as needed.
 const MAX_WALKERS: usize = 1 << 10;
+const MAX_WALKER_MEMORY: usize = 1 << 28;
 
 /// A piece as `regcomp` compiles it.
 #[derive(Debug)]
@@ -58,29 +61,39 @@ pub struct Dissect {
     insensitive: bool,
     /// Sub-expressions compiled so far, by the address and length of
     /// their pieces in `program`, which never moves.
-    walkers: Mutex<HashMap<(usize, usize), Arc<Longest>>>,
+    walkers: Mutex<Walkers>,
     work: Arc<Work>,
+}
+
+/// Compiled sub-expressions and the memory they take.
+#[derive(Default)]
+struct Walkers {
+    compiled: HashMap<(usize, usize), Arc<Longest>>,
+    memory: usize,
 }
 
 /// Where a group opens and where it closes, as far as known.
 type Marks = Vec<(Option<usize>, Option<usize>)>;
 
 impl Dissect {
-    /// `expression` compiled to its pieces; an error where it compiles to
-    /// more than [`MAX_PIECES`].
+    /// `expression` compiled to its pieces; an error where they are more
+    /// than [`MAX_SIZE`] or the regex crate refuses them. Each part
+    /// compiled later is a part of them, so that none is refused then.
     pub fn new(
         expression: &Expression,
         insensitive: bool,
         work: Arc<Work>,
     ) -> Result<Self, String> {
-        let mut compiler = Compiler { pieces: 0 };
-        Ok(Self {
+        let mut compiler = Compiler { size: 0 };
+        let dissect = Self {
             program: compiler.sequence(expression.nodes())?,
             groups: expression.groups(),
             insensitive,
             walkers: Mutex::default(),
             work,
-        })
+        };
+        dissect.walker(&dissect.program)?;
+        Ok(dissect)
     }
 
     /// The groups of `found`, a leftmost-longest match in `text`, by
@@ -92,6 +105,9 @@ impl Dissect {
     ) -> Result<Vec<Option<Range<usize>>>, String> {
         let mut marks = vec![(None, None); self.groups + 1];
         self.dissect(&self.program, text, found.start, found.end, &mut marks)?;
+        // Marks are set in order, so a group never closes before it opens,
+        // unless a part's matches disagree with the whole's: then it is
+        // dropped rather than sliced backwards.
         let mut groups: Vec<_> = marks
             .into_iter()
             .map(|(open, close)| Some(open?..close?).filter(|group| group.start <= group.end))
@@ -110,6 +126,8 @@ impl Dissect {
         stop: usize,
         marks: &mut Marks,
     ) -> Result<(), String> {
+        // The pieces of fixed length cost a step each, searching nothing.
+        self.work.charge(ops.len())?;
         let mut at = start;
         for (i, op) in ops.iter().enumerate() {
             let after = &ops[i + 1..];
@@ -159,7 +177,9 @@ impl Dissect {
     ) -> Result<usize, String> {
         let mut bound = stop;
         loop {
-            // Some end fits: the pieces matched to `stop` together.
+            // The pieces from `piece` on match `start..stop`, so some end
+            // of it leaves `after` a match to `stop`; the early returns
+            // only keep a disagreement of the parts from looping.
             let Some(end) = self.walk(piece, text, start, bound)? else {
                 return Ok(start);
             };
@@ -210,7 +230,7 @@ impl Dissect {
     fn walker(&self, ops: &[Op]) -> Result<Arc<Longest>, String> {
         let key = (ops.as_ptr() as usize, ops.len());
         let mut walkers = self.walkers.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(walker) = walkers.get(&key) {
+        if let Some(walker) = walkers.compiled.get(&key) {
             return Ok(walker.clone());
         }
         let mut pattern = String::new();
@@ -221,22 +241,23 @@ impl Dissect {
             .map(Arc::new)
             .ok_or_else(|| {
                 format!(
-                    "a part of the expression is larger than the virtual phone compiles \
-                     ({} bytes)",
+                    "its pieces, {} bytes written out, are more than the regex crate compiles",
                     pattern.len()
                 )
             })?;
-        if walkers.len() >= MAX_WALKERS {
-            walkers.clear();
+        let memory = walker.memory_usage();
+        if walkers.compiled.len() >= MAX_WALKERS || walkers.memory + memory > MAX_WALKER_MEMORY {
+            *walkers = Walkers::default();
         }
-        walkers.insert(key, walker.clone());
+        walkers.memory += memory;
+        walkers.compiled.insert(key, walker.clone());
         Ok(walker)
     }
 }
 
-/// Compiles [`Node`]s to [`Op`]s as `regcomp` does, counting the pieces.
+/// Compiles [`Node`]s to [`Op`]s as `regcomp` does, counting their size.
 struct Compiler {
-    pieces: usize,
+    size: usize,
 }
 
 impl Compiler {
@@ -249,11 +270,13 @@ impl Compiler {
     }
 
     fn node(&mut self, node: &Node, ops: &mut Vec<Op>) -> Result<(), String> {
-        self.pieces += 1;
-        if self.pieces > MAX_PIECES {
-            return Err(format!(
-                "it compiles to more than the virtual phone's {MAX_PIECES} pieces"
-            ));
+        self.size += match node {
+            Node::Char(text) => text.len(),
+            Node::Assert(text) => text.len(),
+            _ => 1,
+        };
+        if self.size > MAX_SIZE {
+            return Err(format!("its pieces take more than {MAX_SIZE} bytes"));
         }
         match node {
             Node::Char(text) => ops.push(Op::Char(text.clone())),
@@ -321,14 +344,25 @@ fn render(ops: &[Op], out: &mut String) {
             Op::Char(text) => out.push_str(text),
             Op::Assert(text) => out.push_str(text),
             Op::Open(_) | Op::Close(_) => {}
-            Op::Quest(inner) | Op::Plus(inner) => {
+            // `x*` as `(?:x)*`, not `(?:(?:x)+)?`, nests no deeper than the
+            // expression does, so that the regex crate takes it as it
+            // took the whole.
+            Op::Quest(inner) => match &inner[..] {
+                [Op::Plus(x)] => {
+                    out.push_str("(?:");
+                    render(x, out);
+                    out.push_str(")*");
+                }
+                _ => {
+                    out.push_str("(?:");
+                    render(inner, out);
+                    out.push_str(")?");
+                }
+            },
+            Op::Plus(inner) => {
                 out.push_str("(?:");
                 render(inner, out);
-                out.push_str(if matches!(op, Op::Quest(_)) {
-                    ")?"
-                } else {
-                    ")+"
-                });
+                out.push_str(")+");
             }
             Op::Alt(branches) => {
                 out.push_str("(?:");

@@ -27,7 +27,8 @@ const SIZE_LIMIT: usize = 10 << 20;
 /// all its expressions together. Each search runs on from a match's start
 /// until no longer match can follow, so `a|a*b` over a long line of `a`s
 /// looks at the rest of the line once per `a`: quadratic, hours for a
-/// 16 MiB line.
+/// 16 MiB line. Where the NFA is simulated, a byte counts once for each of
+/// its states, which the simulation may all step over it.
 pub const MAX_LONGEST_WORK: usize = 1 << 31;
 
 /// What the longest-match searches of one run of a tool have looked at,
@@ -43,7 +44,8 @@ impl Work {
         Self::bounded(MAX_LONGEST_WORK)
     }
 
-    fn bounded(limit: usize) -> Arc<Self> {
+    /// A budget of `limit` bytes.
+    pub fn bounded(limit: usize) -> Arc<Self> {
         Arc::new(Self {
             spent: AtomicUsize::new(0),
             limit,
@@ -143,6 +145,8 @@ pub struct Longest {
     dfa: DFA,
     slow: PikeVM,
     caches: Mutex<(Cache, pikevm::Cache)>,
+    /// The NFA's states: the simulation's work per byte.
+    states: usize,
 }
 
 impl Longest {
@@ -158,14 +162,29 @@ impl Longest {
             .build_from_nfa(nfa)
             .ok()?;
         let caches = Mutex::new((dfa.create_cache(), slow.create_cache()));
-        Some(Self { dfa, slow, caches })
+        let states = slow.get_nfa().states().len();
+        Some(Self {
+            dfa,
+            slow,
+            caches,
+            states,
+        })
+    }
+
+    /// About the most memory it takes: its NFA, the DFA's cache at its
+    /// capacity, and the simulation's cache.
+    pub fn memory_usage(&self) -> usize {
+        let caches = self.caches.lock().unwrap_or_else(PoisonError::into_inner);
+        self.slow.get_nfa().memory_usage()
+            + self.dfa.get_config().get_cache_capacity()
+            + caches.1.memory_usage()
     }
 
     /// The end of the longest match that starts at `start` and ends at
     /// `stop` at the latest, `None` where there is none. Assertions see
     /// the text on both sides (`$` is the end of `haystack`, not `stop`).
     /// What it looks at is charged to `work`; the simulation as if it
-    /// looked at everything up to `stop`.
+    /// looked at everything up to `stop` once for each of the NFA's states.
     pub fn end(
         &self,
         haystack: &[u8],
@@ -173,12 +192,15 @@ impl Longest {
         stop: usize,
         work: &Work,
     ) -> Result<Option<usize>, String> {
+        if start > stop {
+            return Ok(None);
+        }
         let mut caches = self.caches.lock().unwrap_or_else(PoisonError::into_inner);
         let (dfa_cache, slow_cache) = &mut *caches;
         if let Some(end) = self.end_by_dfa(dfa_cache, haystack, start, stop, work)? {
             return Ok(end);
         }
-        work.charge(stop - start)?;
+        work.charge((stop - start).saturating_mul(self.states))?;
         let input = Input::new(haystack)
             .range(start..stop)
             .anchored(Anchored::Yes);

@@ -241,9 +241,9 @@ fn matches_are_leftmost_longest_as_posix_asks() {
         "[][a]b\n"
     );
     assert_eq!(sed_run(&["-E", r"s/(ab\>)/[\1]/"], "ab c\n"), "[ab] c\n");
-    // Where the leftmost-first way matches less (`a`), the groups of the
-    // longest still read the text after it: `\>` and `$` are not at the
-    // line's end there.
+    // `(a|ab)` takes as much as the rest allows, and the rest reads the
+    // text after the match: `\>` and `$` are not at the line's end
+    // there.
     assert_eq!(
         sed_run(&["-E", r"s/(a|ab)(c\>)?/[\1|\2]/"], "abc d\n"),
         "[ab|c] d\n"
@@ -294,6 +294,22 @@ fn sed_groups_are_split_as_the_phone_splits_them() {
     // replaced by nothing.
     assert_eq!(sed_run(&["-E", r"s/((a)|b)+/[\1|\2]/"], "ab\n"), "[b|]\n");
     assert_eq!(sed_run(&[r"s/x\(a\)*/[\1]/g"], "xaa x\n"), "[a] []\n");
+}
+
+/// As deep an expression as the regex crate takes to match, it takes to
+/// split the match: the deepest `((…(a)*…)*)*` grep accepts, sed splits.
+/// Its outer group holds its last iteration, the empty text after the
+/// first took `aa` (as bionic gives `((a)*)*` on `aa`: 2,2).
+#[test]
+fn sed_splits_as_deep_an_expression_as_it_matches() {
+    let nested = |depth| format!("{}a{}", "(".repeat(depth), ")*".repeat(depth));
+    let deepest = (1..400)
+        .take_while(|&depth| Grep::new(&["-E", &nested(depth)]).is_ok())
+        .last()
+        .unwrap();
+    assert!((10..399).contains(&deepest), "{deepest}");
+    let script = format!(r"s/{}/[\1]/", nested(deepest));
+    assert_eq!(sed_run(&["-E", &script], "aa\n"), "[]\n");
 }
 
 /// A replacement that names a group the expression does not open ends

@@ -54,7 +54,7 @@ fn a_repetition_holds_its_last_iteration_each_taken_longest() {
     assert_eq!(extended("(a*)*", "b"), "0,0 0,0");
 }
 
-/// A bound is copies of its operand (`x{2,3}` is `x x (x|)`), and the
+/// A bound is copies of its operand (`x{2,3}` is `x (x|) x`), and the
 /// group holds what the last copy that matched took.
 #[test]
 fn a_bounded_repetition_is_copies_of_its_operand() {
@@ -92,17 +92,39 @@ fn pieces_step_over_whole_characters() {
     assert_eq!(extended("é(a)", "xéa"), "1,4 3,4");
 }
 
-/// An expression that compiles to more pieces than the phone's bound is
-/// refused, not split: `(a{255}){255}` is 255 · 257 pieces and more, and
-/// three levels of it are past any bound.
+/// An expression whose pieces take more than the phone's bound is
+/// refused, not split: `(a{255}){255}` is 255 · 257 pieces of a byte or
+/// so, and one more level is 255 times that.
 #[test]
 fn expressions_of_too_many_pieces_are_refused() {
     let fits = regcomp::parse("(a{255}){255}", true).unwrap();
     assert!(Dissect::new(&fits, false, Work::new()).is_ok());
     let past = regcomp::parse("((a{255}){255}){255}", true).unwrap();
     let error = Dissect::new(&past, false, Work::new()).err().unwrap();
-    assert_eq!(
-        error,
-        "it compiles to more than the virtual phone's 262144 pieces"
-    );
+    assert_eq!(error, "its pieces take more than 1048576 bytes");
+}
+
+/// The pieces of fixed length are charged too: `(){255}` is 510 marks,
+/// split at each of the 1,001 empty matches in a line of 1,000 bytes:
+/// some 510,000 steps against a budget of 100,000.
+#[test]
+fn splitting_is_charged_to_the_run() {
+    let expression = regcomp::parse("(){255}", true).unwrap();
+    let posix = Posix::new(&expression.to_regex(), false, Work::new()).unwrap();
+    let work = Work::bounded(100_000);
+    let dissect = Dissect::new(&expression, false, work).unwrap();
+    let line = [b'x'; 1000];
+    let split: Result<Vec<_>, String> = posix
+        .find_iter(&line)
+        .map(|found| dissect.groups(&line, &found?))
+        .collect();
+    assert!(split.is_err());
+}
+
+/// Where the DFA gives up (`\>` beside é, a letter), the NFA is simulated
+/// up to the bound each part may end at: `(a|ab)` still takes `ab`,
+/// leaving `é*\>` the `é` (bytes 2..4). By hand, from the rule.
+#[test]
+fn parts_end_at_their_bound_where_the_nfa_is_simulated() {
+    assert_eq!(extended("(a|ab)(é*)\\>", "abé x"), "0,4 0,2 2,4");
 }
