@@ -19,7 +19,7 @@
 //! says what it holds.
 
 use super::posix::{Longest, Work};
-use super::regcomp::{Expression, Node};
+use super::regcomp::{Expression, Node, alternatives};
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -348,34 +348,21 @@ fn render(ops: &[Op], out: &mut String) {
             // expression does, so that the regex crate takes it as it
             // took the whole.
             Op::Quest(inner) => match &inner[..] {
-                [Op::Plus(x)] => {
-                    out.push_str("(?:");
-                    render(x, out);
-                    out.push_str(")*");
-                }
-                _ => {
-                    out.push_str("(?:");
-                    render(inner, out);
-                    out.push_str(")?");
-                }
+                [Op::Plus(x)] => repeated(x, '*', out),
+                _ => repeated(inner, '?', out),
             },
-            Op::Plus(inner) => {
-                out.push_str("(?:");
-                render(inner, out);
-                out.push_str(")+");
-            }
-            Op::Alt(branches) => {
-                out.push_str("(?:");
-                for (i, branch) in branches.iter().enumerate() {
-                    if i > 0 {
-                        out.push('|');
-                    }
-                    render(branch, out);
-                }
-                out.push(')');
-            }
+            Op::Plus(inner) => repeated(inner, '+', out),
+            Op::Alt(branches) => alternatives(branches, out, render),
         }
     }
+}
+
+/// `ops` as one unit, then the repetition `op`.
+fn repeated(ops: &[Op], op: char, out: &mut String) {
+    out.push_str("(?:");
+    render(ops, out);
+    out.push(')');
+    out.push(op);
 }
 
 /// The bytes of the character at `at` (one for a byte that starts none).

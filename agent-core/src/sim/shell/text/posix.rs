@@ -334,11 +334,13 @@ impl Posix {
         let start = match starts {
             Starts::Known(starts) => starts[at..].iter().position(|&s| s).map(|i| at + i),
             Starts::Unknown => {
-                // As far as the search may look. More than most searches
-                // do: `grep -o '\<a'` (a Unicode `\b`) over a line of
-                // non-ASCII text a MiB long passes the bound after some
-                // thousands of matches.
-                self.work.charge(haystack.len() - at)?;
+                // As far as the search may look, with the NFA simulated
+                // as the regex crate does where its DFA gives up too. More
+                // than most searches do: `grep -o '\<a'` (a Unicode `\b`)
+                // over a line of non-ASCII text a MiB long passes the
+                // bound after some hundreds of matches.
+                let rest = haystack.len() - at;
+                self.work.charge(rest.saturating_mul(self.longest.states))?;
                 let input = Input::new(haystack).range(at..);
                 self.first.find(input).map(|m| m.start())
             }
@@ -460,9 +462,9 @@ mod tests {
 
     /// Where the backward pass gives up (a non-ASCII byte, here at the
     /// start of the line, with a Unicode `\b`), each search for a start
-    /// is charged as if it looked at the rest of the line: 2,048 searches
-    /// over a line of 4,098 bytes are about 2^22 bytes, past a bound of
-    /// 2^20.
+    /// is charged as if it looked at the rest of the line, once for each
+    /// state of the NFA: 2,048 searches over a line of 4,098 bytes are
+    /// about 2^22 bytes already, past a bound of 2^20.
     #[test]
     fn searches_for_starts_the_dfa_gives_up_on_are_bounded() {
         let line = format!("é{}", "xb".repeat(1 << 11));

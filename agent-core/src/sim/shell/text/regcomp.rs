@@ -147,14 +147,7 @@ fn render(nodes: &[Node], capture: bool, out: &mut String) {
                 out.push(')');
             }
             Node::Alt(branches) => {
-                out.push_str("(?:");
-                for (i, branch) in branches.iter().enumerate() {
-                    if i > 0 {
-                        out.push('|');
-                    }
-                    render(branch, capture, out);
-                }
-                out.push(')');
+                alternatives(branches, out, |branch, out| render(branch, capture, out));
             }
             Node::Star(atom) => {
                 render_atom(atom, capture, out);
@@ -172,6 +165,22 @@ fn render(nodes: &[Node], capture: bool, out: &mut String) {
             }
         }
     }
+}
+
+/// `branches` as one non-capturing alternation, each written by `write`.
+pub fn alternatives<T>(
+    branches: &[Vec<T>],
+    out: &mut String,
+    mut write: impl FnMut(&[T], &mut String),
+) {
+    out.push_str("(?:");
+    for (i, branch) in branches.iter().enumerate() {
+        if i > 0 {
+            out.push('|');
+        }
+        write(branch, out);
+    }
+    out.push(')');
 }
 
 /// The operand of a repetition, as one unit.
