@@ -28,6 +28,12 @@ use std::fmt;
 /// The most a bound of `{m,n}` may be (POSIX's `RE_DUP_MAX`, bionic's 255).
 const DUP_MAX: u32 = 255;
 
+/// The most groups open at once. bionic's parser recurses for each, as this
+/// one does, on a stack that a command line of nested parentheses would
+/// overflow; the regex crate refuses expressions nested that deep anyway
+/// (its limit is 250 levels, and each group is one or two).
+const MAX_NESTING: usize = 256;
+
 /// Why `regcomp` refused an expression, worded as bionic's `regerror`
 /// words it (toybox prints that after "bad regex '…': ").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +63,8 @@ pub enum RegcompError {
     /// A back-reference to a group that is closed: the phone has it, this
     /// translation cannot.
     BackReferenceUnsupported,
+    /// Groups nested deeper than [`MAX_NESTING`].
+    Nesting,
 }
 
 impl fmt::Display for RegcompError {
@@ -76,6 +84,7 @@ impl fmt::Display for RegcompError {
             Self::BackReferenceUnsupported => {
                 "back-references are not supported by the virtual phone"
             }
+            Self::Nesting => "parentheses nested deeper than the virtual phone parses",
         })
     }
 }
@@ -213,6 +222,7 @@ pub fn parse(pattern: &str, extended: bool) -> Result<Expression, RegcompError> 
         pos: 0,
         groups: 0,
         closed: Vec::new(),
+        open: 0,
     };
     let nodes = if extended {
         parser.extended_alternatives(true)?
@@ -237,6 +247,8 @@ struct Parser {
     groups: usize,
     /// The numbers of the groups closed so far.
     closed: Vec<usize>,
+    /// How many groups are open here.
+    open: usize,
 }
 
 impl Parser {
@@ -293,6 +305,34 @@ impl Parser {
         }
     }
 
+    /// A group after its opening parenthesis, numbered as it opens: its
+    /// pieces (read by `inner`, where it is not `empty`) and the closing
+    /// parenthesis `close` steps past.
+    fn group(
+        &mut self,
+        empty: fn(&Self) -> bool,
+        inner: fn(&mut Self) -> Result<Vec<Node>, RegcompError>,
+        close: fn(&mut Self) -> bool,
+    ) -> Result<Node, RegcompError> {
+        if self.open == MAX_NESTING {
+            return Err(RegcompError::Nesting);
+        }
+        self.open += 1;
+        self.groups += 1;
+        let group = self.groups;
+        let nodes = if empty(self) {
+            Vec::new()
+        } else {
+            inner(self)?
+        };
+        if !close(self) {
+            return Err(RegcompError::Parentheses);
+        }
+        self.open -= 1;
+        self.closed.push(group);
+        Ok(Node::Group(group, nodes))
+    }
+
     /// Alternatives up to the end (`outer`) or to the `)` of their group.
     fn extended_alternatives(&mut self, outer: bool) -> Result<Vec<Node>, RegcompError> {
         let mut branches = Vec::new();
@@ -326,18 +366,11 @@ impl Parser {
                 if !self.more() {
                     return Err(RegcompError::Parentheses);
                 }
-                self.groups += 1;
-                let group = self.groups;
-                let inner = if self.peek() != Some(')') {
-                    self.extended_alternatives(false)?
-                } else {
-                    Vec::new()
-                };
-                if !self.eat(')') {
-                    return Err(RegcompError::Parentheses);
-                }
-                self.closed.push(group);
-                Node::Group(group, inner)
+                self.group(
+                    |p| p.peek() == Some(')'),
+                    |p| p.extended_alternatives(false),
+                    |p| p.eat(')'),
+                )?
             }
             Some(')') => return Err(RegcompError::Parentheses),
             Some('^') => {
@@ -418,20 +451,11 @@ impl Parser {
         let atom = match c {
             Some('\\') => match self.next() {
                 Some('{') => return Err(RegcompError::Repetition),
-                Some('(') => {
-                    self.groups += 1;
-                    let group = self.groups;
-                    let inner = if self.more() && !self.sees_two('\\', ')') {
-                        self.basic_expression(false)?
-                    } else {
-                        Vec::new()
-                    };
-                    if !self.eat_two('\\', ')') {
-                        return Err(RegcompError::Parentheses);
-                    }
-                    self.closed.push(group);
-                    Node::Group(group, inner)
-                }
+                Some('(') => self.group(
+                    |p| !p.more() || p.sees_two('\\', ')'),
+                    |p| p.basic_expression(false),
+                    |p| p.eat_two('\\', ')'),
+                )?,
                 Some(')') => return Err(RegcompError::Parentheses),
                 Some(d @ '1'..='9') => {
                     let n = d as usize - '0' as usize;

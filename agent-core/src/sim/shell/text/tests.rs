@@ -312,6 +312,22 @@ fn sed_splits_as_deep_an_expression_as_it_matches() {
     assert_eq!(sed_run(&["-E", &script], "aa\n"), "[]\n");
 }
 
+/// A command line of nested parentheses is refused, not parsed until the
+/// stack overflows (it took down the virtual phone at 30,000 levels).
+#[test]
+fn deeply_nested_groups_are_refused() {
+    let nested = format!("{}a{}", "(".repeat(100_000), ")".repeat(100_000));
+    let refused = Grep::new(&["-E", &nested]).err().unwrap();
+    assert!(
+        refused.ends_with("': parentheses nested deeper than the virtual phone parses"),
+        "{}",
+        &refused[refused.len() - 80..]
+    );
+    for script in [format!("s/{nested}/x/"), format!("/{nested}/p")] {
+        assert!(Sed::new(&["-E", &script]).is_err());
+    }
+}
+
 /// A replacement that names a group the expression does not open ends
 /// sed at the first match it replaces, with toybox's words; what was
 /// written before stays written. Lines that do not match never need it.

@@ -151,6 +151,9 @@ fn what_regcomp_refuses_is_refused_with_its_words() {
         ("a{0}b{0}", true, Empty),
         (r"a\{0\}", false, Empty),
         (r"\(a\{0\}\)", false, Empty),
+        // Nesting past the bound, which a command line reaches.
+        (&"(".repeat(100_000), true, Nesting),
+        (&r"\(".repeat(100_000), false, Nesting),
         // Back-references.
         (r"\1\(a\)", false, BackReference),
         (r"\(a\1\)", false, BackReference),
