@@ -152,10 +152,7 @@ pub struct Longest {
 impl Longest {
     /// `None` when the regex crate refuses the expression.
     pub fn new(pattern: &str, insensitive: bool) -> Option<Self> {
-        Self::of(nfa(pattern, insensitive, false)?)
-    }
-
-    fn of(nfa: thompson::NFA) -> Option<Self> {
+        let nfa = nfa(pattern, insensitive, false)?;
         let dfa = every_match(nfa.clone())?;
         let slow = PikeVM::builder()
             .configure(PikeVM::config().match_kind(MatchKind::All))
