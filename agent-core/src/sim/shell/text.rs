@@ -115,6 +115,9 @@ pub struct Grep {
     count: bool,
     number: bool,
     only: bool,
+    /// `-w`: toybox checks the bytes around a match as they are, with
+    /// `REG_NOTBOL` or without, so its searches see the text before.
+    word: bool,
     quiet: bool,
     files_only: bool,
     names: Option<bool>,
@@ -195,6 +198,7 @@ impl Grep {
                 count: opts.has('c'),
                 number: opts.has('n'),
                 only: opts.has('o'),
+                word: opts.has('w'),
                 quiet: opts.has('q'),
                 files_only: opts.has('l'),
                 names,
@@ -240,11 +244,8 @@ impl Grep {
                     }
                 };
                 if self.only && !self.invert {
-                    for m in self.patterns.find_iter(line) {
+                    for m in self.patterns.prints(line, !self.word) {
                         let m = m?;
-                        if m.is_empty() {
-                            continue;
-                        }
                         prefix(&mut out);
                         out.extend_from_slice(&line[m]);
                         out.push(b'\n');
@@ -966,14 +967,14 @@ impl Substitution {
         let mut rest = 0;
         let mut changed = false;
         let only = self.only;
-        let matches = self.re.find_iter(line).take(only.unwrap_or(usize::MAX));
-        for (nth, whole) in (1..).zip(matches) {
-            let whole = whole?;
+        let matches = self.re.substitutions(line).take(only.unwrap_or(usize::MAX));
+        for (nth, found) in (1..).zip(matches) {
+            let (seen, whole) = found?;
             if only.is_some_and(|n| nth < n) {
                 continue;
             }
             let groups = match &self.dissect {
-                Some(dissect) => dissect.groups(line, &whole)?,
+                Some(dissect) => dissect.groups(seen, &whole)?,
                 None => vec![Some(whole.clone())],
             };
             add(&mut out, &line[rest..whole.start])?;

@@ -18,7 +18,7 @@
 //! and one where it closes, so that of its copies the last one matched
 //! says what it holds.
 
-use super::posix::{Longest, Work};
+use super::posix::{Line, Longest, Work};
 use super::regcomp::{Expression, Node, alternatives};
 use std::collections::HashMap;
 use std::ops::Range;
@@ -96,11 +96,12 @@ impl Dissect {
         Ok(dissect)
     }
 
-    /// The groups of `found`, a leftmost-longest match in `text`, by
-    /// number (0 is `found`); `None` for a group that took no part.
+    /// The groups of `found`, a leftmost-longest match in `text` as its
+    /// search saw it, by number (0 is `found`); `None` for a group that
+    /// took no part.
     pub fn groups(
         &self,
-        text: &[u8],
+        text: Line,
         found: &Range<usize>,
     ) -> Result<Vec<Option<Range<usize>>>, String> {
         let mut marks = vec![(None, None); self.groups + 1];
@@ -121,7 +122,7 @@ impl Dissect {
     fn dissect(
         &self,
         ops: &[Op],
-        text: &[u8],
+        text: Line,
         start: usize,
         stop: usize,
         marks: &mut Marks,
@@ -133,7 +134,7 @@ impl Dissect {
             let after = &ops[i + 1..];
             let piece = std::slice::from_ref(op);
             match op {
-                Op::Char(_) => at += char_len(text, at),
+                Op::Char(_) => at += char_len(text.bytes, at),
                 Op::Assert(_) => {}
                 Op::Open(n) => marks[*n].0 = Some(at),
                 Op::Close(n) => marks[*n].1 = Some(at),
@@ -171,7 +172,7 @@ impl Dissect {
         &self,
         piece: &[Op],
         after: &[Op],
-        text: &[u8],
+        text: Line,
         start: usize,
         stop: usize,
     ) -> Result<usize, String> {
@@ -197,7 +198,7 @@ impl Dissect {
     fn last_iteration(
         &self,
         inner: &[Op],
-        text: &[u8],
+        text: Line,
         start: usize,
         stop: usize,
     ) -> Result<Range<usize>, String> {
@@ -216,7 +217,7 @@ impl Dissect {
     fn walk(
         &self,
         ops: &[Op],
-        text: &[u8],
+        text: Line,
         start: usize,
         stop: usize,
     ) -> Result<Option<usize>, String> {

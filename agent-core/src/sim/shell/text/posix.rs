@@ -10,10 +10,15 @@
 //! start a forward DFA that reports every match runs on until no longer
 //! match can follow, which gives the longest end. Which text each group
 //! of a match holds is [`super::dissect`]'s.
+//!
+//! toybox searches the rest of a line after a match with `REG_NOTBOL`
+//! (`sed s///g`, `grep -o`), and bionic's engine then sees no text before
+//! the search's start: neither `^` nor `\<` nor `\>` holds there, so
+//! `s/ |\<a/X/g` on ` a` gives `Xa` on a phone (and `XX` in GNU sed).
 
 use regex_automata::hybrid::dfa::{Cache, DFA};
 use regex_automata::nfa::thompson::{self, WhichCaptures, pikevm, pikevm::PikeVM};
-use regex_automata::util::syntax;
+use regex_automata::util::{start, syntax};
 use regex_automata::{Anchored, Input, MatchKind, meta};
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -91,6 +96,32 @@ enum Starts {
     /// The DFA gave up: each start is searched for from where the last
     /// match ended.
     Unknown,
+}
+
+/// A line as one of toybox's searches sees it.
+#[derive(Clone, Copy)]
+pub struct Line<'a> {
+    pub bytes: &'a [u8],
+    /// Where a search began with `REG_NOTBOL`: no assertion holds there,
+    /// for bionic's engine sees no text before it.
+    pub blind: Option<usize>,
+}
+
+/// The byte to show the regex crate before `at`, where bionic's engine
+/// sees none: a word character before a word character and a space before
+/// anything else, so that neither `\b{start}` nor `\b{end}` holds at
+/// `at`, nor `^` (which holds only where nothing is before).
+fn stand_in(bytes: &[u8], at: usize) -> u8 {
+    // A character is four bytes at most; the chunks of the whole rest
+    // would check all of it, once per search.
+    let next = bytes
+        .get(at..bytes.len().min(at + 4))
+        .and_then(|next| next.utf8_chunks().next())
+        .and_then(|chunk| chunk.valid().chars().next());
+    match next.is_some_and(regex_syntax::is_word_character) {
+        true => b'a',
+        false => b' ',
+    }
 }
 
 /// As the regex crate's bytes API reads an expression: Unicode classes,
@@ -179,12 +210,13 @@ impl Longest {
 
     /// The end of the longest match that starts at `start` and ends at
     /// `stop` at the latest, `None` where there is none. Assertions see
-    /// the text on both sides (`$` is the end of `haystack`, not `stop`).
-    /// What it looks at is charged to `work`; the simulation as if it
-    /// looked at everything up to `stop` once for each of the NFA's states.
+    /// the text on both sides (`$` is the end of the line, not `stop`),
+    /// but none before a blind `start`. What it looks at is charged to
+    /// `work`; the simulation as if it looked at everything up to `stop`
+    /// once for each of the NFA's states.
     pub fn end(
         &self,
-        haystack: &[u8],
+        line: Line,
         start: usize,
         stop: usize,
         work: &Work,
@@ -192,30 +224,54 @@ impl Longest {
         if start > stop {
             return Ok(None);
         }
+        let haystack = line.bytes;
+        let before = (line.blind == Some(start)).then(|| stand_in(haystack, start));
         let mut caches = self.caches.lock().unwrap_or_else(PoisonError::into_inner);
         let (dfa_cache, slow_cache) = &mut *caches;
-        if let Some(end) = self.end_by_dfa(dfa_cache, haystack, start, stop, work)? {
+        if let Some(end) = self.end_by_dfa(dfa_cache, haystack, start, stop, before, work)? {
             return Ok(end);
         }
         work.charge((stop - start).saturating_mul(self.states))?;
-        let input = Input::new(haystack)
-            .range(start..stop)
+        let Some(before) = before else {
+            let input = Input::new(haystack)
+                .range(start..stop)
+                .anchored(Anchored::Yes);
+            return Ok(self.slow.find(slow_cache, input).map(|m| m.end()));
+        };
+        // The simulation reads what is before its start from the
+        // haystack, so the stand-in is put there, in a copy.
+        let mut copy = Vec::with_capacity(haystack.len() - start + 1);
+        copy.push(before);
+        copy.extend_from_slice(&haystack[start..]);
+        let input = Input::new(&copy)
+            .range(1..stop - start + 1)
             .anchored(Anchored::Yes);
-        Ok(self.slow.find(slow_cache, input).map(|m| m.end()))
+        Ok(self
+            .slow
+            .find(slow_cache, input)
+            .map(|m| m.end() - 1 + start))
     }
 
-    /// [`Self::end`] by the DFA; `None` where it gives up.
+    /// [`Self::end`] by the DFA, with `before` in place of the byte before
+    /// `start` if given; `None` where it gives up.
     fn end_by_dfa(
         &self,
         cache: &mut Cache,
         haystack: &[u8],
         start: usize,
         stop: usize,
+        before: Option<u8>,
         work: &Work,
     ) -> Result<Option<Option<usize>>, String> {
         let dfa = &self.dfa;
-        let input = Input::new(haystack).range(start..).anchored(Anchored::Yes);
-        let Ok(mut state) = dfa.start_state_forward(cache, &input) else {
+        let before = match before {
+            Some(byte) => Some(byte),
+            None => start.checked_sub(1).and_then(|i| haystack.get(i).copied()),
+        };
+        let config = start::Config::new()
+            .anchored(Anchored::Yes)
+            .look_behind(before);
+        let Ok(mut state) = dfa.start_state(cache, &config) else {
             return Ok(None);
         };
         let mut end = None;
@@ -324,82 +380,153 @@ impl Posix {
     /// run's searches pass [`MAX_LONGEST_WORK`].
     fn find_at(
         &self,
-        haystack: &[u8],
+        line: Line,
         starts: &Starts,
-        at: usize,
+        mut at: usize,
     ) -> Result<Option<Range<usize>>, String> {
-        let start = match starts {
-            Starts::Known(starts) => starts[at..].iter().position(|&s| s).map(|i| at + i),
-            Starts::Unknown => {
-                // As far as the search may look, with the NFA simulated
-                // as the regex crate does where its DFA gives up too. More
-                // than most searches do: `grep -o '\<a'` (a Unicode `\b`)
-                // over a line of non-ASCII text a MiB long passes the
-                // bound after some hundreds of matches.
-                let rest = haystack.len() - at;
-                self.work.charge(rest.saturating_mul(self.longest.states))?;
-                let input = Input::new(haystack).range(at..);
-                self.first.find(input).map(|m| m.start())
+        let haystack = line.bytes;
+        loop {
+            let start = match starts {
+                Starts::Known(starts) => starts[at..].iter().position(|&s| s).map(|i| at + i),
+                Starts::Unknown => {
+                    // As far as the search may look, with the NFA
+                    // simulated as the regex crate does where its DFA
+                    // gives up too. More than most searches do: `grep -o
+                    // '\<a'` (a Unicode `\b`) over a line of non-ASCII
+                    // text a MiB long passes the bound after some hundreds
+                    // of matches.
+                    let rest = haystack.len() - at;
+                    self.work.charge(rest.saturating_mul(self.longest.states))?;
+                    let input = Input::new(haystack).range(at..);
+                    self.first.find(input).map(|m| m.start())
+                }
+            };
+            let Some(start) = start else {
+                return Ok(None);
+            };
+            let end = self.longest.end(line, start, haystack.len(), &self.work)?;
+            // Where the search is blind, the matches found seeing the
+            // text before may be none; then the next start is searched
+            // for, seeing the text.
+            match end {
+                Some(end) => return Ok(Some(start..end)),
+                None if line.blind == Some(start) && start < haystack.len() => at = start + 1,
+                None if line.blind == Some(start) => return Ok(None),
+                // A match starts here, so no match at all cannot happen;
+                // the empty one is kept if it did.
+                None => return Ok(Some(start..start)),
             }
-        };
-        let Some(start) = start else {
-            return Ok(None);
-        };
-        // A match starts here, so no match at all cannot happen; the
-        // empty one is kept if it did.
-        let end = self
-            .longest
-            .end(haystack, start, haystack.len(), &self.work)?
-            .unwrap_or(start);
-        Ok(Some(start..end))
+        }
     }
 
-    /// The successive matches in `haystack`, as `regexec` is called by
-    /// `grep -o` and `sed s///g`: each from the end of the one before, an
-    /// empty match right where the one before ended skipped.
-    pub fn find_iter<'h>(
+    /// The matches `sed s///g` replaces, as toybox's loop finds them, each
+    /// with the line as its search saw it: each search from the end of
+    /// the match before, with `REG_NOTBOL` after the first; an empty
+    /// match found right after another match is passed over by searching
+    /// again one byte on (`s/x*/-/g` on `abc` is `-a-b-c-`).
+    pub fn substitutions<'h>(
         &'h self,
         haystack: &'h [u8],
-    ) -> impl Iterator<Item = Result<Range<usize>, String>> + 'h {
-        let mut starts = None;
-        let mut at = 0;
-        let mut last_end = None;
+    ) -> impl Iterator<Item = Result<(Line<'h>, Range<usize>), String>> + 'h {
+        let mut searches = Searches::new(self, haystack);
+        let (mut rest, mut notbol, mut after_match) = (Some(0), false, false);
         std::iter::from_fn(move || {
-            let fail = |at: &mut usize, e| {
-                *at = haystack.len() + 1;
-                Some(Err(e))
-            };
-            // Most lines do not match, and one forward search says so
-            // without the backward pass.
-            if starts.is_none() && at <= haystack.len() {
-                if !self.is_match(haystack) {
-                    return None;
-                }
-                match self.starts(haystack) {
-                    Ok(found) => starts = Some(found),
-                    Err(e) => return fail(&mut at, e),
-                }
-            }
-            while let Some(starts) = starts.as_ref().filter(|_| at <= haystack.len()) {
-                let found = match self.find_at(haystack, starts, at) {
-                    Ok(Some(found)) => found,
-                    Ok(None) => return None,
-                    Err(e) => return fail(&mut at, e),
+            while let Some(at) = rest {
+                let line = Line {
+                    bytes: haystack,
+                    blind: notbol.then_some(at),
                 };
-                if found.is_empty() && last_end == Some(found.start) {
-                    at = found.start + 1;
+                let found = match searches.find(line, at) {
+                    Ok(Some(found)) => found,
+                    Ok(None) => break,
+                    Err(e) => {
+                        rest = None;
+                        return Some(Err(e));
+                    }
+                };
+                notbol = true;
+                if found.is_empty() && after_match {
+                    rest = (at < haystack.len()).then_some(at + 1);
+                    after_match = false;
                     continue;
                 }
-                at = if found.is_empty() {
-                    found.end + 1
-                } else {
-                    found.end
-                };
-                last_end = Some(found.end);
-                return Some(Ok(found));
+                after_match = true;
+                rest = Some(found.end);
+                return Some(Ok((line, found)));
             }
+            rest = None;
             None
         })
+    }
+
+    /// The matches `grep -o` prints, as toybox's loop finds them: each
+    /// search from the end of the match before, with `REG_NOTBOL` after
+    /// the first if `notbol`; an empty match where a search starts passed
+    /// over by searching again one byte on. The line ends at an empty
+    /// match anywhere else, and where a search would start at a NUL byte.
+    pub fn prints<'h>(
+        &'h self,
+        haystack: &'h [u8],
+        notbol: bool,
+    ) -> impl Iterator<Item = Result<Range<usize>, String>> + 'h {
+        let mut searches = Searches::new(self, haystack);
+        let mut next = Some(0);
+        std::iter::from_fn(move || {
+            while let Some(at) = next {
+                let line = Line {
+                    bytes: haystack,
+                    blind: (notbol && at > 0).then_some(at),
+                };
+                let found = match searches.find(line, at) {
+                    Ok(Some(found)) => found,
+                    Ok(None) => break,
+                    Err(e) => {
+                        next = None;
+                        return Some(Err(e));
+                    }
+                };
+                let moved = match found.is_empty() {
+                    true if found.start == at && at < haystack.len() => at + 1,
+                    true => break,
+                    false => found.end,
+                };
+                next = (haystack.get(moved).is_some_and(|&b| b != 0)).then_some(moved);
+                if !found.is_empty() {
+                    return Some(Ok(found));
+                }
+            }
+            next = None;
+            None
+        })
+    }
+}
+
+/// One line's searches, which share where its matches start.
+struct Searches<'h> {
+    posix: &'h Posix,
+    haystack: &'h [u8],
+    starts: Option<Starts>,
+}
+
+impl<'h> Searches<'h> {
+    fn new(posix: &'h Posix, haystack: &'h [u8]) -> Self {
+        Self {
+            posix,
+            haystack,
+            starts: None,
+        }
+    }
+
+    /// The leftmost-longest match in `line` at or after `at`.
+    fn find(&mut self, line: Line, at: usize) -> Result<Option<Range<usize>>, String> {
+        let starts = match &mut self.starts {
+            Some(starts) => starts,
+            // Most lines do not match, and one forward search says so
+            // without the backward pass.
+            None if !self.posix.is_match(self.haystack) => return Ok(None),
+            None => self.starts.insert(self.posix.starts(self.haystack)?),
+        };
+        self.posix.find_at(line, starts, at)
     }
 }
 
@@ -416,7 +543,10 @@ mod tests {
     fn quadratic_longest_match_searches_are_bounded() {
         let line = "a".repeat(1 << 12);
         let quadratic = Posix::new("a|a*b", false, Work::bounded(1 << 20)).unwrap();
-        let found: Result<Vec<_>, String> = quadratic.find_iter(line.as_bytes()).collect();
+        let found: Result<Vec<_>, String> = quadratic
+            .substitutions(line.as_bytes())
+            .map(|m| m.map(|(_, found)| found))
+            .collect();
         assert_eq!(
             found,
             Err(
@@ -427,7 +557,8 @@ mod tests {
         );
         let linear = Posix::new("a+", false, Work::bounded(1 << 20)).unwrap();
         let found: Vec<(usize, usize)> = linear
-            .find_iter(line.as_bytes())
+            .substitutions(line.as_bytes())
+            .map(|m| m.map(|(_, found)| found))
             .map(|m| m.map(|m| (m.start, m.end)))
             .collect::<Result<_, _>>()
             .unwrap();
@@ -445,7 +576,8 @@ mod tests {
         let line = "xb".repeat(1 << 19);
         let posix = Posix::new("x[^y]*y|b", false, Work::bounded(4 << 20)).unwrap();
         let found: Vec<Range<usize>> = posix
-            .find_iter(line.as_bytes())
+            .substitutions(line.as_bytes())
+            .map(|m| m.map(|(_, found)| found))
             .collect::<Result<_, _>>()
             .unwrap();
         assert_eq!(found.len(), 1 << 19);
@@ -466,11 +598,17 @@ mod tests {
     fn searches_for_starts_the_dfa_gives_up_on_are_bounded() {
         let line = format!("é{}", "xb".repeat(1 << 11));
         let posix = Posix::new(r"\bx[^y]*y|b", false, Work::bounded(1 << 20)).unwrap();
-        let found: Result<Vec<_>, String> = posix.find_iter(line.as_bytes()).collect();
+        let found: Result<Vec<_>, String> = posix
+            .substitutions(line.as_bytes())
+            .map(|m| m.map(|(_, found)| found))
+            .collect();
         assert!(found.is_err(), "{:?}", found.map(|f| f.len()));
         let ascii = &line.as_bytes()[2..];
         let posix = Posix::new(r"\bx[^y]*y|b", false, Work::bounded(1 << 20)).unwrap();
-        let found: Result<Vec<_>, String> = posix.find_iter(ascii).collect();
+        let found: Result<Vec<_>, String> = posix
+            .substitutions(ascii)
+            .map(|m| m.map(|(_, found)| found))
+            .collect();
         assert_eq!(found.map(|found| found.len()), Ok(1 << 11));
     }
 
@@ -482,7 +620,8 @@ mod tests {
         let line = "a".repeat(1 << 10);
         let matches = |posix: &Posix| {
             posix
-                .find_iter(line.as_bytes())
+                .substitutions(line.as_bytes())
+                .map(|m| m.map(|(_, found)| found))
                 .collect::<Result<Vec<_>, String>>()
                 .map(|found| found.len())
         };

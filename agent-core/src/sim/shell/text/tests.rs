@@ -275,6 +275,32 @@ fn matches_are_leftmost_longest_as_posix_asks() {
     assert_eq!(grep(&["-oE", r"x|x.*\>"], "xé y\n").0, "xé y\n");
 }
 
+/// After a match toybox searches the rest of the line with `REG_NOTBOL`,
+/// and bionic's engine then sees no text before the rest: no `\<`, `\>`
+/// or `^` right where a search starts. Worked out from toybox's loops and
+/// engine.c's `walk`, and what both, built on the host, print; GNU sed
+/// and grep, which see the whole line, give `XX`, `|ab| |cd|`, `X Xb`,
+/// `XXé`, ` ` and `a`, and `b`.
+#[test]
+fn searches_after_a_match_see_no_text_before_them() {
+    assert_eq!(sed_run(&["-E", r"s/ |\<a/X/g"], " a\n"), "Xa\n");
+    assert_eq!(sed_run(&["-E", r"s/\<|\>/|/g"], "ab cd\n"), "|ab| cd|\n");
+    // The empty match before `b` comes right after the match `a`, so sed
+    // searches again from `b`, where it sees no space before.
+    assert_eq!(sed_run(&["-E", r"s/a|\</X/g"], "a b\n"), "X b\n");
+    // The same where the DFA gives up (a Unicode `\<` before é) and the
+    // NFA is simulated.
+    assert_eq!(sed_run(&["-E", r"s/ |\<a/X/g"], " aé\n"), "Xaé\n");
+    assert_eq!(grep(&["-oE", r" |\<a"], " a\n").0, " \n");
+    // `grep -o` ends the line at an empty match that is not where its
+    // search started, and where a search would start at a NUL byte.
+    assert_eq!(grep(&["-oE", r"\>|b"], "a b\n"), (String::new(), true));
+    assert_eq!(grep(&["-oE", "a+"], "a\0a\n").0, "a\n");
+    // `-w` tests the bytes around a match as they are: ` x` has `b`
+    // before it.
+    assert_eq!(grep(&["-owE", "ab| x"], "ab x\n").0, "ab\n");
+}
+
 /// A match's groups are split as bionic's `regexec` splits them (see
 /// `dissect`), not as GNU sed's backtracking does: `(a|ab)(b*)` on `ab`
 /// holds `ab` and nothing, where GNU sed has `a` and `b`.
@@ -393,17 +419,16 @@ fn expression() -> impl proptest::strategy::Strategy<Value = String> {
     })
 }
 
-/// [`expression`]s with the anchors `^` and `$` and the word boundaries
-/// `\<` and `\>` among them, one or two alternatives of up to four parts.
-/// Never under a star: GNU grep 3.8 does not end on `((\b|b)*)*`.
+/// [`expression`]s with the anchors `^` and `$` among them, one or two
+/// alternatives of up to four parts. No word boundaries: after a match,
+/// toybox's searches see no text before them, where GNU's see the line
+/// (`searches_after_a_match_see_no_text_before_them`).
 fn anchored_expression() -> impl proptest::strategy::Strategy<Value = String> {
     use proptest::prelude::*;
     let part = prop_oneof![
         3 => expression(),
         1 => Just("^".to_owned()),
         1 => Just("$".to_owned()),
-        1 => Just(r"\<".to_owned()),
-        1 => Just(r"\>".to_owned()),
     ];
     let sequence = prop::collection::vec(part, 1..=4).prop_map(|parts| parts.concat());
     prop::collection::vec(sequence, 1..=2).prop_map(|alternatives| alternatives.join("|"))
@@ -430,10 +455,11 @@ fn gnu(tool: &str, args: &[&str], text: &str) -> String {
 
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
-    /// GNU grep and sed match as POSIX asks too (leftmost-longest, the
-    /// same rule for empty matches), so they are the reference for which
-    /// text is matched: `grep -oE` and `sed -E s/RE/[&]/g` print the same
-    /// here as there.
+    /// GNU grep and sed match as POSIX asks too (leftmost-longest), so
+    /// they are the reference for which text is matched: `grep -oE` and
+    /// `sed -E s/RE/[&]/g` print the same here as there. Without word
+    /// boundaries their loops and toybox's agree: the only empty match
+    /// that is not where a search starts is `$`'s, and nothing follows it.
     #[test]
     fn matched_text_agrees_with_gnu_grep_and_sed(re in anchored_expression(), line in "[abc ]{0,8}") {
         let text = format!("{line}\n");
@@ -442,6 +468,200 @@ proptest::proptest! {
         proptest::prop_assert_eq!(
             sed_run(&["-E", &script], &text),
             gnu("sed", &["-E", &script], &text)
+        );
+    }
+}
+
+/// An extended expression over `a`, `b` and a space, with anchors and
+/// word boundaries, as a tree that [`ends`] matches by brute force.
+#[derive(Debug, Clone)]
+enum Tree {
+    Byte(u8),
+    Any,
+    Bol,
+    Eol,
+    Bow,
+    Eow,
+    Cat(Box<Tree>, Box<Tree>),
+    Alt(Box<Tree>, Box<Tree>),
+    Star(Box<Tree>),
+    Quest(Box<Tree>),
+}
+
+impl Tree {
+    fn render(&self) -> String {
+        match self {
+            Tree::Byte(b) => char::from(*b).to_string(),
+            Tree::Any => ".".into(),
+            Tree::Bol => "^".into(),
+            Tree::Eol => "$".into(),
+            Tree::Bow => r"\<".into(),
+            Tree::Eow => r"\>".into(),
+            Tree::Cat(x, y) => format!("{}{}", x.render(), y.render()),
+            Tree::Alt(x, y) => format!("({}|{})", x.render(), y.render()),
+            Tree::Star(x) => format!("({})*", x.render()),
+            Tree::Quest(x) => format!("({})?", x.render()),
+        }
+    }
+}
+
+/// Trees whose assertions are never repeated: bionic's engine steps an
+/// assertion once per position, where a brute force would loop on it.
+fn tree() -> impl proptest::strategy::Strategy<Value = Tree> {
+    use proptest::prelude::*;
+    let byte = prop_oneof![Just(b'a'), Just(b'b'), Just(b' ')].prop_map(Tree::Byte);
+    let plain = prop_oneof![byte, Just(Tree::Any)].prop_recursive(3, 8, 2, |inner| {
+        prop_oneof![
+            (inner.clone(), inner.clone()).prop_map(|(x, y)| Tree::Cat(x.into(), y.into())),
+            (inner.clone(), inner.clone()).prop_map(|(x, y)| Tree::Alt(x.into(), y.into())),
+            inner.clone().prop_map(|x| Tree::Star(x.into())),
+            inner.prop_map(|x| Tree::Quest(x.into())),
+        ]
+    });
+    let part = prop_oneof![
+        3 => plain,
+        1 => Just(Tree::Bol),
+        1 => Just(Tree::Eol),
+        2 => Just(Tree::Bow),
+        2 => Just(Tree::Eow),
+    ];
+    let sequence = prop::collection::vec(part, 1..=4).prop_map(|parts| {
+        parts
+            .into_iter()
+            .reduce(|x, y| Tree::Cat(x.into(), y.into()))
+            .unwrap()
+    });
+    prop::collection::vec(sequence, 1..=2).prop_map(|branches| {
+        branches
+            .into_iter()
+            .reduce(|x, y| Tree::Alt(x.into(), y.into()))
+            .unwrap()
+    })
+}
+
+/// Every end of a match of `tree` from `at` in `text`, POSIX's assertions
+/// read off the text around each position, except that none holds at a
+/// `blind` position (engine.c's `walk` under `REG_NOTBOL`).
+fn ends(
+    tree: &Tree,
+    text: &[u8],
+    at: usize,
+    blind: Option<usize>,
+) -> std::collections::BTreeSet<usize> {
+    let word = |i: usize| {
+        text.get(i)
+            .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
+    };
+    let seen = blind != Some(at);
+    let here = |holds: bool| {
+        if holds {
+            std::collections::BTreeSet::from([at])
+        } else {
+            std::collections::BTreeSet::new()
+        }
+    };
+    match tree {
+        Tree::Byte(b) => here(text.get(at) == Some(b))
+            .into_iter()
+            .map(|i| i + 1)
+            .collect(),
+        Tree::Any => here(at < text.len()).into_iter().map(|i| i + 1).collect(),
+        Tree::Bol => here(seen && at == 0),
+        Tree::Eol => here(at == text.len()),
+        Tree::Bow => here(seen && (at == 0 || !word(at - 1)) && word(at)),
+        Tree::Eow => here(seen && at > 0 && word(at - 1) && !word(at)),
+        Tree::Cat(x, y) => ends(x, text, at, blind)
+            .into_iter()
+            .flat_map(|middle| ends(y, text, middle, blind))
+            .collect(),
+        Tree::Alt(x, y) => &ends(x, text, at, blind) | &ends(y, text, at, blind),
+        Tree::Quest(x) => &ends(x, text, at, blind) | &here(true),
+        Tree::Star(x) => {
+            let mut all = here(true);
+            let mut todo = vec![at];
+            while let Some(from) = todo.pop() {
+                for end in ends(x, text, from, blind) {
+                    if all.insert(end) {
+                        todo.push(end);
+                    }
+                }
+            }
+            all
+        }
+    }
+}
+
+/// The leftmost-longest match of `tree` at or after `at`.
+fn leftmost_longest(
+    tree: &Tree,
+    text: &[u8],
+    at: usize,
+    blind: Option<usize>,
+) -> Option<std::ops::Range<usize>> {
+    (at..=text.len()).find_map(|start| ends(tree, text, start, blind).last().map(|&end| start..end))
+}
+
+/// `sed -E 's/RE/[&]/g'` over one line, as toybox's loop in `sed.c` runs
+/// `regexec`: from the end of each match, `REG_NOTBOL` after the first
+/// search, and an empty match right after a match passed over by one byte.
+fn toybox_sed(tree: &Tree, text: &[u8]) -> String {
+    let (mut out, mut rest, mut notbol, mut zmatch) = (Vec::new(), 0, false, true);
+    while let Some(found) = leftmost_longest(tree, text, rest, notbol.then_some(rest)) {
+        notbol = true;
+        if found.is_empty() && !zmatch {
+            if rest == text.len() {
+                break;
+            }
+            out.push(text[rest]);
+            rest += 1;
+            zmatch = true;
+            continue;
+        }
+        zmatch = false;
+        out.extend_from_slice(&text[rest..found.start]);
+        out.extend_from_slice(format!("[{}]", s(&text[found.clone()])).as_bytes());
+        rest = found.end;
+    }
+    out.extend_from_slice(&text[rest..]);
+    String::from_utf8(out).unwrap() + "\n"
+}
+
+/// `grep -oE RE` over one line, as toybox's loop in `grep.c` runs
+/// `regexec`: from the end of each match, `REG_NOTBOL` but at the line's
+/// start, one byte on from an empty match where the search started, and
+/// no further after an empty match elsewhere.
+fn toybox_grep_o(tree: &Tree, text: &[u8]) -> String {
+    let (mut out, mut start) = (String::new(), 0);
+    while let Some(found) = leftmost_longest(tree, text, start, (start > 0).then_some(start)) {
+        let moved = if found.is_empty() && found.start == start && start < text.len() {
+            1
+        } else if found.is_empty() {
+            break;
+        } else {
+            out += &format!("{}\n", s(&text[found.clone()]));
+            found.end - start
+        };
+        start += moved;
+        if start >= text.len() {
+            break;
+        }
+    }
+    out
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+    /// `sed s///g` and `grep -o` with word boundaries and anchors print
+    /// what toybox's loops print over a brute-force matcher of the same
+    /// expression.
+    #[test]
+    fn matches_after_a_match_agree_with_a_brute_force(tree in tree(), line in "[ab _]{0,8}") {
+        let re = tree.render();
+        let text = format!("{line}\n");
+        proptest::prop_assert_eq!(grep(&["-oE", &re], &text).0, toybox_grep_o(&tree, line.as_bytes()));
+        proptest::prop_assert_eq!(
+            sed_run(&["-E", &format!("s/{re}/[&]/g")], &text),
+            toybox_sed(&tree, line.as_bytes())
         );
     }
 }

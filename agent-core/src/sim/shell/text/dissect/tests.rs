@@ -12,9 +12,13 @@ use crate::sim::shell::text::regcomp;
 fn groups(pattern: &str, extended: bool, insensitive: bool, text: &str) -> String {
     let expression = regcomp::parse(pattern, extended).unwrap();
     let posix = Posix::new(&expression.to_regex(), insensitive, Work::new()).unwrap();
-    let found = posix.find_iter(text.as_bytes()).next().unwrap().unwrap();
+    let (line, found) = posix
+        .substitutions(text.as_bytes())
+        .next()
+        .unwrap()
+        .unwrap();
     let dissect = Dissect::new(&expression, insensitive, Work::new()).unwrap();
-    let groups = dissect.groups(text.as_bytes(), &found).unwrap();
+    let groups = dissect.groups(line, &found).unwrap();
     let pairs: Vec<String> = groups
         .iter()
         .map(|group| match group {
@@ -115,8 +119,8 @@ fn splitting_is_charged_to_the_run() {
     let dissect = Dissect::new(&expression, false, work).unwrap();
     let line = [b'x'; 1000];
     let split: Result<Vec<_>, String> = posix
-        .find_iter(&line)
-        .map(|found| dissect.groups(&line, &found?))
+        .substitutions(&line)
+        .map(|found| found.and_then(|(seen, whole)| dissect.groups(seen, &whole)))
         .collect();
     assert!(split.is_err());
 }
