@@ -115,9 +115,13 @@ pub struct Grep {
     count: bool,
     number: bool,
     only: bool,
-    /// `-w`: toybox checks the bytes around a match as they are, with
-    /// `REG_NOTBOL` or without, so its searches see the text before.
-    word: bool,
+    /// Whether `-o`'s searches after a match see no text before them, as
+    /// toybox's do with `REG_NOTBOL`. Not with `-w`, which toybox tests on
+    /// the bytes around a match as they are, where a search here that
+    /// saw a stand-in byte would test that; nor with several patterns,
+    /// where toybox keeps each pattern's match ahead from the search
+    /// that saw the text before it.
+    notbol: bool,
     quiet: bool,
     files_only: bool,
     names: Option<bool>,
@@ -175,12 +179,13 @@ impl Grep {
                     .map_err(|_| format!("bad regex '{p}'"))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let count = patterns.len();
         let patterns = Posix::new(
             &format!("(?:{})", patterns.join(")|(?:")),
             opts.has('i'),
             Work::new(),
         )
-        .ok_or_else(|| match patterns.len() {
+        .ok_or_else(|| match count {
             1 => "the pattern is too large".to_owned(),
             n => format!("{n} patterns are too large together"),
         })?;
@@ -198,7 +203,7 @@ impl Grep {
                 count: opts.has('c'),
                 number: opts.has('n'),
                 only: opts.has('o'),
-                word: opts.has('w'),
+                notbol: !opts.has('w') && count == 1,
                 quiet: opts.has('q'),
                 files_only: opts.has('l'),
                 names,
@@ -244,7 +249,7 @@ impl Grep {
                     }
                 };
                 if self.only && !self.invert {
-                    for m in self.patterns.prints(line, !self.word) {
+                    for m in self.patterns.prints(line, self.notbol) {
                         let m = m?;
                         prefix(&mut out);
                         out.extend_from_slice(&line[m]);
@@ -951,7 +956,8 @@ fn sed_replacement(text: &str) -> Vec<Replacement> {
 
 impl Substitution {
     /// `line` with its `only`th match (every match, when `None`) replaced,
-    /// and whether there was one; an error, before it is built, once the
+    /// and whether the expression matched (toybox's `p` prints then,
+    /// replaced or not: `s/a/X/2p` prints a line of one `a`); an error, before it is built, once the
     /// line would pass [`MAX_OUTPUT`] (`s/x/&&&&/g` over a long line, or
     /// twenty times over), or where a replaced match would need a group
     /// the expression does not open (toybox's `no s//\N/`).
@@ -965,11 +971,15 @@ impl Substitution {
         }
         let mut out = Vec::new();
         let mut rest = 0;
-        let mut changed = false;
+        let mut matched = false;
         let only = self.only;
-        let matches = self.re.substitutions(line).take(only.unwrap_or(usize::MAX));
+        let matches = self
+            .re
+            .substitutions(line, only.unwrap_or(1))
+            .take(only.unwrap_or(usize::MAX));
         for (nth, found) in (1..).zip(matches) {
             let (seen, whole) = found?;
+            matched = true;
             if only.is_some_and(|n| nth < n) {
                 continue;
             }
@@ -992,10 +1002,9 @@ impl Substitution {
                 }
             }
             rest = whole.end;
-            changed = true;
         }
         add(&mut out, &line[rest..])?;
-        Ok((out, changed))
+        Ok((out, matched))
     }
 }
 
@@ -1077,9 +1086,9 @@ impl Sed {
                 }
                 match &command.action {
                     SedAction::Substitute(substitution) => {
-                        let changed;
-                        (line, changed) = substitution.apply(&line)?;
-                        if changed && substitution.print {
+                        let matched;
+                        (line, matched) = substitution.apply(&line)?;
+                        if matched && substitution.print {
                             emit(out, &line)?;
                         }
                     }

@@ -239,10 +239,14 @@ impl Longest {
             return Ok(self.slow.find(slow_cache, input).map(|m| m.end()));
         };
         // The simulation reads what is before its start from the
-        // haystack, so the stand-in is put there, in a copy.
-        let mut copy = Vec::with_capacity(haystack.len() - start + 1);
+        // haystack, so the stand-in is put there, in a copy: up to `stop`
+        // and the character after it, which an assertion at `stop` reads
+        // (short of the line's end, the copy's end is past the range, so
+        // `$` holds no earlier than it did).
+        let end = haystack.len().min(stop + 4);
+        let mut copy = Vec::with_capacity(end - start + 1);
         copy.push(before);
-        copy.extend_from_slice(&haystack[start..]);
+        copy.extend_from_slice(&haystack[start..end]);
         let input = Input::new(&copy)
             .range(1..stop - start + 1)
             .anchored(Anchored::Yes);
@@ -419,17 +423,22 @@ impl Posix {
         }
     }
 
-    /// The matches `sed s///g` replaces, as toybox's loop finds them, each
-    /// with the line as its search saw it: each search from the end of
-    /// the match before, with `REG_NOTBOL` after the first; an empty
-    /// match found right after another match is passed over by searching
-    /// again one byte on (`s/x*/-/g` on `abc` is `-a-b-c-`).
+    /// The matches of `sed s///`, as toybox's loop finds them, each with
+    /// the line as its search saw it: each search from the end of the
+    /// match before, with `REG_NOTBOL` after the first. An empty match
+    /// found by the search after a match is passed over by searching
+    /// again one byte on (`s/x*/-/g` on `abc` is `-a-b-c-`), once the
+    /// match numbered `replaced` has been found: before, toybox has no
+    /// new line to copy that byte to and searches again where it was, so
+    /// `s/x*/-/2` on `abc` is `-abc`.
     pub fn substitutions<'h>(
         &'h self,
         haystack: &'h [u8],
+        replaced: usize,
     ) -> impl Iterator<Item = Result<(Line<'h>, Range<usize>), String>> + 'h {
         let mut searches = Searches::new(self, haystack);
         let (mut rest, mut notbol, mut after_match) = (Some(0), false, false);
+        let mut found_so_far = 0;
         std::iter::from_fn(move || {
             while let Some(at) = rest {
                 let line = Line {
@@ -446,11 +455,17 @@ impl Posix {
                 };
                 notbol = true;
                 if found.is_empty() && after_match {
-                    rest = (at < haystack.len()).then_some(at + 1);
+                    if at == haystack.len() {
+                        break;
+                    }
+                    if found_so_far >= replaced {
+                        rest = Some(at + 1);
+                    }
                     after_match = false;
                     continue;
                 }
                 after_match = true;
+                found_so_far += 1;
                 rest = Some(found.end);
                 return Some(Ok((line, found)));
             }
@@ -544,7 +559,7 @@ mod tests {
         let line = "a".repeat(1 << 12);
         let quadratic = Posix::new("a|a*b", false, Work::bounded(1 << 20)).unwrap();
         let found: Result<Vec<_>, String> = quadratic
-            .substitutions(line.as_bytes())
+            .substitutions(line.as_bytes(), 1)
             .map(|m| m.map(|(_, found)| found))
             .collect();
         assert_eq!(
@@ -557,7 +572,7 @@ mod tests {
         );
         let linear = Posix::new("a+", false, Work::bounded(1 << 20)).unwrap();
         let found: Vec<(usize, usize)> = linear
-            .substitutions(line.as_bytes())
+            .substitutions(line.as_bytes(), 1)
             .map(|m| m.map(|(_, found)| found))
             .map(|m| m.map(|m| (m.start, m.end)))
             .collect::<Result<_, _>>()
@@ -576,7 +591,7 @@ mod tests {
         let line = "xb".repeat(1 << 19);
         let posix = Posix::new("x[^y]*y|b", false, Work::bounded(4 << 20)).unwrap();
         let found: Vec<Range<usize>> = posix
-            .substitutions(line.as_bytes())
+            .substitutions(line.as_bytes(), 1)
             .map(|m| m.map(|(_, found)| found))
             .collect::<Result<_, _>>()
             .unwrap();
@@ -599,14 +614,14 @@ mod tests {
         let line = format!("é{}", "xb".repeat(1 << 11));
         let posix = Posix::new(r"\bx[^y]*y|b", false, Work::bounded(1 << 20)).unwrap();
         let found: Result<Vec<_>, String> = posix
-            .substitutions(line.as_bytes())
+            .substitutions(line.as_bytes(), 1)
             .map(|m| m.map(|(_, found)| found))
             .collect();
         assert!(found.is_err(), "{:?}", found.map(|f| f.len()));
         let ascii = &line.as_bytes()[2..];
         let posix = Posix::new(r"\bx[^y]*y|b", false, Work::bounded(1 << 20)).unwrap();
         let found: Result<Vec<_>, String> = posix
-            .substitutions(ascii)
+            .substitutions(ascii, 1)
             .map(|m| m.map(|(_, found)| found))
             .collect();
         assert_eq!(found.map(|found| found.len()), Ok(1 << 11));
@@ -620,7 +635,7 @@ mod tests {
         let line = "a".repeat(1 << 10);
         let matches = |posix: &Posix| {
             posix
-                .substitutions(line.as_bytes())
+                .substitutions(line.as_bytes(), 1)
                 .map(|m| m.map(|(_, found)| found))
                 .collect::<Result<Vec<_>, String>>()
                 .map(|found| found.len())

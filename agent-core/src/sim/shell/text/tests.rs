@@ -280,7 +280,8 @@ fn matches_are_leftmost_longest_as_posix_asks() {
 /// or `^` right where a search starts. Worked out from toybox's loops and
 /// engine.c's `walk`, and what both, built on the host, print; GNU sed
 /// and grep, which see the whole line, give `XX`, `|ab| |cd|`, `X Xb`,
-/// `XXé`, ` ` and `a`, and `b`.
+/// `XXé`, ` ` and `a`, and `b`; GNU sed gives `a-bc` for `s/x*/-/2` and
+/// prints nothing for `s/a/X/2p`.
 #[test]
 fn searches_after_a_match_see_no_text_before_them() {
     assert_eq!(sed_run(&["-E", r"s/ |\<a/X/g"], " a\n"), "Xa\n");
@@ -299,6 +300,19 @@ fn searches_after_a_match_see_no_text_before_them() {
     // `-w` tests the bytes around a match as they are: ` x` has `b`
     // before it.
     assert_eq!(grep(&["-owE", "ab| x"], "ab x\n").0, "ab\n");
+    // Of several patterns, toybox keeps the one whose match lies ahead,
+    // found seeing the space before `foo`.
+    assert_eq!(
+        grep(&["-oE", "-e", "[0-9]+: ", "-e", r"\<[a-z]+"], "12: foo\n").0,
+        "12: \nfoo\n"
+    );
+    // Until a match is replaced, an empty match after a match is searched
+    // for again where it was found, and then counts: the second match of
+    // `x*` in `abc` is the empty one at its start again. And `p` prints
+    // where the expression matched, replaced or not.
+    assert_eq!(sed_run(&["s/x*/-/2"], "abc\n"), "-abc\n");
+    assert_eq!(sed_run(&["-E", r"s/\<|b/X/3"], "ab ab\n"), "ab Xab\n");
+    assert_eq!(sed_run(&["-n", "s/a/X/2p"], "a\n"), "a\n");
 }
 
 /// A match's groups are split as bionic's `regexec` splits them (see
@@ -601,26 +615,42 @@ fn leftmost_longest(
     (at..=text.len()).find_map(|start| ends(tree, text, start, blind).last().map(|&end| start..end))
 }
 
-/// `sed -E 's/RE/[&]/g'` over one line, as toybox's loop in `sed.c` runs
-/// `regexec`: from the end of each match, `REG_NOTBOL` after the first
-/// search, and an empty match right after a match passed over by one byte.
-fn toybox_sed(tree: &Tree, text: &[u8]) -> String {
+/// `sed -E 's/RE/[&]/g'` (`s/RE/[&]/N` for `Some(N)`) over one line, as
+/// toybox's loop in `sed.c` runs `regexec`: from the end of each match,
+/// `REG_NOTBOL` after the first search; an empty match found by the search
+/// after a match passed over by one byte, but only once a match has been
+/// replaced (before, toybox has no new line to copy the byte to, and
+/// searches again from where it was).
+fn toybox_sed(tree: &Tree, text: &[u8], nth: Option<usize>) -> String {
     let (mut out, mut rest, mut notbol, mut zmatch) = (Vec::new(), 0, false, true);
+    let (mut count, mut replaced) = (0, false);
     while let Some(found) = leftmost_longest(tree, text, rest, notbol.then_some(rest)) {
         notbol = true;
         if found.is_empty() && !zmatch {
             if rest == text.len() {
                 break;
             }
-            out.push(text[rest]);
-            rest += 1;
+            if replaced {
+                out.push(text[rest]);
+                rest += 1;
+            }
             zmatch = true;
             continue;
         }
         zmatch = false;
+        count += 1;
+        if nth.is_some_and(|n| n != count) {
+            out.extend_from_slice(&text[rest..found.end]);
+            rest = found.end;
+            continue;
+        }
+        replaced = true;
         out.extend_from_slice(&text[rest..found.start]);
         out.extend_from_slice(format!("[{}]", s(&text[found.clone()])).as_bytes());
         rest = found.end;
+        if nth.is_some() {
+            break;
+        }
     }
     out.extend_from_slice(&text[rest..]);
     String::from_utf8(out).unwrap() + "\n"
@@ -655,13 +685,18 @@ proptest::proptest! {
     /// what toybox's loops print over a brute-force matcher of the same
     /// expression.
     #[test]
-    fn matches_after_a_match_agree_with_a_brute_force(tree in tree(), line in "[ab _]{0,8}") {
+    fn matches_after_a_match_agree_with_a_brute_force(
+        tree in tree(),
+        line in "[ab _]{0,8}",
+        nth in proptest::option::of(1..4usize),
+    ) {
         let re = tree.render();
         let text = format!("{line}\n");
         proptest::prop_assert_eq!(grep(&["-oE", &re], &text).0, toybox_grep_o(&tree, line.as_bytes()));
+        let flag = nth.map_or("g".to_owned(), |n| n.to_string());
         proptest::prop_assert_eq!(
-            sed_run(&["-E", &format!("s/{re}/[&]/g")], &text),
-            toybox_sed(&tree, line.as_bytes())
+            sed_run(&["-E", &format!("s/{re}/[&]/{flag}")], &text),
+            toybox_sed(&tree, line.as_bytes(), nth)
         );
     }
 }

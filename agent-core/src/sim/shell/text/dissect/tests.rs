@@ -13,7 +13,7 @@ fn groups(pattern: &str, extended: bool, insensitive: bool, text: &str) -> Strin
     let expression = regcomp::parse(pattern, extended).unwrap();
     let posix = Posix::new(&expression.to_regex(), insensitive, Work::new()).unwrap();
     let (line, found) = posix
-        .substitutions(text.as_bytes())
+        .substitutions(text.as_bytes(), 1)
         .next()
         .unwrap()
         .unwrap();
@@ -119,7 +119,7 @@ fn splitting_is_charged_to_the_run() {
     let dissect = Dissect::new(&expression, false, work).unwrap();
     let line = [b'x'; 1000];
     let split: Result<Vec<_>, String> = posix
-        .substitutions(&line)
+        .substitutions(&line, 1)
         .map(|found| found.and_then(|(seen, whole)| dissect.groups(seen, &whole)))
         .collect();
     assert!(split.is_err());
