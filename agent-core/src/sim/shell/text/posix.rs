@@ -268,10 +268,7 @@ impl Longest {
         work: &Work,
     ) -> Result<Option<Option<usize>>, String> {
         let dfa = &self.dfa;
-        let before = match before {
-            Some(byte) => Some(byte),
-            None => start.checked_sub(1).and_then(|i| haystack.get(i).copied()),
-        };
+        let before = before.or_else(|| start.checked_sub(1).and_then(|i| haystack.get(i).copied()));
         let config = start::Config::new()
             .anchored(Anchored::Yes)
             .look_behind(before);
@@ -437,40 +434,29 @@ impl Posix {
         replaced: usize,
     ) -> impl Iterator<Item = Result<(Line<'h>, Range<usize>), String>> + 'h {
         let mut searches = Searches::new(self, haystack);
-        let (mut rest, mut notbol, mut after_match) = (Some(0), false, false);
+        let (mut rest, mut notbol, mut after_match) = (0, false, false);
         let mut found_so_far = 0;
-        std::iter::from_fn(move || {
-            while let Some(at) = rest {
-                let line = Line {
-                    bytes: haystack,
-                    blind: notbol.then_some(at),
-                };
-                let found = match searches.find(line, at) {
-                    Ok(Some(found)) => found,
-                    Ok(None) => break,
-                    Err(e) => {
-                        rest = None;
-                        return Some(Err(e));
-                    }
+        until_done(move || {
+            loop {
+                let Some((line, found)) = searches.find(rest, notbol)? else {
+                    return Ok(None);
                 };
                 notbol = true;
                 if found.is_empty() && after_match {
-                    if at == haystack.len() {
-                        break;
+                    if rest == haystack.len() {
+                        return Ok(None);
                     }
                     if found_so_far >= replaced {
-                        rest = Some(at + 1);
+                        rest += 1;
                     }
                     after_match = false;
                     continue;
                 }
                 after_match = true;
                 found_so_far += 1;
-                rest = Some(found.end);
-                return Some(Ok((line, found)));
+                rest = found.end;
+                return Ok(Some((line, found)));
             }
-            rest = None;
-            None
         })
     }
 
@@ -486,34 +472,40 @@ impl Posix {
     ) -> impl Iterator<Item = Result<Range<usize>, String>> + 'h {
         let mut searches = Searches::new(self, haystack);
         let mut next = Some(0);
-        std::iter::from_fn(move || {
+        until_done(move || {
             while let Some(at) = next {
-                let line = Line {
-                    bytes: haystack,
-                    blind: (notbol && at > 0).then_some(at),
-                };
-                let found = match searches.find(line, at) {
-                    Ok(Some(found)) => found,
-                    Ok(None) => break,
-                    Err(e) => {
-                        next = None;
-                        return Some(Err(e));
-                    }
+                let Some((_, found)) = searches.find(at, notbol && at > 0)? else {
+                    return Ok(None);
                 };
                 let moved = match found.is_empty() {
                     true if found.start == at && at < haystack.len() => at + 1,
-                    true => break,
+                    true => return Ok(None),
                     false => found.end,
                 };
                 next = (haystack.get(moved).is_some_and(|&b| b != 0)).then_some(moved);
                 if !found.is_empty() {
-                    return Some(Ok(found));
+                    return Ok(Some(found));
                 }
             }
-            next = None;
-            None
+            Ok(None)
         })
     }
+}
+
+/// What `step` gives, until it gives nothing or fails (the failure the
+/// last item).
+fn until_done<T>(
+    mut step: impl FnMut() -> Result<Option<T>, String>,
+) -> impl Iterator<Item = Result<T, String>> {
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        let item = step().transpose();
+        done = !matches!(item, Some(Ok(_)));
+        item
+    })
 }
 
 /// One line's searches, which share where its matches start.
@@ -532,8 +524,13 @@ impl<'h> Searches<'h> {
         }
     }
 
-    /// The leftmost-longest match in `line` at or after `at`.
-    fn find(&mut self, line: Line, at: usize) -> Result<Option<Range<usize>>, String> {
+    /// The leftmost-longest match at or after `at`, and the line as the
+    /// search saw it: `blind` at `at` for a `REG_NOTBOL` search.
+    fn find(&mut self, at: usize, blind: bool) -> Result<Option<(Line<'h>, Range<usize>)>, String> {
+        let line = Line {
+            bytes: self.haystack,
+            blind: blind.then_some(at),
+        };
         let starts = match &mut self.starts {
             Some(starts) => starts,
             // Most lines do not match, and one forward search says so
@@ -541,7 +538,10 @@ impl<'h> Searches<'h> {
             None if !self.posix.is_match(self.haystack) => return Ok(None),
             None => self.starts.insert(self.posix.starts(self.haystack)?),
         };
-        self.posix.find_at(line, starts, at)
+        Ok(self
+            .posix
+            .find_at(line, starts, at)?
+            .map(|found| (line, found)))
     }
 }
 
