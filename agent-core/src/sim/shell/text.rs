@@ -7,6 +7,7 @@ use dissect::Dissect;
 use posix::{Posix, Work};
 use regex::bytes::{Regex, RegexBuilder};
 use std::collections::{HashMap, HashSet};
+use std::ops::Range;
 use std::sync::Arc;
 
 mod dissect;
@@ -212,6 +213,19 @@ impl Grep {
         ))
     }
 
+    /// What `-o` prints of a line (with `-v`, the text between its
+    /// matches), as toybox's loops find it; the line is selected when
+    /// there is a piece, though an empty one prints nothing.
+    fn pieces<'a>(
+        &'a self,
+        line: &'a [u8],
+    ) -> Box<dyn Iterator<Item = Result<Range<usize>, String>> + 'a> {
+        match self.invert {
+            true => Box::new(self.patterns.gaps(line, self.notbol)),
+            false => Box::new(self.patterns.prints(line, self.notbol)),
+        }
+    }
+
     /// Greps the inputs (name, bytes); returns the output and whether a
     /// line was selected, or an error once the output passes
     /// [`MAX_OUTPUT`] (`-o` of every character, each after a long name).
@@ -227,8 +241,16 @@ impl Grep {
         for (name, data) in inputs {
             let mut count = 0;
             for (index, line) in lines(data).enumerate() {
-                let matched = self.patterns.is_match(line);
-                if matched == self.invert {
+                let mut pieces = self.only.then(|| self.pieces(line));
+                let first = match &mut pieces {
+                    Some(pieces) => pieces.next().transpose()?,
+                    None => None,
+                };
+                let selected = match pieces {
+                    Some(_) => first.is_some(),
+                    None => self.patterns.is_match(line) != self.invert,
+                };
+                if !selected {
                     continue;
                 }
                 count += 1;
@@ -248,9 +270,13 @@ impl Grep {
                         out.extend_from_slice(format!("{}:", index + 1).as_bytes());
                     }
                 };
-                if self.only && !self.invert {
-                    for m in self.patterns.prints(line, self.notbol) {
+                if let Some(rest) = pieces {
+                    for m in first.into_iter().map(Ok).chain(rest) {
                         let m = m?;
+                        // toybox prints no line for an empty piece.
+                        if m.is_empty() {
+                            continue;
+                        }
                         prefix(&mut out);
                         out.extend_from_slice(&line[m]);
                         out.push(b'\n');

@@ -463,8 +463,11 @@ impl Posix {
     /// The matches `grep -o` prints, as toybox's loop finds them: each
     /// search from the end of the match before, with `REG_NOTBOL` after
     /// the first if `notbol`; an empty match where a search starts passed
-    /// over by searching again one byte on. The line ends at an empty
-    /// match anywhere else, and where a search would start at a NUL byte.
+    /// over by searching again one byte on. An empty match anywhere else
+    /// is the last item: it selects the line and prints nothing. The line
+    /// also ends where a search would start at a NUL byte. A line with
+    /// no item is not selected, though the expression matches it (`x*`
+    /// over `ab`).
     pub fn prints<'h>(
         &'h self,
         haystack: &'h [u8],
@@ -477,19 +480,56 @@ impl Posix {
                 let Some((_, found)) = searches.find(at, notbol && at > 0)? else {
                     return Ok(None);
                 };
-                let moved = match found.is_empty() {
-                    true if found.start == at && at < haystack.len() => at + 1,
-                    true => return Ok(None),
-                    false => found.end,
+                next = match found.is_empty() {
+                    true if found.start == at && at < haystack.len() => go_on(haystack, at + 1),
+                    true => None,
+                    false => go_on(haystack, found.end),
                 };
-                next = (haystack.get(moved).is_some_and(|&b| b != 0)).then_some(moved);
-                if !found.is_empty() {
+                if !found.is_empty() || found.start != at || at == haystack.len() {
                     return Ok(Some(found));
                 }
             }
             Ok(None)
         })
     }
+
+    /// What `grep -vo` prints, as toybox's loop finds it: the text from
+    /// where each search starts to the match it finds, or to the line's
+    /// end where there is none. Searches start as `grep -o`'s do, and
+    /// after a gap where the match was found, searching again there
+    /// blind (toybox's loop overwrites the match it would keep). An
+    /// empty line that does not match is one empty gap: selected, with
+    /// nothing printed.
+    pub fn gaps<'h>(
+        &'h self,
+        haystack: &'h [u8],
+        notbol: bool,
+    ) -> impl Iterator<Item = Result<Range<usize>, String>> + 'h {
+        let mut searches = Searches::new(self, haystack);
+        let mut next = Some(0);
+        until_done(move || {
+            while let Some(at) = next {
+                let found = searches.find(at, notbol && at > 0)?.map(|(_, found)| found);
+                let (gap, moved) = match found {
+                    None => (Some(at..haystack.len()), haystack.len()),
+                    Some(found) if found.start > at => (Some(at..found.start), found.start),
+                    Some(found) if found.is_empty() && at < haystack.len() => (None, at + 1),
+                    Some(found) => (None, found.end),
+                };
+                next = (moved > at).then(|| go_on(haystack, moved)).flatten();
+                if gap.is_some() {
+                    return Ok(gap);
+                }
+            }
+            Ok(None)
+        })
+    }
+}
+
+/// Where toybox's grep loop searches next: nowhere at the line's end or
+/// at a NUL byte.
+fn go_on(haystack: &[u8], at: usize) -> Option<usize> {
+    haystack.get(at).is_some_and(|&b| b != 0).then_some(at)
 }
 
 /// What `step` gives, until it gives nothing or fails (the failure the

@@ -315,6 +315,31 @@ fn searches_after_a_match_see_no_text_before_them() {
     assert_eq!(sed_run(&["-n", "s/a/X/2p"], "a\n"), "a\n");
 }
 
+/// Under `-o` a line is selected where toybox's loop prints a piece or
+/// stops at an empty match, not wherever the expression matches; `-vo`
+/// prints the text between matches. Worked out from toybox's loop in
+/// `grep.c`; the `-vo` case is toybox's own test (`tests/grep.test`).
+/// GNU grep selects `ab` for `-o 'x*'` and prints nothing for `-vo`.
+#[test]
+fn only_matching_selects_lines_as_toybox_does() {
+    // Each search finds the empty match where it starts, which is passed
+    // over: nothing printed, nothing selected.
+    assert_eq!(grep(&["-o", "x*"], "ab\n"), (String::new(), false));
+    // An empty line matches `x*` where its search starts, at its end.
+    assert_eq!(grep(&["-co", "x*"], "ab\n\nb\n").0, "1\n");
+    // `b*` is empty before `a`, then `b` is printed.
+    assert_eq!(grep(&["-lo", "b*"], "ab\n").0, "(standard input)\n");
+    assert_eq!(
+        grep(&["-vo", "one"], "onetwoonethreeone\n"),
+        ("two\nthree\n".to_owned(), true)
+    );
+    assert_eq!(grep(&["-vo", "[0-9]"], "12\n"), (String::new(), false));
+    assert_eq!(grep(&["-cvo", "[0-9]"], "12\na1b\n\n").0, "2\n");
+    // After the gap ` `, the search starts at `ab` blind, where `\<a`
+    // does not match, so `a` is a gap too.
+    assert_eq!(grep(&["-voE", r"\<a|b"], "ab ab\n").0, " \na\n");
+}
+
 /// A match's groups are split as bionic's `regexec` splits them (see
 /// `dissect`), not as GNU sed's backtracking does: `(a|ab)(b*)` on `ab`
 /// holds `ab` and nothing, where GNU sed has `a` and `b`.
@@ -656,34 +681,48 @@ fn toybox_sed(tree: &Tree, text: &[u8], nth: Option<usize>) -> String {
     String::from_utf8(out).unwrap() + "\n"
 }
 
-/// `grep -oE RE` over one line, as toybox's loop in `grep.c` runs
-/// `regexec`: from the end of each match, `REG_NOTBOL` but at the line's
-/// start, one byte on from an empty match where the search started, and
-/// no further after an empty match elsewhere.
-fn toybox_grep_o(tree: &Tree, text: &[u8]) -> String {
-    let (mut out, mut start) = (String::new(), 0);
-    while let Some(found) = leftmost_longest(tree, text, start, (start > 0).then_some(start)) {
-        let moved = if found.is_empty() && found.start == start && start < text.len() {
-            1
-        } else if found.is_empty() {
-            break;
-        } else {
-            out += &format!("{}\n", s(&text[found.clone()]));
-            found.end - start
+/// `grep -oE RE` (`-voE` if `invert`) over one line, as toybox's loop
+/// in `grep.c` runs `regexec`: from where the last search's piece ends,
+/// `REG_NOTBOL` but at the line's start, one byte on from an empty match
+/// where the search started. `-o` prints each match and stops after an
+/// empty one elsewhere; `-vo` prints the text before each match, or the
+/// rest of the line where none is left, and passes over a match where
+/// the search started. Returns what it prints and whether the line was
+/// selected (toybox's `matched`).
+fn toybox_grep_o(tree: &Tree, text: &[u8], invert: bool) -> (String, bool) {
+    let (mut out, mut start, mut matched) = (String::new(), 0, false);
+    loop {
+        let found = leftmost_longest(tree, text, start, (start > 0).then_some(start));
+        let (piece, moved) = match found {
+            Some(found) if found.end == start && start < text.len() => (None, 1),
+            Some(found) if invert && found.start == start => (None, found.end - start),
+            Some(found) if invert => (Some(start..found.start), found.start - start),
+            None if invert => (Some(start..text.len()), text.len() - start),
+            None => break,
+            Some(found) => (Some(found.clone()), found.end - start),
         };
+        if let Some(piece) = piece {
+            matched = true;
+            if !piece.is_empty() {
+                out += &format!("{}\n", s(&text[piece.clone()]));
+            }
+            if piece.is_empty() {
+                break;
+            }
+        }
         start += moved;
-        if start >= text.len() {
+        if moved == 0 || start >= text.len() {
             break;
         }
     }
-    out
+    (out, matched)
 }
 
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
-    /// `sed s///g` and `grep -o` with word boundaries and anchors print
-    /// what toybox's loops print over a brute-force matcher of the same
-    /// expression.
+    /// `sed s///g`, `grep -o` and `grep -vo` with word boundaries and
+    /// anchors print what toybox's loops print over a brute-force matcher
+    /// of the same expression, and grep selects the lines they select.
     #[test]
     fn matches_after_a_match_agree_with_a_brute_force(
         tree in tree(),
@@ -692,7 +731,8 @@ proptest::proptest! {
     ) {
         let re = tree.render();
         let text = format!("{line}\n");
-        proptest::prop_assert_eq!(grep(&["-oE", &re], &text).0, toybox_grep_o(&tree, line.as_bytes()));
+        proptest::prop_assert_eq!(grep(&["-oE", &re], &text), toybox_grep_o(&tree, line.as_bytes(), false));
+        proptest::prop_assert_eq!(grep(&["-voE", &re], &text), toybox_grep_o(&tree, line.as_bytes(), true));
         let flag = nth.map_or("g".to_owned(), |n| n.to_string());
         proptest::prop_assert_eq!(
             sed_run(&["-E", &format!("s/{re}/[&]/{flag}")], &text),
