@@ -178,6 +178,117 @@ fn a_model_llama_cpp_refuses_is_refused_with_its_reason() {
     assert!(!e.contains("null result"), "{e}");
 }
 
+/// A run setting in the model file that is not text is refused naming its
+/// key, not taken as missing: the shipped model with the bytes of its
+/// `btl.profile` ("btl-extended") made invalid UTF-8 would otherwise run
+/// with the default profile's prompt, which it was not trained on.
+#[test]
+fn a_run_setting_that_is_not_text_is_refused_by_its_key() {
+    let dir = Dir::new();
+    let shipped = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/models"));
+    let mut bytes = std::fs::read(shipped.join("btl-mini-q8_0.gguf")).unwrap();
+    let key = b"btl.profile";
+    let at = bytes.windows(key.len()).position(|w| w == key).unwrap() + key.len();
+    // A string value: its type (8), its length, its bytes.
+    assert_eq!(bytes[at..at + 4], 8u32.to_le_bytes());
+    assert_eq!(&bytes[at + 12..at + 24], b"btl-extended");
+    bytes[at + 12..at + 15].copy_from_slice(b"\xff\xfe\xfd");
+    let model = dir.path("not-text.gguf");
+    std::fs::write(&model, bytes).unwrap();
+    let mmproj = shipped.join("mmproj-btl-mini-f16.gguf");
+    let run = dir.btl([
+        "run",
+        "--task",
+        "wifi_on",
+        "--max-steps",
+        "1",
+        "--model",
+        path_str(&model),
+        "--mmproj",
+        path_str(&mmproj),
+    ]);
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    let e = stderr(&run);
+    assert!(
+        e.contains("not-text.gguf") && e.contains("btl.profile"),
+        "{e}"
+    );
+}
+
+/// A model file ggml cannot read is refused with what ggml could not read,
+/// which only its log says: here a GGUF version it does not know.
+#[test]
+fn a_header_ggml_cannot_read_is_refused_with_its_reason() {
+    let dir = Dir::new();
+    let mut bytes = std::fs::read(F16).unwrap();
+    assert_eq!(bytes[4..8], 3u32.to_le_bytes(), "GGUF version 3");
+    bytes[4..8].copy_from_slice(&99u32.to_le_bytes());
+    let model = dir.path("version-99.gguf");
+    std::fs::write(&model, bytes).unwrap();
+    let run = run_wifi_on(&dir, &model, &[]);
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    let e = stderr(&run);
+    assert!(
+        e.contains("version-99.gguf")
+            && e.contains("ggml cannot read its GGUF header: ")
+            && e.contains("99"),
+        "{e}"
+    );
+}
+
+/// A projector whose header does not fit its tensors made llama.cpp abort
+/// the whole process (a ggml assertion while its graph is built); each is
+/// now refused in words naming the key or tensor. The values are those a
+/// hostile-input review patched into a copy of the tiny projector.
+#[test]
+fn a_projector_llama_cpp_would_abort_on_is_refused_in_words() {
+    let dir = Dir::new();
+    let cases: [(&[u8], u32, &str); 5] = [
+        (b"clip.vision.attention.head_count", 0, "head_count is 0"),
+        (
+            b"clip.vision.attention.head_count",
+            3,
+            "not clip.vision.attention.head_count 3 heads",
+        ),
+        (b"clip.vision.block_count", 0, "block_count is 0"),
+        (
+            b"clip.vision.patch_size",
+            13,
+            "tensor v.patch_embd.weight is [14, 14, 3, 64]",
+        ),
+        (
+            b"clip.vision.projection_dim",
+            512,
+            "tensor mm.2.bias is [128]",
+        ),
+    ];
+    for (key, value, says) in cases {
+        let mut bytes = std::fs::read(TINY_MMPROJ).unwrap();
+        let at = bytes.windows(key.len()).position(|w| w == key).unwrap() + key.len();
+        assert_eq!(bytes[at..at + 4], 4u32.to_le_bytes(), "a u32 value");
+        bytes[at + 4..at + 8].copy_from_slice(&value.to_le_bytes());
+        let mmproj = dir.path("patched-mmproj.gguf");
+        std::fs::write(&mmproj, bytes).unwrap();
+        let run = dir.btl([
+            "run",
+            "--task",
+            "wifi_on",
+            "--max-steps",
+            "1",
+            "--model",
+            F16,
+            "--mmproj",
+            path_str(&mmproj),
+        ]);
+        let e = stderr(&run);
+        assert_eq!(run.status.code(), Some(2), "{says}: {e}");
+        assert!(
+            e.contains("patched-mmproj.gguf") && e.contains(says),
+            "{says}: {e}"
+        );
+    }
+}
+
 /// `btl run --task wifi_on` with the text model `model`, the tiny
 /// projector and `extra` arguments.
 fn run_wifi_on(dir: &Dir, model: &std::path::Path, extra: &[&str]) -> std::process::Output {

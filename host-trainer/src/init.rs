@@ -321,6 +321,80 @@ pub fn mrope_section(head_dim: i64) -> Vec<i64> {
     vec![t, h, half - t - h]
 }
 
+/// The most embedding rows: token ids a tokenizer may give stay below it.
+const MAX_VOCAB: i64 = 1 << 24;
+
+/// Refuses a model whose float32 weights alone would not fit in `memory`
+/// bytes (this machine's, where it is known): making them would end in an
+/// out-of-memory kill, or in a libtorch allocation failure that names no
+/// key of the spec.
+fn check_fits(config: &Config, memory: Option<u64>, path: &Path) -> Result<()> {
+    let Some(memory) = memory else {
+        return Ok(());
+    };
+    let parameters = parameters_at_least(config);
+    let bytes = parameters * 4.0;
+    if bytes <= memory as f64 {
+        return Ok(());
+    }
+    let gib = |bytes: f64| bytes / f64::from(1u32 << 30);
+    let (t, v) = (&config.text, &config.vision);
+    Err(Error::Config {
+        path: path.to_owned(),
+        message: format!(
+            "the model would have at least {parameters:.0} parameters, {:.1} GiB as float32, more than this machine's {:.1} GiB of memory (vocab_size {}, text.hidden {}, text.intermediate {}, text.layers {}, vision.hidden {}, vision.intermediate {}, vision.depth {})",
+            gib(bytes),
+            gib(memory as f64),
+            t.vocab_size,
+            t.hidden_size,
+            t.intermediate_size,
+            t.num_hidden_layers,
+            v.hidden_size,
+            v.intermediate_size,
+            v.depth
+        ),
+    })
+}
+
+/// The weights of the matrices a Qwen2.5-VL model of `config` has at the
+/// least (the embedding and an untied head, each layer's projections,
+/// each vision block's, the patch embedding and the merger; no biases or
+/// norms), in floating point so that no size a spec may hold overflows.
+fn parameters_at_least(config: &Config) -> f64 {
+    let t = &config.text;
+    let (h, i, layers) = (
+        t.hidden_size as f64,
+        t.intermediate_size as f64,
+        t.num_hidden_layers as f64,
+    );
+    let kv = t.num_key_value_heads as f64 * t.head_dim() as f64;
+    let heads = if config.tie_word_embeddings { 1.0 } else { 2.0 };
+    let text =
+        heads * t.vocab_size as f64 * h + layers * (2.0 * h * h + 2.0 * h * kv + 3.0 * h * i);
+    let v = &config.vision;
+    let (vh, vi) = (v.hidden_size as f64, v.intermediate_size as f64);
+    let merged = 4.0 * vh;
+    let vision = v.depth as f64 * (4.0 * vh * vh + 3.0 * vh * vi)
+        + v.patch_dim() as f64 * vh
+        + merged * merged
+        + merged * v.out_hidden_size as f64;
+    text + vision
+}
+
+/// This machine's memory in bytes, where `/proc/meminfo` tells it.
+fn total_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib = text
+        .lines()
+        .find_map(|line| line.strip_prefix("MemTotal:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    kib.checked_mul(1024)
+}
+
 /// The spec as the trainer's [`Config`], checked; errors name the key.
 pub fn model_config(spec: &ModelSpec, vocab_size: i64, path: &Path) -> Result<Config> {
     let bad = |message: String| Error::Config {
@@ -702,9 +776,18 @@ pub fn init(
     let vocab_size = spec
         .vocab_size
         .unwrap_or_else(|| (vocab.tokens.len() as i64 + 127) / 128 * 128);
+    if vocab_size > MAX_VOCAB {
+        return Err(Error::Config {
+            path: spec_path.to_owned(),
+            message: format!(
+                "vocab_size is {vocab_size}; at most {MAX_VOCAB}, the ids a tokenizer here may give"
+            ),
+        });
+    }
     vocab.pad_to(vocab_size, &spec.tokenizer)?;
     let ids = SpecialIds::of(&vocab, &spec.tokenizer)?;
     let config = ids.tie(model_config(spec, vocab_size, spec_path)?);
+    check_fits(&config, total_memory(), spec_path)?;
 
     let model = Qwen25Vl::new(config.clone(), Device::Cpu, Kind::Float)?;
     let imported = match weights {
@@ -882,7 +965,42 @@ fn check_vocabulary(text: &GgufFile, vocab: &Vocabulary, tokenizer: &Path) -> Re
 
 #[cfg(test)]
 mod tests {
-    use super::mrope_section;
+    use super::*;
+
+    /// The count `check_fits` weighs is a lower bound of the parameters
+    /// the model really has, and close to it (biases and norms are left
+    /// out); a machine with less memory than its float32 weights need is
+    /// refused in words naming the sizes.
+    #[test]
+    fn a_model_is_weighed_by_its_parameters_before_it_is_made() {
+        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/models/btl-mini.toml"));
+        let spec = ModelSpec::from_file(path).unwrap();
+        let config = model_config(&spec, 1536, path).unwrap();
+        let model = Qwen25Vl::new(config.clone(), Device::Cpu, Kind::Float).unwrap();
+        let made: u64 = model
+            .vars()
+            .variables()
+            .values()
+            .map(|t| t.numel() as u64)
+            .sum();
+        let bound = parameters_at_least(&config);
+        assert!(
+            bound <= made as f64 && bound >= 0.98 * made as f64,
+            "{bound} of {made}"
+        );
+        let enough = made * 4;
+        check_fits(&config, Some(enough), path).unwrap();
+        check_fits(&config, None, path).unwrap();
+        let e = check_fits(&config, Some(1 << 20), path)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("at least {bound:.0} parameters"))
+                && e.contains("more than this machine's 0.0 GiB of memory")
+                && e.contains("text.hidden 256"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn mrope_sections_are_qwen_s() {

@@ -204,6 +204,14 @@ impl Lora {
             return Ok(None);
         }
         let r = self.config.r;
+        // An update of a weight has at most its smaller side's rank; a
+        // larger r buys nothing and its factors could fill the memory.
+        if r > in_dim.min(out_dim) {
+            return Err(Error::Input(format!(
+                "lora: r = {r} is above the rank of {module}'s {out_dim}×{in_dim} weight, at most {}",
+                in_dim.min(out_dim)
+            )));
+        }
         let bound = 1.0 / (in_dim as f64).sqrt();
         let root = self.vars.root();
         // VarStore paths may not contain dots.

@@ -528,6 +528,32 @@ fn the_ms_swift_export_carries_every_sample_and_its_image() {
         err.contains("sample 1: image ") && err.contains("which the export replaces"),
         "{err}"
     );
+    // Nor may it be a file that is no image, or an image of another size
+    // than the sample's coordinates are in.
+    endless[1]["images"][0] = endless[0]["images"][0].clone();
+    let mut wrong_size = endless.clone();
+    wrong_size[1]["image_sizes"] = serde_json::json!([[10, 10]]);
+    std::fs::write(&samples_path, serde_json::to_string(&wrong_size).unwrap()).unwrap();
+    let err = export_ms_swift(&samples_path, &swift2, &moved)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("sample 1: image ")
+            && err.contains("but the sample says 10×10: its coordinates would not match"),
+        "{err}"
+    );
+    let text = samples_path.with_file_name("notes.txt");
+    std::fs::write(&text, "not a picture").unwrap();
+    endless[1]["images"][0] = "notes.txt".into();
+    std::fs::write(&samples_path, serde_json::to_string(&endless).unwrap()).unwrap();
+    let err = export_ms_swift(&samples_path, &swift2, &moved)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("sample 1: image ") && err.contains("notes.txt: not an image"),
+        "{err}"
+    );
+    assert_eq!((read(DATASET_FILE), read("images/000000-0.png")), before);
 
     std::fs::write(&samples_path, "[\n  {\"images\": 1}\n]").unwrap();
     let err = export_ms_swift(&samples_path, &out, &ExportOptions::default())

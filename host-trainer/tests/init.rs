@@ -348,6 +348,18 @@ fn the_cli_writes_the_model_and_refuses_bad_specs_by_key() {
             "vision.full_attention_every 5",
         ),
         ("seed = 7", "seed = 7\nlayers = 3", "unknown field `layers`"),
+        // Sizes whose weights no machine holds are refused before a byte
+        // of them is made, not ended by the out-of-memory killer.
+        (
+            "seed = 7",
+            "seed = 7\nvocab_size = 10000000000",
+            "vocab_size is 10000000000; at most 16777216",
+        ),
+        (
+            "hidden = 128",
+            "hidden = 1048576",
+            "GiB as float32, more than this machine's",
+        ),
         (
             "tokenizer = ",
             "tokenizer = \"missing.json\"\n#",

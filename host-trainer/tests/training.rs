@@ -324,6 +324,47 @@ fn the_grpo_command_trains_and_resumes() {
         stderr.contains("top_p") && stderr.contains("train.toml"),
         "{stderr}"
     );
+
+    // A value of the wrong type is shown on its own line of the file
+    // (line 21 of toy_config's text), not on a line of the table the flags
+    // were merged into; a flag's is named by its key.
+    let text = std::fs::read_to_string(config).unwrap();
+    assert_eq!(text.lines().nth(20), Some("lr = 0.02"));
+    let typed = dir.path().join("typed.toml");
+    std::fs::write(&typed, text.replace("lr = 0.02", "lr = \"fast\"")).unwrap();
+    let out = btl_train(&["grpo", "--config", typed.to_str().unwrap(), "--steps", "1"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("typed.toml: TOML parse error at line 21, column 6")
+            && stderr.contains("21 | lr = \"fast\""),
+        "{stderr}"
+    );
+    let out = btl_train(&["grpo", "--config", config, "--precision", "half"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("unknown variant `half`") && stderr.contains("in `model.precision`"),
+        "{stderr}"
+    );
+    // A LoRA rank above a weight's own is refused before its factors are
+    // made: a rank of a million would fill the memory.
+    let fresh = dir.path().join("fresh");
+    let out = btl_train(&[
+        "grpo",
+        "--config",
+        config,
+        "--lora-r",
+        "1000000",
+        "--output-dir",
+        fresh.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("lora: r = 1000000 is above the rank of model.layers.0.self_attn.q_proj"),
+        "{stderr}"
+    );
 }
 
 /// `precision = "bf16"` (the CUDA default) on the CPU: bfloat16 autocast

@@ -90,6 +90,13 @@ impl AgentConfig {
     /// within. The CLI bounds its flags, but settings also come from an
     /// `episode.json` a resume reads and from the phone app's session file.
     pub fn check(&self) -> Result<(), String> {
+        if self.max_pixels < crate::protocol::MIN_PIXELS {
+            return Err(format!(
+                "max_pixels = {} is below {}, the fewest pixels of a model frame",
+                self.max_pixels,
+                crate::protocol::MIN_PIXELS
+            ));
+        }
         if self.vote > MAX_VOTE {
             return Err(format!("vote = {} is above {MAX_VOTE}", self.vote));
         }

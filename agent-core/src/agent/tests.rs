@@ -811,6 +811,17 @@ fn settings_beyond_their_bounds_are_refused() {
             edited.join(EPISODE_FILE).display()
         )
     );
+    // A frame smaller than the smallest a model takes (56 × 56 = 3,136
+    // pixels) would fail at the first screenshot, blamed on the device.
+    let tiny = AgentConfig {
+        max_pixels: 3135,
+        ..config("x")
+    };
+    let err = start(&dir.path().join("tiny"), tiny).err().unwrap();
+    assert_eq!(
+        err.to_string(),
+        "invalid agent settings: max_pixels = 3135 is below 3136, the fewest pixels of a model frame"
+    );
 }
 
 /// The virtual phone with its cable pulled at the `n`-th action.

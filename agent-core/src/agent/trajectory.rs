@@ -282,6 +282,18 @@ pub enum TrajectoryError {
         line: Option<usize>,
         source: serde_json::Error,
     },
+    /// A step whose number is not its place in the log: a resume numbers
+    /// the next step after the count of steps, and would write over the
+    /// files of a step that already holds that number.
+    #[error(
+        "{path} line {line}: step {index} where step {expected} belongs (the steps of a log are numbered 1, 2, 3, … in order)"
+    )]
+    Order {
+        path: PathBuf,
+        line: usize,
+        index: u32,
+        expected: usize,
+    },
     #[error("cannot encode the screenshot of step {index}: {source}")]
     Png {
         index: u32,
@@ -522,11 +534,20 @@ pub fn parse_trajectory(
         if line.is_empty() {
             continue;
         }
-        let step = serde_json::from_slice(line).map_err(|source| TrajectoryError::Json {
-            path: steps_path.clone(),
-            line: Some(i + 1),
-            source,
-        })?;
+        let step: StepRecord =
+            serde_json::from_slice(line).map_err(|source| TrajectoryError::Json {
+                path: steps_path.clone(),
+                line: Some(i + 1),
+                source,
+            })?;
+        if step.index as usize != steps.len() + 1 {
+            return Err(TrajectoryError::Order {
+                path: steps_path,
+                line: i + 1,
+                index: step.index,
+                expected: steps.len() + 1,
+            });
+        }
         steps.push(step);
     }
     let truncated_tail = (!tail.is_empty()).then(|| TruncatedTail {
@@ -583,6 +604,7 @@ mod tests {
         let first = log.lines().next().unwrap();
         let second_line = |value: &str| {
             let mut step: serde_json::Value = serde_json::from_str(first).unwrap();
+            step["index"] = 2.into();
             step["screenshot"] = value.into();
             format!("{first}\n{step}\n")
         };
@@ -607,6 +629,38 @@ mod tests {
         step["ui_tree"] = serde_json::Value::Null;
         step["screenshot"] = "step-0001.png".into();
         parse_trajectory(Path::new("ep"), episode, format!("{step}\n").as_bytes()).unwrap();
+    }
+
+    /// A step log whose steps skip or repeat a number is refused at the
+    /// first step out of place, before a resume could number its next
+    /// step as one already recorded and write over that step's files.
+    #[test]
+    fn steps_out_of_order_are_refused_at_their_line() {
+        let (episode, log) = old_oracle_trajectory();
+        let lines: Vec<&str> = std::str::from_utf8(log).unwrap().lines().collect();
+        assert!(lines.len() >= 3, "the seed has {} steps", lines.len());
+        let refused = |kept: &[&str]| {
+            let text = kept.iter().map(|l| format!("{l}\n")).collect::<String>();
+            parse_trajectory(Path::new("ep"), episode, text.as_bytes())
+                .unwrap_err()
+                .to_string()
+        };
+        let gap = refused(&[lines[0], lines[2]]);
+        assert!(
+            gap.starts_with("ep/steps.jsonl line 2: step 3 where step 2 belongs"),
+            "{gap}"
+        );
+        let again = refused(&[lines[0], lines[1], lines[1]]);
+        assert!(
+            again.starts_with("ep/steps.jsonl line 3: step 2 where step 3 belongs"),
+            "{again}"
+        );
+        let late = refused(&[lines[1]]);
+        assert!(
+            late.starts_with("ep/steps.jsonl line 1: step 2 where step 1 belongs"),
+            "{late}"
+        );
+        parse_trajectory(Path::new("ep"), episode, log).unwrap();
     }
 
     /// A writer sweeps what killed writes left in its directory when it

@@ -202,7 +202,7 @@ fn path_value(path: &Path) -> Result<Value, Failure> {
 impl GrpoArgs {
     /// The configuration: the file's table with the flags written over it.
     fn config(&self, objective: TrainObjective) -> Result<TrainConfig, Failure> {
-        let (mut table, base, origin) = match &self.config {
+        let (mut table, base, origin, file_text) = match &self.config {
             Some(file) => {
                 let text = std::fs::read_to_string(file)
                     .map_err(|e| Failure::BadInput(anyhow!("{}: {e}", file.display())))?;
@@ -210,9 +210,14 @@ impl GrpoArgs {
                     .parse()
                     .map_err(|e| Failure::BadInput(anyhow!("{}: {e}", file.display())))?;
                 let base = file.parent().unwrap_or(Path::new(".")).to_owned();
-                (table, base, file.display().to_string())
+                (table, base, file.display().to_string(), Some(text))
             }
-            None => (Table::new(), PathBuf::from("."), "the flags".to_owned()),
+            None => (
+                Table::new(),
+                PathBuf::from("."),
+                "the flags".to_owned(),
+                None,
+            ),
         };
         let t = &mut table;
         let method = match objective {
@@ -321,9 +326,7 @@ impl GrpoArgs {
         if let Some(p) = &self.output_dir {
             set(t, "run", "output_dir", path_value(p)?);
         }
-        let text =
-            toml::to_string(&table).map_err(|e| Failure::BadInput(anyhow!("{origin}: {e}")))?;
-        let mut config = TrainConfig::from_toml(&text)
+        let mut config = merged_config(table, file_text.as_deref())
             .map_err(|e| Failure::BadInput(anyhow!("{origin}: {e}")))?;
         config.resolve_paths(&base);
         config
@@ -331,6 +334,21 @@ impl GrpoArgs {
             .map_err(|e| Failure::BadInput(anyhow!("{origin}: {e}")))?;
         Ok(config)
     }
+}
+
+/// The configuration of the file's table with the flags written over it.
+/// A value it refuses is named by its key; where the file's own text is
+/// refused the same way, by the file's line too. (Written back to text,
+/// the merged table would put the flags' keys among the file's lines and
+/// its errors on lines the file does not have.)
+fn merged_config(table: Table, file_text: Option<&str>) -> Result<TrainConfig, String> {
+    table.try_into::<TrainConfig>().map_err(|merged| {
+        let in_file = file_text
+            .and_then(|text| toml::from_str::<TrainConfig>(text).err())
+            .filter(|e| e.message() == merged.message());
+        let shown = in_file.unwrap_or(merged).to_string();
+        shown.trim_end().replace("\nin `", " in `")
+    })
 }
 
 pub fn run_grpo(args: &GrpoArgs) -> Outcome {

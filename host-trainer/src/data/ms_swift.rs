@@ -197,6 +197,24 @@ pub fn export_ms_swift(
     })
 }
 
+/// Refuses image bytes that are no image, or whose size is not the one
+/// the sample gives it (`size`, its `image_sizes` entry): the sample's
+/// coordinates are in that frame, and a trainer would teach them on
+/// another picture.
+fn check_image(bytes: &[u8], size: Option<&[u32; 2]>) -> Result<(), String> {
+    let (width, height) = image::ImageReader::new(std::io::Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|e| e.to_string())?
+        .into_dimensions()
+        .map_err(|e| format!("not an image: {e}"))?;
+    match size {
+        Some(&[w, h]) if (w, h) != (width, height) => Err(format!(
+            "it is {width}×{height} but the sample says {w}×{h}: its coordinates would not match"
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Writes `staging/images/` and `staging/train.jsonl` for `samples`, the
 /// rows naming their images under `root`.
 fn export_rows(
@@ -222,6 +240,8 @@ fn export_rows(
             // Capped as a screenshot is: a sample naming /dev/zero would
             // otherwise be read until memory ran out.
             let bytes = agent_core::agent::trajectory::read_screenshot_file(&source)
+                .map_err(|e| at_sample(format!("image {}: {e}", source.display())))?;
+            check_image(&bytes, sample.image_sizes.get(j))
                 .map_err(|e| at_sample(format!("image {}: {e}", source.display())))?;
             let ext = source
                 .extension()

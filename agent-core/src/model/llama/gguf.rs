@@ -4,7 +4,7 @@
 //! fingerprint episodes record. The phone's library reads them too, so
 //! none of this is host tooling.
 
-use super::{LoadError, backend, check_gguf};
+use super::{LoadError, backend, check_gguf, llama_errors, projector};
 use llama_cpp_sys_2 as sys;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
@@ -141,32 +141,137 @@ pub(crate) fn read_metadata<T>(
     path: &Path,
     read: impl FnOnce(&Metadata) -> T,
 ) -> Result<T, LoadError> {
-    check_gguf(path)?;
-    // ggml's log goes where btl sends it (silenced by default) only once
-    // the backend has set it up.
-    backend()?;
-    let unreadable = |reason: &str| LoadError::Unreadable {
-        path: path.to_path_buf(),
-        reason: reason.to_owned(),
-    };
-    let c_path = CString::new(path.to_string_lossy().as_bytes())
-        .map_err(|_| unreadable("the path contains a NUL byte"))?;
-    let params = sys::gguf_init_params {
-        no_alloc: true,
-        ctx: std::ptr::null_mut(),
-    };
-    // SAFETY: the path is NUL-terminated and outlives the call; with
-    // no_alloc and no ggml context asked for, only the metadata is read.
-    let gguf = unsafe { sys::gguf_init_from_file(c_path.as_ptr(), params) };
-    if gguf.is_null() {
-        return Err(unreadable("ggml cannot read its GGUF header"));
+    let opened = Opened::new(path, false)?;
+    Ok(read(&Metadata(opened.gguf)))
+}
+
+/// A GGUF file opened with ggml's reader, no tensor's data read; with
+/// `tensors`, ggml also describes each tensor in a context of its own.
+/// Both are freed with it.
+struct Opened {
+    gguf: *mut sys::gguf_context,
+    tensors: *mut sys::ggml_context,
+}
+
+impl Opened {
+    fn new(path: &Path, tensors: bool) -> Result<Self, LoadError> {
+        check_gguf(path)?;
+        // ggml's log goes where btl sends it (silenced by default) only
+        // once the backend has set it up.
+        backend()?;
+        let unreadable = |reason: String| LoadError::Unreadable {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let c_path = CString::new(path.to_string_lossy().as_bytes())
+            .map_err(|_| unreadable("the path contains a NUL byte".into()))?;
+        let mut ctx: *mut sys::ggml_context = std::ptr::null_mut();
+        let params = sys::gguf_init_params {
+            no_alloc: true,
+            ctx: match tensors {
+                true => &mut ctx,
+                false => std::ptr::null_mut(),
+            },
+        };
+        // SAFETY: the path is NUL-terminated and outlives the call; with
+        // no_alloc a context asked for holds the tensors' descriptions,
+        // not their data.
+        let (gguf, logged) =
+            llama_errors(|| unsafe { sys::gguf_init_from_file(c_path.as_ptr(), params) });
+        if gguf.is_null() {
+            // ggml says what it could not read only in its log.
+            return Err(unreadable(match logged.is_empty() {
+                true => "ggml cannot read its GGUF header".to_owned(),
+                false => format!("ggml cannot read its GGUF header: {logged}"),
+            }));
+        }
+        Ok(Self { gguf, tensors: ctx })
     }
-    let metadata = Metadata(gguf);
-    let value = read(&metadata);
-    // SAFETY: made by gguf_init_from_file above and freed once; nothing
-    // read from it outlives this.
-    unsafe { sys::gguf_free(gguf) };
-    Ok(value)
+}
+
+impl Drop for Opened {
+    fn drop(&mut self) {
+        // SAFETY: made by gguf_init_from_file and freed once, here;
+        // nothing read from them outlives this.
+        unsafe {
+            sys::gguf_free(self.gguf);
+            if !self.tensors.is_null() {
+                sys::ggml_free(self.tensors);
+            }
+        }
+    }
+}
+
+/// The keys and tensors of the GGUF file at `path`, without any tensor's
+/// data, for the projector's checks.
+pub(crate) fn read_header(path: &Path) -> Result<projector::Header, LoadError> {
+    let len = std::fs::metadata(path)
+        .map_err(|e| LoadError::Unreadable {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?
+        .len();
+    let opened = Opened::new(path, true)?;
+    let (gguf, ctx) = (opened.gguf, opened.tensors);
+    let text = |p: *const std::ffi::c_char| {
+        // SAFETY: ggml's strings are NUL-terminated, static or owned by
+        // the contexts, and copied before they end.
+        unsafe { std::ffi::CStr::from_ptr(p) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let mut header = projector::Header {
+        len,
+        ..projector::Header::default()
+    };
+    // SAFETY: both contexts are valid while `opened` lives; ids are taken
+    // below the counts they give, and each getter after its type is
+    // checked.
+    unsafe {
+        for id in 0..sys::gguf_get_n_kv(gguf) {
+            let value = match sys::gguf_get_kv_type(gguf, id) {
+                sys::GGUF_TYPE_UINT32 => projector::Value::U32(sys::gguf_get_val_u32(gguf, id)),
+                sys::GGUF_TYPE_INT32 => projector::Value::I32(sys::gguf_get_val_i32(gguf, id)),
+                sys::GGUF_TYPE_FLOAT32 => projector::Value::F32(sys::gguf_get_val_f32(gguf, id)),
+                sys::GGUF_TYPE_BOOL => projector::Value::Bool(sys::gguf_get_val_bool(gguf, id)),
+                sys::GGUF_TYPE_STRING => {
+                    projector::Value::Str(text(sys::gguf_get_val_str(gguf, id)))
+                }
+                other => projector::Value::Other(text(sys::gguf_type_name(other))),
+            };
+            header.keys.insert(text(sys::gguf_get_key(gguf, id)), value);
+        }
+        let data = sys::gguf_get_data_offset(gguf) as u64;
+        for id in 0..sys::gguf_get_n_tensors(gguf) {
+            let name = sys::gguf_get_tensor_name(gguf, id);
+            let described = sys::ggml_get_tensor(ctx, name);
+            if described.is_null() {
+                return Err(LoadError::Unreadable {
+                    path: path.to_path_buf(),
+                    reason: format!("ggml did not describe its tensor {}", text(name)),
+                });
+            }
+            let storage = match sys::gguf_get_tensor_type(gguf, id) {
+                sys::GGML_TYPE_F32 => projector::Storage::F32,
+                sys::GGML_TYPE_F16 => projector::Storage::F16,
+                sys::GGML_TYPE_BF16 => projector::Storage::Bf16,
+                q if sys::ggml_is_quantized(q) => {
+                    projector::Storage::Quantized(text(sys::ggml_type_name(q)))
+                }
+                other => projector::Storage::Other(text(sys::ggml_type_name(other))),
+            };
+            let end = data
+                .saturating_add(sys::gguf_get_tensor_offset(gguf, id) as u64)
+                .saturating_add(sys::gguf_get_tensor_size(gguf, id) as u64);
+            let tensor = projector::Tensor {
+                ne: (*described).ne,
+                storage,
+                end,
+            };
+            header.tensors.insert(text(name), tensor);
+        }
+    }
+    Ok(header)
 }
 
 /// Bytes read from the start of each tensor.

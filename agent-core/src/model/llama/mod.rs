@@ -19,6 +19,7 @@
 
 pub(crate) mod gguf;
 mod log;
+mod projector;
 mod sampling;
 
 use super::grammar::{GrammarLimits, btl_grammar};
@@ -420,6 +421,19 @@ fn or_llama_reason(binding: String, logged: String) -> String {
     }
 }
 
+/// The text of a metadata value of `model`, `None` where the key is
+/// missing. Bytes that are not UTF-8 come out replaced, so the value is
+/// refused in words naming its key rather than taken as missing.
+fn metadata_text(model: &LlamaModel, key: &str) -> Option<String> {
+    match model.meta_val_str(key) {
+        Ok(text) => Some(text),
+        Err(llama_cpp_2::MetaValError::FromUtf8Error(e)) => {
+            Some(String::from_utf8_lossy(e.as_bytes()).into_owned())
+        }
+        Err(_) => None,
+    }
+}
+
 /// A loaded model pair.
 pub struct LlamaPolicy {
     config: LlamaConfig,
@@ -456,7 +470,7 @@ impl LlamaPolicy {
             reason: or_llama_reason(e.to_string(), logged),
         })?;
         let settings =
-            ModelSettings::from_metadata(|key| model.meta_val_str(key).ok()).map_err(|reason| {
+            ModelSettings::from_metadata(|key| metadata_text(&model, key)).map_err(|reason| {
                 LoadError::Model {
                     path: config.model.clone(),
                     reason,
@@ -469,6 +483,8 @@ impl LlamaPolicy {
             path: config.mmproj.clone(),
             reason,
         };
+        let header = gguf::read_header(&config.mmproj)?;
+        projector::check(&header, i64::from(model.n_embd())).map_err(projector_error)?;
         let marker =
             CString::new(mtmd_default_marker()).map_err(|e| projector_error(e.to_string()))?;
         let params = MtmdContextParams {
