@@ -106,6 +106,20 @@ fn two_virtual_phones_collect_everything_while_a_dead_device_is_skipped() {
         .map(|l| serde_json::from_str::<Value>(l).unwrap()["device"].to_string())
         .collect();
     assert_eq!(devices, ["\"virtual phone (in-process)\""; 2]);
+    // A line in the middle that is no record (edited) is said and passed
+    // over; its episode is listed again.
+    let mut edited: Vec<&str> = relisted.lines().collect();
+    edited[1] = "{not a record";
+    std::fs::write(out.join("collect.jsonl"), edited.join("\n") + "\n").unwrap();
+    let mended = dir.btl(&args);
+    assert!(mended.status.success(), "{}", stderr(&mended));
+    assert!(
+        stderr(&mended).contains("line 2 of ")
+            && stderr(&mended).contains("is not a record")
+            && stderr(&mended).contains("1 finished episode was missing from"),
+        "{}",
+        stderr(&mended)
+    );
     // While another collection writes into the directory (here its lock
     // on the index, held by this test), a second is refused.
     let index = std::fs::File::open(out.join("collect.jsonl")).unwrap();

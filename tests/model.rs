@@ -289,6 +289,27 @@ fn a_projector_llama_cpp_would_abort_on_is_refused_in_words() {
     }
 }
 
+/// An answer budget past the model's context is refused at load, naming
+/// the flag, rather than as llama.cpp's failure to make a context at the
+/// first step.
+#[test]
+fn an_answer_budget_past_the_models_context_is_refused_by_flag() {
+    let dir = Dir::new();
+    let run = run_wifi_on(
+        &dir,
+        std::path::Path::new(F16),
+        &["--max-tokens", "4294967295"],
+    );
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    let e = stderr(&run);
+    assert!(
+        e.contains(
+            "answers of up to 4294967295 tokens (--max-tokens) do not fit the 4096-token context"
+        ),
+        "{e}"
+    );
+}
+
 /// `btl run --task wifi_on` with the text model `model`, the tiny
 /// projector and `extra` arguments.
 fn run_wifi_on(dir: &Dir, model: &std::path::Path, extra: &[&str]) -> std::process::Output {

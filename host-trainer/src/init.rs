@@ -457,9 +457,9 @@ pub fn model_config(spec: &ModelSpec, vocab_size: i64, path: &Path) -> Result<Co
             v.full_attention_every, v.depth
         )));
     }
-    if spec.init_std.is_nan() || spec.init_std <= 0.0 {
+    if !(spec.init_std.is_finite() && spec.init_std > 0.0) {
         return Err(bad(format!(
-            "init_std is {}; it must be positive",
+            "init_std is {}; it must be a positive number",
             spec.init_std
         )));
     }

@@ -415,6 +415,19 @@ fn a_hugging_face_checkpoint_from_another_trainer_exports_its_weights_as_they_ar
         e.contains("checkpoint-2") && e.contains("give --profile and --max-pixels"),
         "{e}"
     );
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "kept").unwrap();
+    let e = export_trained(
+        &checkpoint,
+        &ExportOptions {
+            out: &file,
+            ..options(RunSettings::default())
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("a-file: not a directory"), "{e}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "kept");
 
     let settings = RunSettings {
         profile: Some(agent_core::protocol::Profile::BtlExtended),
@@ -558,6 +571,26 @@ fn a_hugging_face_checkpoint_from_another_trainer_exports_its_weights_as_they_ar
     .unwrap_err()
     .to_string();
     assert!(e.contains("hf would write over"), "{e}");
+
+    // Another export into the same --out takes the place of the first one
+    // whole: the template-precision files it does not write are gone, not
+    // left to pass for its own.
+    assert!(out.join("model-template.gguf").is_file());
+    let again = export_trained(
+        &checkpoint,
+        &ExportOptions {
+            precision: Precision::F32,
+            ..options(settings)
+        },
+    )
+    .unwrap();
+    assert_eq!(again.text, out.join("model-f32.gguf"));
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["hf", "mmproj-f32.gguf", "model-f32.gguf"]);
 }
 
 /// Every file under `dir`, at any depth.

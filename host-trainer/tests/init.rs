@@ -334,6 +334,18 @@ fn the_cli_writes_the_model_and_refuses_bad_specs_by_key() {
     let again = btl_train(&["init", "--config", spec_arg, "--out", out_arg]);
     assert_eq!(again.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&again.stderr).contains("--force"));
+    // A file where the model's directory would go is kept, --force or not.
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "kept").unwrap();
+    let file_arg = file.to_str().unwrap();
+    let over = btl_train(&["init", "--config", spec_arg, "--out", file_arg, "--force"]);
+    assert_eq!(over.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&over.stderr).contains("a-file: not a directory"),
+        "{}",
+        String::from_utf8_lossy(&over.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "kept");
 
     let text = std::fs::read_to_string(&spec).unwrap();
     for (from, to, named) in [
@@ -348,6 +360,11 @@ fn the_cli_writes_the_model_and_refuses_bad_specs_by_key() {
             "vision.full_attention_every 5",
         ),
         ("seed = 7", "seed = 7\nlayers = 3", "unknown field `layers`"),
+        (
+            "init_std = 0.3",
+            "init_std = inf",
+            "init_std is inf; it must be a positive number",
+        ),
         // Sizes whose weights no machine holds are refused before a byte
         // of them is made, not ended by the out-of-memory killer.
         (

@@ -504,15 +504,25 @@ fn lock_index(index: &Path) -> Result<Option<File>, Failure> {
 /// its end and its line, or whose line a crash cut short. Such a line
 /// names the device as the episode's trajectory does.
 fn index_finished(index: &Path, finished: &[serde_json::Value]) -> anyhow::Result<()> {
-    let listed: std::collections::HashSet<String> = std::fs::read(index)
-        .map(|bytes| {
-            bytes
-                .split(|&b| b == b'\n')
-                .filter_map(|line| serde_json::from_slice::<serde_json::Value>(line).ok())
-                .filter_map(|line| line["dir"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
+    let bytes = std::fs::read(index).unwrap_or_default();
+    let mut listed = std::collections::HashSet::new();
+    // The trajectories are the record and the index is made from them, so
+    // a line that is no record (edited, damaged) is said and passed over:
+    // its episode, being unlisted, gets a line again below.
+    // What follows the last newline is an append a crash cut short, which
+    // the next append cuts and says so.
+    let ended = bytes.len() - bytes.iter().rev().take_while(|&&b| b != b'\n').count();
+    for (i, line) in bytes[..ended].split(|&b| b == b'\n').enumerate() {
+        match serde_json::from_slice::<serde_json::Value>(line) {
+            Ok(record) => listed.extend(record["dir"].as_str().map(str::to_owned)),
+            Err(_) if line.iter().all(u8::is_ascii_whitespace) => {}
+            Err(e) => eprintln!(
+                "btl: warning: line {} of {} is not a record ({e}); passed over",
+                i + 1,
+                index.display()
+            ),
+        }
+    }
     let missing: Vec<_> = finished
         .iter()
         .filter(|line| !line["dir"].as_str().is_some_and(|dir| listed.contains(dir)))

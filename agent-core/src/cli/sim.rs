@@ -5,7 +5,7 @@ use super::{Outcome, json_line};
 use crate::reward::{RewardMode, Weights};
 use crate::sim::adbd::Adbd;
 use crate::sim::env::{self, EnvOptions};
-use crate::sim::phone::PhoneConfig;
+use crate::sim::phone::{PhoneConfig, SIDES};
 use crate::sim::tasks::{self, Split};
 use crate::sim::virtual_phone::VirtualPhone;
 use anyhow::Context;
@@ -91,9 +91,11 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
         .split_once('x')
         .and_then(|(w, h)| Some((w.parse::<u32>().ok()?, h.parse::<u32>().ok()?)));
     match parsed {
-        Some((w, h)) if (28..=8192).contains(&w) && (28..=8192).contains(&h) => Ok((w, h)),
+        Some((w, h)) if SIDES.contains(&w) && SIDES.contains(&h) => Ok((w, h)),
         _ => Err(format!(
-            "'{s}' is not WIDTHxHEIGHT with sides from 28 to 8192"
+            "'{s}' is not WIDTHxHEIGHT with sides from {} to {}, a virtual phone's",
+            SIDES.start(),
+            SIDES.end()
         )),
     }
 }

@@ -85,6 +85,27 @@ pub fn state_sample(
             cx.image_size, cx.max_pixels, frame.model
         ));
     }
+    // A point off the model frame (or a device point off the screen), as
+    // an edited step log may hold, would teach answers no phone takes.
+    if let Some(p) = executed.model.point()
+        && !frame.in_model_frame(p)
+    {
+        return Err(format!(
+            "the executed {}'s point [{}, {}] lies outside the {} model frame",
+            executed.model.function(),
+            p.x,
+            p.y,
+            frame.model
+        ));
+    }
+    if let Some(DeviceAction::Tap { at } | DeviceAction::LongPress { at }) = &executed.device
+        && (at.x >= frame.device.width || at.y >= frame.device.height)
+    {
+        return Err(format!(
+            "the executed device point ({}, {}) lies off the {} screen",
+            at.x, at.y, frame.device
+        ));
+    }
     let point = match (&executed.model, &executed.device) {
         (_, Some(DeviceAction::Tap { at } | DeviceAction::LongPress { at })) => Some(*at),
         (Action::Tap { .. } | Action::LongPress { .. }, _) => {

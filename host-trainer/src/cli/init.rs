@@ -52,6 +52,12 @@ pub struct InitArgs {
 }
 
 pub fn run_init(args: &InitArgs) -> Outcome {
+    if args.out.exists() && !args.out.is_dir() {
+        return Err(Failure::BadInput(anyhow!(
+            "--out {}: not a directory; a model is one (hf/, model-*.gguf, mmproj-*.gguf), and --force replaces only one",
+            args.out.display()
+        )));
+    }
     if args.out.exists() && !args.force {
         return Err(Failure::BadInput(anyhow!(
             "{} exists; give --force to replace it",

@@ -636,6 +636,42 @@ mod tests {
         assert_eq!(parse_samples(&text).unwrap(), [sample]);
     }
 
+    /// Points no phone took (an edited step log's) give no sample: a
+    /// model-frame point off the frame, a device point off the screen.
+    #[test]
+    fn points_off_the_frame_or_the_screen_are_refused() {
+        let off_frame = step(
+            Some(tap((-5.0, 99999.0), (0, 1279))),
+            StepOutcome::Performed,
+        );
+        let e = step_sample(
+            &off_frame,
+            executed_action(&off_frame).unwrap(),
+            Some(&tree()),
+            &cx(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "the executed Tap's point [-5, 99999] lies outside the 728x1288 model frame"
+        );
+        let off_screen = step(
+            Some(tap((657.0, 232.0), (720, 230))),
+            StepOutcome::Performed,
+        );
+        let e = step_sample(
+            &off_screen,
+            executed_action(&off_screen).unwrap(),
+            Some(&tree()),
+            &cx(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "the executed device point (720, 230) lies off the 720x1280 screen"
+        );
+    }
+
     #[test]
     fn actions_without_a_point_have_no_box_but_keep_their_rois() {
         let typed = Executed {

@@ -66,6 +66,9 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
     }
 }
 
+/// The adapter's file in an export directory (`--lora-gguf`).
+const ADAPTER_FILE: &str = "adapter-lora-f32.gguf";
+
 fn suffix(precision: Precision) -> &'static str {
     match precision {
         Precision::Template => "template",
@@ -93,6 +96,12 @@ fn describes_model(name: &str) -> bool {
 /// TRL; recognised by its `config.json`), whose weights are taken as they
 /// are and whose run settings must be given.
 pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Exported> {
+    if options.out.exists() && !options.out.is_dir() {
+        return Err(Error::Input(format!(
+            "--out {}: not a directory; an export is one (hf/, model-*.gguf, mmproj-*.gguf)",
+            options.out.display()
+        )));
+    }
     // What the checkpoint is made of and where the export goes are checked
     // before the model is loaded, which takes most of an export's time.
     let hf_checkpoint = checkpoint.join("config.json").is_file();
@@ -137,7 +146,7 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
     let mmproj = options
         .mmproj_template
         .map(|_| out.join(format!("mmproj-{tag}.gguf")));
-    let lora_path = out.join("adapter-lora-f32.gguf");
+    let lora_path = out.join(ADAPTER_FILE);
     let lora = options.lora_gguf.then_some(&lora_path);
     let base = base.as_path();
     // An --out laid out as the run's own base (`init` writes hf/ and
@@ -207,6 +216,19 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
         }
         Ok(())
     })?;
+    // What an earlier export into `out` wrote and this one does not (an
+    // adapter, another precision's files) would pass for this export's
+    // beside its model: an export directory holds one export.
+    let written = [Some(&text), mmproj.as_ref(), lora];
+    let names = ["template", "f32", "f16"]
+        .iter()
+        .flat_map(|tag| [format!("model-{tag}.gguf"), format!("mmproj-{tag}.gguf")])
+        .chain([ADAPTER_FILE.to_owned()]);
+    for stale in names.map(|name| out.join(name)) {
+        if stale.is_file() && !written.contains(&Some(&stale)) {
+            std::fs::remove_file(&stale).map_err(io(&stale))?;
+        }
+    }
     Ok(Exported {
         hf,
         text,
@@ -395,7 +417,7 @@ fn first_file(config: &TrainConfig) -> Result<Vec<Sample>> {
             "the training run names no sample file; give --profile and --max-pixels".into(),
         )
     })?;
-    let samples = load_samples(first).map_err(|e| Error::Input(e.to_string()))?;
+    let samples = load_samples(first).map_err(|e| Error::Input(from_the_run(e)))?;
     if samples.is_empty() {
         return Err(Error::Input(format!(
             "{} holds no sample; give --profile and --max-pixels",
@@ -403,6 +425,16 @@ fn first_file(config: &TrainConfig) -> Result<Vec<Sample>> {
         )));
     }
     Ok(samples)
+}
+
+/// A sample file of the run that cannot be read, said as what it is: a
+/// path the run's configuration gave, relative to where the run started
+/// if it was relative.
+fn from_the_run(e: impl std::fmt::Display) -> String {
+    format!(
+        "{e} (a sample file of the run's data.samples, as its checkpoint records it; export from the \
+         directory the run started in, or give --profile and --max-pixels)"
+    )
 }
 
 /// The profile a sample's user prompt lists and the version of its text.
@@ -535,6 +567,18 @@ mod tests {
         assert!(
             said.contains("cannot be read") && said.contains("samples.json"),
             "{said}"
+        );
+        // Nothing given, samples gone: the error says the path is the
+        // run's, and what to do.
+        let e = run_settings(&config, RunSettings::default())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("samples.json")
+                && e.contains("the run's data.samples, as its checkpoint records it")
+                && e.contains("give --profile and --max-pixels"),
+            "{e}"
         );
     }
 }

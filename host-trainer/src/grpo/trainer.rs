@@ -304,22 +304,37 @@ pub(crate) fn derive_seed(seed: u64, a: u64, b: u64) -> u64 {
     )
 }
 
-/// `cpu`, `cuda`, `cuda:N`; none: CUDA if available.
+/// `cpu`, `cuda`, `cuda:N`; none: CUDA if available. A CUDA device this
+/// build or machine does not have is refused in words here, not by
+/// libtorch's dispatcher at the first tensor.
 pub fn parse_device(text: Option<&str>) -> Result<Device> {
-    match text {
-        None => Ok(Device::cuda_if_available()),
-        Some("cpu") => Ok(Device::Cpu),
-        Some("cuda") => Ok(Device::Cuda(0)),
+    let index = match text {
+        None => return Ok(Device::cuda_if_available()),
+        Some("cpu") => return Ok(Device::Cpu),
+        Some("cuda") => 0,
         Some(other) => other
             .strip_prefix("cuda:")
-            .and_then(|n| n.parse().ok())
-            .map(Device::Cuda)
+            .and_then(|n| n.parse::<usize>().ok())
             .ok_or_else(|| {
                 Error::Input(format!(
                     "config: model.device: '{other}' is not cpu, cuda or cuda:N"
                 ))
-            }),
+            })?,
+    };
+    let count = tch::Cuda::device_count().max(0) as usize;
+    if index >= count {
+        return Err(Error::Input(format!(
+            "config: model.device: cuda:{index}, but {}",
+            match count {
+                0 => "this build or machine has no CUDA device (cpu trains here)".to_owned(),
+                n => format!(
+                    "this machine has {n} CUDA device(s), cuda:0 to cuda:{}",
+                    n - 1
+                ),
+            }
+        )));
     }
+    Ok(Device::Cuda(index))
 }
 
 /// Reads the samples of every file, in order; errors name the file and line.
@@ -1221,5 +1236,26 @@ impl Trainer {
             seconds: started.elapsed().as_secs_f64(),
             ..StepMetrics::default()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A device the machine lacks is named with what it has, before any
+    /// tensor goes to it; a name that is no device is refused as such.
+    #[test]
+    fn devices_are_read_and_a_missing_one_is_refused() {
+        assert_eq!(parse_device(Some("cpu")).unwrap(), Device::Cpu);
+        let e = parse_device(Some("gpu")).unwrap_err().to_string();
+        assert!(e.contains("'gpu' is not cpu, cuda or cuda:N"), "{e}");
+        let count = tch::Cuda::device_count().max(0) as usize;
+        let missing = format!("cuda:{count}");
+        let e = parse_device(Some(&missing)).unwrap_err().to_string();
+        assert!(e.contains(&format!("model.device: {missing}, but ")), "{e}");
+        if count > 0 {
+            assert_eq!(parse_device(Some("cuda")).unwrap(), Device::Cuda(0));
+        }
     }
 }

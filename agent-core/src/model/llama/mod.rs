@@ -72,6 +72,16 @@ pub enum LoadError {
         "{count} LoRA adapters given, but this llama.cpp binding applies one at a time; merge them into one adapter first"
     )]
     TooManyAdapters { count: usize },
+    /// An answer budget no prompt could be given beside: llama.cpp then
+    /// fails to make a context, at the first step, in words of its own.
+    #[error(
+        "answers of up to {max_tokens} tokens (--max-tokens) do not fit the {context}-token context {path} was trained with, beside a prompt"
+    )]
+    AnswerBudget {
+        path: PathBuf,
+        max_tokens: u32,
+        context: u32,
+    },
     #[error("the llama.cpp backend failed to start: {0}")]
     Backend(String),
 }
@@ -469,6 +479,14 @@ impl LlamaPolicy {
             path: config.model.clone(),
             reason: or_llama_reason(e.to_string(), logged),
         })?;
+        let context = model.n_ctx_train();
+        if context > 0 && config.max_tokens >= context {
+            return Err(LoadError::AnswerBudget {
+                path: config.model.clone(),
+                max_tokens: config.max_tokens,
+                context,
+            });
+        }
         let settings =
             ModelSettings::from_metadata(|key| metadata_text(&model, key)).map_err(|reason| {
                 LoadError::Model {

@@ -210,6 +210,9 @@ impl EpisodeSpec {
     /// Checks `reset` against the suite and the phone's screen, so that a
     /// refused reset opens no environment.
     pub(super) fn new(reset: Reset, phone: &PhoneConfig) -> Result<Self, String> {
+        // Past a split's last instance its seeds would wrap around to its
+        // first ones, as `btl run` refuses too.
+        tasks::check_instances(reset.seed, 1, reset.split)?;
         let seed = reset
             .split
             .map_or(reset.seed, |split| split.seed(reset.seed));

@@ -319,6 +319,26 @@ fn bad_requests_get_error_lines_and_change_nothing() {
     client.finish();
 }
 
+/// Instance 2^40 of a split would be its instance 0 again: a reset past
+/// a split's last instance is refused, as `btl run` refuses it.
+#[test]
+fn a_seed_past_its_splits_last_instance_is_refused() {
+    let mut client = Client::start(EnvOptions::default());
+    let response = client
+        .call(json!({"op": "reset", "task": "wifi_on", "split": "heldout", "seed": 1u64 << 40}));
+    assert_eq!(response["ok"], false, "{response}");
+    let error = response["error"].as_str().unwrap();
+    assert!(
+        error.contains("run past the last instance of the heldout split"),
+        "{error}"
+    );
+    let last = client.call(
+        json!({"op": "reset", "task": "wifi_on", "split": "heldout", "seed": (1u64 << 40) - 1}),
+    );
+    assert_eq!(last["ok"], true, "{last}");
+    client.finish();
+}
+
 #[test]
 fn many_environments_play_at_once_up_to_the_limit() {
     let mut client = Client::start(EnvOptions {

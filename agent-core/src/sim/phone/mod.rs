@@ -43,8 +43,11 @@ use scene::{Element, Msg, Rect};
 use std::collections::BTreeMap;
 use widgets::Cx;
 
-/// How a phone is built. Sizes are clamped to 64–8192 pixels and density
-/// to 80–960 dpi, so any config gives a usable screen.
+/// The sides a virtual phone's screen may have, in pixels.
+pub const SIDES: std::ops::RangeInclusive<u32> = 64..=8192;
+
+/// How a phone is built. Sizes are clamped to [`SIDES`] and density to
+/// 80–960 dpi, so any config gives a usable screen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PhoneConfig {
     pub width: u32,
@@ -231,8 +234,8 @@ pub struct Phone {
 impl Phone {
     pub fn new(config: PhoneConfig) -> Phone {
         let config = PhoneConfig {
-            width: config.width.clamp(64, 8192),
-            height: config.height.clamp(64, 8192),
+            width: config.width.clamp(*SIDES.start(), *SIDES.end()),
+            height: config.height.clamp(*SIDES.start(), *SIDES.end()),
             density: config.density.clamp(80, 960),
             seed: config.seed,
         };
@@ -300,7 +303,8 @@ impl Phone {
     /// `wm size WxH` (`None`: `wm size reset`), within the sizes the
     /// phone renders.
     pub fn set_size_override(&mut self, size: Option<(u32, u32)>) {
-        self.size_override = size.map(|(w, h)| (w.clamp(64, 8192), h.clamp(64, 8192)));
+        let side = |v: u32| v.clamp(*SIDES.start(), *SIDES.end());
+        self.size_override = size.map(|(w, h)| (side(w), side(h)));
         self.sync_focus();
     }
 
