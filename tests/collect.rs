@@ -120,6 +120,21 @@ fn two_virtual_phones_collect_everything_while_a_dead_device_is_skipped() {
         "{}",
         stderr(&mended)
     );
+    // A whole last record without its newline (written by hand) is a
+    // record: its episode is listed, not listed twice.
+    let whole = std::fs::read_to_string(out.join("collect.jsonl")).unwrap();
+    std::fs::write(out.join("collect.jsonl"), whole.trim_end()).unwrap();
+    let closed = dir.btl(&args);
+    assert!(closed.status.success(), "{}", stderr(&closed));
+    assert!(
+        !stderr(&closed).contains("missing from"),
+        "{}",
+        stderr(&closed)
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("collect.jsonl")).unwrap(),
+        whole.trim_end()
+    );
     // While another collection writes into the directory (here its lock
     // on the index, held by this test), a second is refused.
     let index = std::fs::File::open(out.join("collect.jsonl")).unwrap();

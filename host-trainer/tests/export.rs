@@ -591,6 +591,34 @@ fn a_hugging_face_checkpoint_from_another_trainer_exports_its_weights_as_they_ar
         .collect();
     names.sort();
     assert_eq!(names, ["hf", "mmproj-f32.gguf", "model-f32.gguf"]);
+    // Templates kept in --out under an export's names are inputs, not an
+    // earlier export's leftovers: an export of another precision reads
+    // them and leaves them.
+    let kept = dir.path().join("kept");
+    std::fs::create_dir(&kept).unwrap();
+    let (text_copy, mmproj_copy) = (kept.join("model-f16.gguf"), kept.join("mmproj-f16.gguf"));
+    std::fs::copy(&text_template, &text_copy).unwrap();
+    std::fs::copy(&mmproj_template, &mmproj_copy).unwrap();
+    export_trained(
+        &checkpoint,
+        &ExportOptions {
+            text_template: &text_copy,
+            mmproj_template: Some(&mmproj_copy),
+            precision: Precision::F32,
+            out: &kept,
+            ..options(settings)
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        std::fs::read(&text_copy).unwrap(),
+        std::fs::read(&text_template).unwrap()
+    );
+    assert_eq!(
+        std::fs::read(&mmproj_copy).unwrap(),
+        std::fs::read(&mmproj_template).unwrap()
+    );
+    assert!(kept.join("model-f32.gguf").is_file());
 }
 
 /// Every file under `dir`, at any depth.

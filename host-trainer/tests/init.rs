@@ -366,7 +366,8 @@ fn the_cli_writes_the_model_and_refuses_bad_specs_by_key() {
             "init_std is inf; it must be a positive number",
         ),
         // Sizes whose weights no machine holds are refused before a byte
-        // of them is made, not ended by the out-of-memory killer.
+        // of them is made, not ended by the out-of-memory killer (the
+        // machine's memory as Linux's /proc/meminfo gives it).
         (
             "seed = 7",
             "seed = 7\nvocab_size = 10000000000",

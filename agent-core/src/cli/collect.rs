@@ -509,13 +509,14 @@ fn index_finished(index: &Path, finished: &[serde_json::Value]) -> anyhow::Resul
     // The trajectories are the record and the index is made from them, so
     // a line that is no record (edited, damaged) is said and passed over:
     // its episode, being unlisted, gets a line again below.
-    // What follows the last newline is an append a crash cut short, which
-    // the next append cuts and says so.
-    let ended = bytes.len() - bytes.iter().rev().take_while(|&&b| b != b'\n').count();
-    for (i, line) in bytes[..ended].split(|&b| b == b'\n').enumerate() {
+    let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    for (i, line) in lines.iter().enumerate() {
         match serde_json::from_slice::<serde_json::Value>(line) {
             Ok(record) => listed.extend(record["dir"].as_str().map(str::to_owned)),
-            Err(_) if line.iter().all(u8::is_ascii_whitespace) => {}
+            // What follows the last newline, if no whole record, is an
+            // append a crash cut short, which the next append cuts and
+            // says so.
+            Err(_) if i + 1 == lines.len() || line.iter().all(u8::is_ascii_whitespace) => {}
             Err(e) => eprintln!(
                 "btl: warning: line {} of {} is not a record ({e}); passed over",
                 i + 1,

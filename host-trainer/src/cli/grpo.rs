@@ -343,11 +343,25 @@ impl GrpoArgs {
 /// its errors on lines the file does not have.)
 fn merged_config(table: Table, file_text: Option<&str>) -> Result<TrainConfig, String> {
     table.try_into::<TrainConfig>().map_err(|merged| {
-        let in_file = file_text
-            .and_then(|text| toml::from_str::<TrainConfig>(text).err())
-            .filter(|e| e.message() == merged.message());
-        let shown = in_file.unwrap_or(merged).to_string();
-        shown.trim_end().replace("\nin `", " in `")
+        let shown = merged.to_string();
+        // The key the merged table's error is about (`… in `optim.lr``):
+        // the file's error must be on that key's line, since a flag may
+        // have set the key the file's first error is about.
+        let key = shown
+            .rsplit_once("in `")
+            .and_then(|(_, rest)| rest.split('`').next())
+            .and_then(|path| path.rsplit('.').next());
+        let in_file = file_text.and_then(|text| {
+            let e = toml::from_str::<TrainConfig>(text).err()?;
+            let before = text.get(..e.span()?.start)?;
+            let line = &before[before.rfind('\n').map_or(0, |at| at + 1)..];
+            let same = e.message() == merged.message() && key.is_none_or(|k| line.contains(k));
+            same.then_some(e.to_string())
+        });
+        in_file
+            .unwrap_or(shown)
+            .trim_end()
+            .replace("\nin `", " in `")
     })
 }
 

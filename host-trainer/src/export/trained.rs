@@ -218,14 +218,23 @@ pub fn export_trained(checkpoint: &Path, options: &ExportOptions) -> Result<Expo
     })?;
     // What an earlier export into `out` wrote and this one does not (an
     // adapter, another precision's files) would pass for this export's
-    // beside its model: an export directory holds one export.
+    // beside its model: an export directory holds one export. A file this
+    // export read (a template kept there) is the user's, and stays.
     let written = [Some(&text), mmproj.as_ref(), lora];
+    let read = [Some(checkpoint), Some(base), Some(options.text_template)]
+        .into_iter()
+        .chain([options.mmproj_template])
+        .flatten();
     let names = ["template", "f32", "f16"]
         .iter()
         .flat_map(|tag| [format!("model-{tag}.gguf"), format!("mmproj-{tag}.gguf")])
         .chain([ADAPTER_FILE.to_owned()]);
     for stale in names.map(|name| out.join(name)) {
-        if stale.is_file() && !written.contains(&Some(&stale)) {
+        let kept = written.contains(&Some(&stale))
+            || read
+                .clone()
+                .any(|input| crate::atomic::writes_over(&stale, input));
+        if stale.is_file() && !kept {
             std::fs::remove_file(&stale).map_err(io(&stale))?;
         }
     }

@@ -72,8 +72,10 @@ pub enum LoadError {
         "{count} LoRA adapters given, but this llama.cpp binding applies one at a time; merge them into one adapter first"
     )]
     TooManyAdapters { count: usize },
-    /// An answer budget no prompt could be given beside: llama.cpp then
-    /// fails to make a context, at the first step, in words of its own.
+    /// An answer budget no prompt fits beside within the context the model
+    /// was trained with: past it, positions the model never saw, and a
+    /// budget near `u32::MAX` asks llama.cpp for a context it cannot make
+    /// (at the first step, in words naming no flag).
     #[error(
         "answers of up to {max_tokens} tokens (--max-tokens) do not fit the {context}-token context {path} was trained with, beside a prompt"
     )]

@@ -97,7 +97,7 @@ impl KeyType {
 /// The keys llama.cpp reads of this projector with a getter that asserts
 /// the stored type, and whether the file must have them.
 const KEYS: &[(&str, KeyType, bool)] = &[
-    ("clip.projector_type", KeyType::Str, true),
+    ("clip.projector_type", KeyType::Str, false),
     ("clip.vision.embedding_length", KeyType::U32, true),
     ("clip.vision.attention.head_count", KeyType::U32, true),
     ("clip.vision.feed_forward_length", KeyType::U32, true),
@@ -130,9 +130,14 @@ const KEYS: &[(&str, KeyType, bool)] = &[
 /// Refuses, in words, a projector llama.cpp would abort on, or one whose
 /// output is not `text_width` wide (the text model's embeddings).
 pub(crate) fn check(header: &Header, text_width: i64) -> Result<(), String> {
-    match header.keys.get("clip.projector_type") {
-        Some(Value::Str(kind)) if kind == PROJECTOR_TYPE => {}
-        Some(Value::Str(kind)) => {
+    let text = |key: &str| match header.keys.get(key) {
+        Some(Value::Str(kind)) if !kind.is_empty() => Some(kind),
+        _ => None,
+    };
+    // llama.cpp reads the second key where the first is missing or empty.
+    match text("clip.projector_type").or_else(|| text("clip.vision.projector_type")) {
+        Some(kind) if kind == PROJECTOR_TYPE => {}
+        Some(kind) => {
             return Err(format!(
                 "clip.projector_type is {kind:?}; btl runs Qwen2.5-VL's projector, {PROJECTOR_TYPE:?}"
             ));
@@ -205,7 +210,7 @@ impl Hparams {
             Some(Value::U32(d)) if *d > 0 => *d,
             _ => width / heads,
         };
-        if u64::from(head) * u64::from(heads) != u64::from(width) {
+        if head == 0 || u64::from(head) * u64::from(heads) != u64::from(width) {
             return Err(format!(
                 "clip.vision.embedding_length {width} is not clip.vision.attention.head_count {heads} heads of {head}"
             ));
@@ -341,11 +346,18 @@ fn tensors(header: &Header, h: &Hparams, text_width: i64) -> Result<(), String> 
         };
         let mut ne = expected.ne.clone();
         ne.resize(4, 1);
-        if tensor.ne[..] != ne[..] {
+        if tensor.ne[..] != ne[..] || ne.contains(&0) {
+            // A side of 0 (a merger or MLP width read off another tensor)
+            // would leave a graph of empty tensors that divides by it.
             return Err(format!(
-                "tensor {name} is {}, where clip.vision's sizes make it {}",
+                "tensor {name} is {}, where clip.vision's sizes make it {}{}",
                 sizes(&tensor.ne),
-                sizes(&ne)
+                sizes(&ne),
+                if ne.contains(&0) {
+                    ", with a side of 0"
+                } else {
+                    ""
+                }
             ));
         }
         if !(expected.storage)(&tensor.storage) {

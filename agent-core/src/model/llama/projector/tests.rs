@@ -191,6 +191,16 @@ fn keys_of_another_type_or_missing_are_refused_by_name() {
         h.keys.remove("clip.projector_type");
     });
     assert!(e.contains("no vision projector"), "{e}");
+    // As llama.cpp does, the vision section's key stands in for a missing
+    // or empty one.
+    let mut mixed = btl_mini();
+    set(&mut mixed, "clip.projector_type", Value::Str(String::new()));
+    set(
+        &mut mixed,
+        "clip.vision.projector_type",
+        Value::Str(PROJECTOR_TYPE.into()),
+    );
+    check(&mixed, 256).unwrap();
     let e = refusal(|h| set(h, "clip.has_audio_encoder", Value::Bool(true)));
     assert!(e.contains("audio encoder"), "{e}");
 }
@@ -242,6 +252,20 @@ fn tensors_the_graph_cannot_use_are_refused_by_name() {
         e.contains("tensor v.blk.3.ffn_down.weight is [512, 128]"),
         "{e}"
     );
+    let e = refusal(|h| {
+        for i in 0..4 {
+            for part in ["ffn_up", "ffn_gate"] {
+                let tensor = h
+                    .tensors
+                    .get_mut(&format!("v.blk.{i}.{part}.weight"))
+                    .unwrap();
+                tensor.ne[1] = 0;
+            }
+        }
+    });
+    assert!(e.contains("with a side of 0"), "{e}");
+    let e = refusal(|h| set(h, "clip.vision.embedding_length", Value::U32(0)));
+    assert!(e.contains("embedding_length 0 is not"), "{e}");
     let e = refusal(|h| h.len = 999);
     assert!(
         e.contains("data ends at byte 1000, past the file's 999 bytes"),
