@@ -196,17 +196,7 @@ fn a_run_setting_that_is_not_text_is_refused_by_its_key() {
     let model = dir.path("not-text.gguf");
     std::fs::write(&model, bytes).unwrap();
     let mmproj = shipped.join("mmproj-btl-mini-f16.gguf");
-    let run = dir.btl([
-        "run",
-        "--task",
-        "wifi_on",
-        "--max-steps",
-        "1",
-        "--model",
-        path_str(&model),
-        "--mmproj",
-        path_str(&mmproj),
-    ]);
+    let run = run_with(&dir, &model, &mmproj, &["--max-steps", "1"]);
     assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
     let e = stderr(&run);
     assert!(
@@ -269,17 +259,12 @@ fn a_projector_llama_cpp_would_abort_on_is_refused_in_words() {
         bytes[at + 4..at + 8].copy_from_slice(&value.to_le_bytes());
         let mmproj = dir.path("patched-mmproj.gguf");
         std::fs::write(&mmproj, bytes).unwrap();
-        let run = dir.btl([
-            "run",
-            "--task",
-            "wifi_on",
-            "--max-steps",
-            "1",
-            "--model",
-            F16,
-            "--mmproj",
-            path_str(&mmproj),
-        ]);
+        let run = run_with(
+            &dir,
+            std::path::Path::new(F16),
+            &mmproj,
+            &["--max-steps", "1"],
+        );
         let e = stderr(&run);
         assert_eq!(run.status.code(), Some(2), "{says}: {e}");
         assert!(
@@ -313,8 +298,19 @@ fn an_answer_budget_past_the_models_context_is_refused_by_flag() {
 /// `btl run --task wifi_on` with the text model `model`, the tiny
 /// projector and `extra` arguments.
 fn run_wifi_on(dir: &Dir, model: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    run_with(dir, model, std::path::Path::new(TINY_MMPROJ), extra)
+}
+
+/// `btl run --task wifi_on` with the model files `model` and `mmproj` and
+/// `extra` arguments.
+fn run_with(
+    dir: &Dir,
+    model: &std::path::Path,
+    mmproj: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Output {
     let args = ["run", "--task", "wifi_on", "--model", path_str(model)];
-    dir.btl([&args[..], &["--mmproj", TINY_MMPROJ], extra].concat())
+    dir.btl([&args[..], &["--mmproj", path_str(mmproj)], extra].concat())
 }
 
 /// The tiny text model written to `name` in `dir` with `patch` applied to

@@ -609,13 +609,10 @@ fn the_sft_export_answers_each_prompt_with_its_oracle_step() {
         include_str!("../../tests/data/btl-ui-examples/navigation_meta_format.json"),
     )
     .unwrap();
+    // A stand-in for its screenshot, of the size the example gives.
     let screenshot = tmp.path().join("examples/images/8418572386209486_10.png");
     std::fs::create_dir_all(screenshot.parent().unwrap()).unwrap();
-    std::fs::copy(
-        samples_path.parent().unwrap().join(&samples[0].images[0]),
-        &screenshot,
-    )
-    .unwrap();
+    image::RgbImage::new(720, 1280).save(&screenshot).unwrap();
     let err = export_ms_swift(&official, &tmp.path().join("sft2"), &options)
         .unwrap_err()
         .to_string();

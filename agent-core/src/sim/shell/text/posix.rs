@@ -473,23 +473,17 @@ impl Posix {
         haystack: &'h [u8],
         notbol: bool,
     ) -> impl Iterator<Item = Result<Range<usize>, String>> + 'h {
-        let mut searches = Searches::new(self, haystack);
-        let mut next = Some(0);
-        until_done(move || {
-            while let Some(at) = next {
-                let Some((_, found)) = searches.find(at, notbol && at > 0)? else {
-                    return Ok(None);
-                };
-                next = match found.is_empty() {
-                    true if found.start == at && at < haystack.len() => go_on(haystack, at + 1),
-                    true => None,
-                    false => go_on(haystack, found.end),
-                };
-                if !found.is_empty() || found.start != at || at == haystack.len() {
-                    return Ok(Some(found));
-                }
+        let len = haystack.len();
+        self.grep_loop(haystack, notbol, move |at, found| match found {
+            None => (None, None),
+            Some(found) if found.is_empty() && found.start == at && at < len => {
+                (None, Some(at + 1))
             }
-            Ok(None)
+            Some(found) if found.is_empty() => (Some(found), None),
+            Some(found) => {
+                let end = found.end;
+                (Some(found), Some(end))
+            }
         })
     }
 
@@ -505,20 +499,34 @@ impl Posix {
         haystack: &'h [u8],
         notbol: bool,
     ) -> impl Iterator<Item = Result<Range<usize>, String>> + 'h {
+        let len = haystack.len();
+        self.grep_loop(haystack, notbol, move |at, found| match found {
+            None => (Some(at..len), Some(len)),
+            Some(found) if found.start > at => (Some(at..found.start), Some(found.start)),
+            Some(found) if found.is_empty() && at < len => (None, Some(at + 1)),
+            Some(found) => (None, (found.end > at).then_some(found.end)),
+        })
+    }
+
+    /// toybox grep's loop over a line: each search where the one before
+    /// moved on to (`REG_NOTBOL` after the first if `notbol`); `step`
+    /// takes where a search started and what it found, and gives the piece
+    /// to print, if any, and where to go on, if anywhere.
+    fn grep_loop<'h>(
+        &'h self,
+        haystack: &'h [u8],
+        notbol: bool,
+        mut step: impl FnMut(usize, Option<Range<usize>>) -> (Option<Range<usize>>, Option<usize>) + 'h,
+    ) -> impl Iterator<Item = Result<Range<usize>, String>> + 'h {
         let mut searches = Searches::new(self, haystack);
         let mut next = Some(0);
         until_done(move || {
             while let Some(at) = next {
                 let found = searches.find(at, notbol && at > 0)?.map(|(_, found)| found);
-                let (gap, moved) = match found {
-                    None => (Some(at..haystack.len()), haystack.len()),
-                    Some(found) if found.start > at => (Some(at..found.start), found.start),
-                    Some(found) if found.is_empty() && at < haystack.len() => (None, at + 1),
-                    Some(found) => (None, found.end),
-                };
-                next = (moved > at).then(|| go_on(haystack, moved)).flatten();
-                if gap.is_some() {
-                    return Ok(gap);
+                let (piece, moved) = step(at, found);
+                next = moved.and_then(|at| go_on(haystack, at));
+                if piece.is_some() {
+                    return Ok(piece);
                 }
             }
             Ok(None)
