@@ -786,14 +786,11 @@ pub fn init(
     }
     // Weighed before the vocabulary is padded to its rows, which for a
     // size refused here is millions of strings.
-    check_fits(
-        &model_config(spec, vocab_size, spec_path)?,
-        total_memory(),
-        spec_path,
-    )?;
+    let config = model_config(spec, vocab_size, spec_path)?;
+    check_fits(&config, total_memory(), spec_path)?;
     vocab.pad_to(vocab_size, &spec.tokenizer)?;
     let ids = SpecialIds::of(&vocab, &spec.tokenizer)?;
-    let config = ids.tie(model_config(spec, vocab_size, spec_path)?);
+    let config = ids.tie(config);
 
     let model = Qwen25Vl::new(config.clone(), Device::Cpu, Kind::Float)?;
     let imported = match weights {
