@@ -44,18 +44,42 @@ impl BenchResult {
                 path.display()
             ))
         })?;
-        for t in &result.tasks {
-            if t.successes > t.episodes {
-                return Err(Error::Input(format!(
-                    "{}: task {} has {} successes in {} episodes",
-                    path.display(),
-                    t.task,
-                    t.successes,
-                    t.episodes
-                )));
-            }
-        }
+        result
+            .check()
+            .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
         Ok(result)
+    }
+}
+
+impl BenchResult {
+    /// What a report `btl bench` wrote always holds: each template once, no
+    /// more successes than episodes, and the overall tally the sum of the
+    /// templates'. A report that breaks one was edited or is another's.
+    fn check(&self) -> std::result::Result<(), String> {
+        let mut seen = std::collections::HashSet::new();
+        let (mut successes, mut episodes) = (0u128, 0u128);
+        for t in &self.tasks {
+            if !seen.insert(t.task.as_str()) {
+                return Err(format!("task {} is listed twice", t.task));
+            }
+            if t.successes > t.episodes {
+                return Err(format!(
+                    "task {} has {} successes in {} episodes",
+                    t.task, t.successes, t.episodes
+                ));
+            }
+            successes += u128::from(t.successes);
+            episodes += u128::from(t.episodes);
+        }
+        let o = self.overall;
+        if (u128::from(o.successes), u128::from(o.episodes)) != (successes, episodes) {
+            return Err(format!(
+                "overall is {} successes in {} episodes, but its tasks add up to {successes} \
+                 in {episodes}",
+                o.successes, o.episodes
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -254,6 +278,62 @@ mod tests {
         .unwrap();
         let e = BenchResult::read(&impossible).unwrap_err().to_string();
         assert!(e.contains("wifi_on has 3 successes in 2 episodes"), "{e}");
+    }
+
+    #[test]
+    fn a_report_whose_tallies_do_not_add_up_is_refused() {
+        let task = |name: &str, successes, episodes| TaskTally {
+            task: name.to_owned(),
+            successes,
+            episodes,
+        };
+        let report = |overall: (u64, u64), tasks| BenchResult {
+            overall: Tally {
+                successes: overall.0,
+                episodes: overall.1,
+            },
+            tasks,
+        };
+        let fine = report(
+            (4, 20),
+            vec![task("wifi_on", 3, 10), task("alarm_set", 1, 10)],
+        );
+        assert_eq!(fine.check(), Ok(()));
+        assert_eq!(report((0, 0), vec![]).check(), Ok(()));
+        let cases = [
+            (
+                report(
+                    (900, 20),
+                    vec![task("wifi_on", 3, 10), task("alarm_set", 1, 10)],
+                ),
+                "overall is 900 successes in 20 episodes, but its tasks add up to 4 in 20",
+            ),
+            (
+                report(
+                    (4, 21),
+                    vec![task("wifi_on", 3, 10), task("alarm_set", 1, 10)],
+                ),
+                "overall is 4 successes in 21 episodes, but its tasks add up to 4 in 20",
+            ),
+            (
+                report(
+                    (6, 20),
+                    vec![task("wifi_on", 3, 10), task("wifi_on", 3, 10)],
+                ),
+                "task wifi_on is listed twice",
+            ),
+            (
+                report(
+                    (u64::MAX, u64::MAX),
+                    vec![task("a", u64::MAX, u64::MAX), task("b", 0, 1)],
+                ),
+                "overall is 18446744073709551615 successes in 18446744073709551615 episodes, \
+                 but its tasks add up to 18446744073709551615 in 18446744073709551616",
+            ),
+        ];
+        for (bad, expected) in cases {
+            assert_eq!(bad.check(), Err(expected.to_owned()), "{bad:?}");
+        }
     }
 
     #[test]

@@ -367,6 +367,98 @@ fn the_grpo_command_trains_and_resumes() {
     );
 }
 
+/// `btl-train` run in the working directory `cwd`.
+fn btl_train_in(cwd: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_btl-train"))
+        .current_dir(cwd)
+        .args(args)
+        .output()
+        .expect("btl-train runs")
+}
+
+/// A run's checkpoints hold its paths absolute, so it resumes from any
+/// working directory; one that stored them relative (before) still resumes
+/// from the directory it started in; and the log of a run stopped before
+/// its first checkpoint survives a fresh start over it.
+#[test]
+fn a_run_resumes_from_anywhere_and_keeps_an_earlier_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    toy_config(&root, 3);
+    let flags = ["--num-generations", "4", "--save-every", "1"];
+    let run = |cwd: &std::path::Path, config: &str, more: &[&str]| {
+        let out = btl_train_in(
+            cwd,
+            &[&["grpo", "--config", config][..], &flags, more].concat(),
+        );
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{more:?}: {text}");
+        text
+    };
+    // Started with the file's relative name from its own directory.
+    run(&root, "train.toml", &["--stop-at", "1"]);
+    let state_path = root.join("out/checkpoint-000001/trainer_state.json");
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state_path).unwrap()).unwrap();
+    let config = &state["config"];
+    assert_eq!(
+        config["data"]["samples"][0].as_str(),
+        root.join("samples.json").to_str()
+    );
+    assert_eq!(
+        config["run"]["output_dir"].as_str(),
+        root.join("out").to_str()
+    );
+
+    let elsewhere = tempfile::tempdir().unwrap();
+    let absolute = root.join("train.toml");
+    let text = run(
+        elsewhere.path(),
+        absolute.to_str().unwrap(),
+        &["--stop-at", "2", "--resume"],
+    );
+    assert!(text.contains("resumed at step 1"), "{text}");
+
+    // A checkpoint as runs wrote them before: paths as the file gave them.
+    let state_path = root.join("out/checkpoint-000002/trainer_state.json");
+    let relative = std::fs::read_to_string(&state_path)
+        .unwrap()
+        .replace(&format!("{}/", root.display()), "");
+    assert!(relative.contains("\"output_dir\": \"out\""), "{relative}");
+    std::fs::write(&state_path, relative).unwrap();
+    let text = run(&root, "train.toml", &["--resume"]);
+    assert!(
+        text.contains("resumed at step 2") && text.contains("trained 3 steps"),
+        "{text}"
+    );
+
+    // A fresh start where a stopped run left only its log.
+    let fresh = root.join("fresh");
+    std::fs::create_dir(&fresh).unwrap();
+    let earlier = std::fs::read(root.join("out/metrics.jsonl")).unwrap();
+    std::fs::write(fresh.join("metrics.jsonl"), &earlier).unwrap();
+    let text = run(
+        &root,
+        "train.toml",
+        &["--steps", "1", "--output-dir", "fresh"],
+    );
+    let kept = fresh.join("metrics.stopped-1.jsonl");
+    assert!(
+        text.contains(&format!(
+            "stopped before its first checkpoint, is kept as {}",
+            kept.display()
+        )),
+        "{text}"
+    );
+    assert_eq!(std::fs::read(&kept).unwrap(), earlier);
+    let logged = std::fs::read_to_string(fresh.join("metrics.jsonl")).unwrap();
+    assert_eq!(logged.lines().count(), 1, "{logged}");
+}
+
 /// `precision = "bf16"` (the CUDA default) on the CPU: bfloat16 autocast
 /// over bfloat16 frozen base weights, float32 adapters and optimizer; in
 /// full fine-tuning the trained weights stay float32 (the master copy) and

@@ -209,8 +209,13 @@ impl GrpoArgs {
                 let table: Table = text
                     .parse()
                     .map_err(|e| Failure::BadInput(anyhow!("{}: {e}", file.display())))?;
-                let base = file.parent().unwrap_or(Path::new(".")).to_owned();
-                (table, base, file.display().to_string(), Some(text))
+                let base = file.parent().unwrap_or(Path::new("."));
+                (
+                    table,
+                    base.to_owned(),
+                    file.display().to_string(),
+                    Some(text),
+                )
             }
             None => (
                 Table::new(),
@@ -219,6 +224,15 @@ impl GrpoArgs {
                 None,
             ),
         };
+        // The run's checkpoints keep its configuration, and `export` and
+        // `--resume` read its paths from there: absolute, they hold from
+        // any working directory.
+        let base = std::path::absolute(if base.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            &base
+        })
+        .map_err(|e| Failure::BadInput(anyhow!("{}: {e}", base.display())))?;
         let t = &mut table;
         let method = match objective {
             TrainObjective::Grpo => "grpo",
@@ -455,6 +469,13 @@ fn run_training(args: &GrpoArgs, objective: TrainObjective) -> Outcome {
         other => Failure::BadInput(other.into()),
     })?;
     bar.finish();
+    if let Some(earlier) = &outcome.earlier_log {
+        eprintln!(
+            "btl-train: the log of an earlier run here, stopped before its first checkpoint, \
+             is kept as {}",
+            earlier.display()
+        );
+    }
     if outcome.resumed_at > 0 {
         println!("resumed at step {}", outcome.resumed_at);
     }

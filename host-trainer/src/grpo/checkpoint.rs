@@ -184,6 +184,9 @@ pub fn resume(dir: &Path, config: TrainConfig, trainer: &mut Trainer) -> Result<
         ));
     }
     let mut saved = state.config.clone();
+    // Runs before paths were stored absolute kept them as given, relative
+    // to the directory they started in, and resume from there.
+    saved.resolve_paths(&std::path::absolute(".").map_err(io(Path::new(".")))?);
     saved.run.steps = config.run.steps;
     saved.run.stop_at = config.run.stop_at;
     if saved != config {

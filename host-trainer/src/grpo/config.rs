@@ -343,17 +343,20 @@ fn default_save_every() -> u64 {
 }
 
 impl TrainConfig {
-    /// Reads a TOML file; relative paths become relative to its directory.
+    /// Reads a TOML file; relative paths become absolute paths under its
+    /// directory.
     pub fn from_file(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        let io = |source| Error::Io {
             path: path.to_owned(),
             source,
-        })?;
+        };
+        let text = std::fs::read_to_string(path).map_err(io)?;
         let mut config = Self::from_toml(&text).map_err(|message| Error::Config {
             path: path.to_owned(),
             message,
         })?;
-        config.resolve_paths(path.parent().unwrap_or(Path::new(".")));
+        let base = std::path::absolute(path).map_err(io)?;
+        config.resolve_paths(base.parent().unwrap_or(Path::new("/")));
         Ok(config)
     }
 

@@ -28,6 +28,9 @@ pub struct Outcome {
     pub plot: PathBuf,
     /// The summary of the profiled steps (`run.profile_steps`), if they ran.
     pub profile: Option<PathBuf>,
+    /// Where the log of an earlier run in the same directory, stopped
+    /// before its first checkpoint, was moved.
+    pub earlier_log: Option<PathBuf>,
 }
 
 /// Trains from scratch, or from the checkpoint `resume` names (a checkpoint
@@ -61,7 +64,16 @@ pub fn run(
         source,
     })?;
     let resumed_at = trainer.steps_done();
-    let mut log = MetricsLog::open(&out.join(METRICS_FILE), resumed_at)?;
+    // A run stopped before its first checkpoint leaves only its log, which
+    // a fresh start would empty: it is kept beside the new one.
+    let log_path = out.join(METRICS_FILE);
+    let earlier_log = match resume {
+        None if log_path.is_file() && !read_metrics(&log_path)?.is_empty() => {
+            Some(set_aside(&log_path)?)
+        }
+        _ => None,
+    };
+    let mut log = MetricsLog::open(&log_path, resumed_at)?;
     let plot_path = out.join(PLOT_FILE);
     let mut last_checkpoint = None;
     let mut profiled = Profiled::default();
@@ -117,7 +129,23 @@ pub fn run(
         metrics: log.path().to_owned(),
         plot: plot_path,
         profile: profiled.summary,
+        earlier_log,
     })
+}
+
+/// Moves the log at `path` to the first free `metrics.stopped-N.jsonl`
+/// beside it and returns where.
+fn set_aside(path: &Path) -> Result<PathBuf> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let free = (1u64..)
+        .map(|n| dir.join(format!("metrics.stopped-{n}.jsonl")))
+        .find(|p| !p.exists())
+        .expect("an unbounded range has a free name");
+    std::fs::rename(path, &free).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok(free)
 }
 
 /// The profiled stretch of a run ([`profile`]).
