@@ -1,7 +1,8 @@
 //! `report.html`: a self-contained replay of one trajectory, for people.
 //!
 //! One page, no external files or scripts: every screenshot is embedded as
-//! a PNG data URI with an SVG overlay in device pixels drawing the executed
+//! a PNG data URI (up to [`MAX_EMBEDDED_BYTES`] of them; later ones are
+//! linked by their file name beside the page) with an SVG overlay in device pixels drawing the executed
 //! answer's blink regions, the tap point or the swipe arrow. Beside it:
 //! the think text, the Plan, the action in both frames, why the step ended
 //! as it did, timings, tokens, the vote and the reward when known.
@@ -31,16 +32,54 @@ pub enum ReportError {
     },
 }
 
+/// The most screenshot bytes one page embeds, all steps together: a long
+/// episode of full-resolution PNGs fits, while a page (held in memory
+/// while it is written, a third larger as base64) stays a few hundred
+/// megabytes whatever a trajectory's files hold.
+pub const MAX_EMBEDDED_BYTES: u64 = 128 << 20;
+
+/// A step's screenshot as the page shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shot {
+    /// The PNG's bytes, embedded.
+    Embedded(Vec<u8>),
+    /// Past the page's budget: shown from its file, beside the page.
+    Linked,
+    /// The file is gone.
+    Missing,
+}
+
 /// Writes `DIR/report.html` for the trajectory in `dir`; returns its path.
 pub fn write(dir: &Path) -> Result<PathBuf, ReportError> {
+    write_within(dir, MAX_EMBEDDED_BYTES)
+}
+
+/// [`write`](fn@write), embedding at most `budget` screenshot bytes.
+fn write_within(dir: &Path, budget: u64) -> Result<PathBuf, ReportError> {
     let trajectory = read_trajectory(dir)?;
     let mut shots = Vec::with_capacity(trajectory.steps.len());
+    let mut embedded = 0u64;
     for step in &trajectory.steps {
         let path = dir.join(&step.screenshot);
-        // A step whose PNG is missing is still worth showing.
+        let size = match std::fs::metadata(&path) {
+            Ok(m) => m.len(),
+            // A step whose PNG is missing is still worth showing.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                shots.push(Shot::Missing);
+                continue;
+            }
+            Err(source) => return Err(ReportError::Screenshot { path, source }),
+        };
+        if embedded + size > budget {
+            shots.push(Shot::Linked);
+            continue;
+        }
         match crate::agent::trajectory::read_screenshot_file(&path) {
-            Ok(bytes) => shots.push(Some(bytes)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => shots.push(None),
+            Ok(bytes) => {
+                embedded += bytes.len() as u64;
+                shots.push(Shot::Embedded(bytes));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => shots.push(Shot::Missing),
             Err(source) => return Err(ReportError::Screenshot { path, source }),
         }
     }
@@ -50,9 +89,9 @@ pub fn write(dir: &Path) -> Result<PathBuf, ReportError> {
     Ok(path)
 }
 
-/// The page for `trajectory`; `screenshots[i]` holds the PNG bytes of step
-/// `i` (`None` when the file is gone).
-pub fn render(trajectory: &Trajectory, screenshots: &[Option<Vec<u8>>]) -> String {
+/// The page for `trajectory`; `screenshots[i]` is step `i`'s screenshot
+/// (missing where not given).
+pub fn render(trajectory: &Trajectory, screenshots: &[Shot]) -> String {
     let e = &trajectory.episode;
     let mut html = String::new();
     let outcome = match &e.outcome {
@@ -88,8 +127,11 @@ pub fn render(trajectory: &Trajectory, screenshots: &[Option<Vec<u8>>]) -> Strin
         outcome = escape(&outcome),
     );
     for (i, step) in trajectory.steps.iter().enumerate() {
-        let shot = screenshots.get(i).and_then(|s| s.as_deref());
-        render_step(&mut html, step, shot);
+        render_step(
+            &mut html,
+            step,
+            screenshots.get(i).unwrap_or(&Shot::Missing),
+        );
     }
     html.push_str("</body></html>\n");
     html
@@ -104,7 +146,7 @@ dt{font-weight:600}dd{margin:0}section.step{display:flex;gap:1.5em;border-top:1p
 pre{white-space:pre-wrap;word-break:break-all;background:#f6f6f6;padding:.5em;max-height:12em;overflow:auto}\
 .bad{color:#a00}";
 
-fn render_step(html: &mut String, step: &StepRecord, screenshot: Option<&[u8]>) {
+fn render_step(html: &mut String, step: &StepRecord, screenshot: &Shot) {
     let executed_attempt = chosen_attempt(step);
     let parsed = executed_attempt.and_then(|raw| parse(raw, ParseMode::Tolerant).ok());
     let frame = step.frame;
@@ -113,13 +155,20 @@ fn render_step(html: &mut String, step: &StepRecord, screenshot: Option<&[u8]>) 
         "<section class=\"step\" data-step=\"{index}\"><div class=\"shot\">",
         index = step.index
     );
-    match screenshot {
-        Some(png) => {
+    let source = match screenshot {
+        Shot::Embedded(png) => Some(format!(
+            "data:image/png;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(png)
+        )),
+        Shot::Linked => Some(relative_url(&step.screenshot)),
+        Shot::Missing => None,
+    };
+    match source {
+        Some(source) => {
             let _ = write!(
                 html,
-                "<img alt=\"screenshot of step {}\" src=\"data:image/png;base64,{}\">",
+                "<img alt=\"screenshot of step {}\" src=\"{source}\">",
                 step.index,
-                base64::engine::general_purpose::STANDARD.encode(png)
             );
             html.push_str(&overlay(step, parsed.as_ref().map(|p| &p.output), &frame));
         }
@@ -298,6 +347,20 @@ fn overlay(step: &StepRecord, output: Option<&BtlOutput>, frame: &FrameMap) -> S
     svg
 }
 
+/// `path`, relative to the page, as a URL: every byte but letters,
+/// digits, `-._~` and `/` percent-encoded, so that no name (`#`, `?`, a
+/// quote) ends the path or the attribute early.
+fn relative_url(path: &str) -> String {
+    path.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -338,6 +401,58 @@ mod tests {
             assert!(!section.contains(mark), "step {i}");
             assert!(!section.contains("class=\"overruled\""), "step {i}");
         }
+    }
+
+    /// Past the page's budget a screenshot is linked by its file name,
+    /// never read: the page stays small whatever the files hold.
+    #[test]
+    fn screenshots_past_the_budget_are_linked() {
+        use crate::agent::trajectory::{old_oracle_trajectory, parse_trajectory};
+        let dir = tempfile::tempdir().unwrap();
+        let (episode, log) = old_oracle_trajectory();
+        std::fs::write(dir.path().join("episode.json"), episode).unwrap();
+        std::fs::write(dir.path().join("steps.jsonl"), log).unwrap();
+        let trajectory = parse_trajectory(dir.path(), episode, log).unwrap();
+        let steps = trajectory.steps.len();
+        assert!(steps >= 3, "{steps}");
+        // The first screenshot takes all but 10 bytes of the budget; the
+        // second (20 bytes) does not fit after it, the last step's file
+        // is gone.
+        let budget = 1000;
+        let size = |i: usize| match i {
+            0 => budget - 10,
+            _ => 20,
+        };
+        for (i, step) in trajectory.steps.iter().enumerate().take(steps - 1) {
+            let file = std::fs::File::create(dir.path().join(&step.screenshot)).unwrap();
+            file.set_len(size(i)).unwrap();
+        }
+        let page = std::fs::read_to_string(write_within(dir.path(), budget).unwrap()).unwrap();
+        let images: Vec<&str> = page
+            .split("<img ")
+            .skip(1)
+            .map(|img| {
+                img.split_once(" src=\"")
+                    .unwrap()
+                    .1
+                    .split_once('"')
+                    .unwrap()
+                    .0
+            })
+            .collect();
+        assert_eq!(images.len(), steps - 1, "{images:?}");
+        assert!(images[0].starts_with("data:image/png;base64,"));
+        for (i, src) in images.iter().enumerate().skip(1) {
+            assert_eq!(*src, relative_url(&trajectory.steps[i].screenshot));
+        }
+        assert!(page.contains(&format!(
+            "screenshot {} is missing",
+            trajectory.steps[steps - 1].screenshot
+        )));
+        assert_eq!(
+            relative_url("a b/step#1?x=\"é\".png"),
+            "a%20b/step%231%3Fx%3D%22%C3%A9%22.png"
+        );
     }
 
     #[test]

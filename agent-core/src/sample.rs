@@ -152,6 +152,20 @@ impl Sample {
                 crate::protocol::MIN_PIXELS
             ));
         }
+        let [w, h] = self.image_sizes[0];
+        let (most_side, most_pixels) = (
+            crate::device::MAX_SCREEN_SIDE,
+            crate::device::MAX_SCREEN_PIXELS,
+        );
+        if w.max(h) > most_side || u64::from(w) * u64::from(h) > most_pixels {
+            return Err(format!(
+                "\"image_sizes\" {w}x{h} is past the {most_side} pixels a side and {most_pixels} \
+                 pixels in all any phone screen has"
+            ));
+        }
+        if let Err(e) = crate::protocol::smart_resize(self.image_size(), self.max_pixels) {
+            return Err(format!("\"image_sizes\" fits no model frame: {e}"));
+        }
         if !matches!(self.bbox.len(), 0 | 4) {
             return Err(format!(
                 "\"bbox\" must be [] or [x1, y1, x2, y2], found {} numbers",
@@ -250,6 +264,23 @@ pub struct Completion {
     pub completion: String,
 }
 
+/// What is wrong with a completions line serde refused with `e`: an
+/// untagged [`SampleRef`] reports only that no variant matched, so a
+/// `sample` that is neither an index nor a string is named here.
+fn completion_error(line: &str, e: serde_json::Error) -> String {
+    let sample = serde_json::from_str::<Value>(line)
+        .ok()
+        .and_then(|v| v.get("sample").cloned());
+    match sample {
+        Some(Value::String(_)) | None => e.to_string(),
+        Some(Value::Number(n)) if n.is_u64() => e.to_string(),
+        Some(other) => format!(
+            "\"sample\" is {other}: it must be an index (a whole number, 0 or more) or a \
+             sample's id (a string)"
+        ),
+    }
+}
+
 /// Reads a completions JSONL file against the samples it refers to. Blank
 /// lines are skipped.
 pub fn parse_completions(text: &str, samples: &[Sample]) -> Result<Vec<Completion>, InputError> {
@@ -273,7 +304,8 @@ pub fn parse_completions(text: &str, samples: &[Sample]) -> Result<Vec<Completio
             let parsed: CompletionLine = serde_json::from_str(l).map_err(|e| InputError {
                 line,
                 reason: format!(
-                    "expected {{\"sample\": <index or id>, \"completion\": \"<text>\"}}: {e}"
+                    "expected {{\"sample\": <index or id>, \"completion\": \"<text>\"}}: {}",
+                    completion_error(l, e)
                 ),
             })?;
             let sample = match &parsed.sample {
@@ -381,10 +413,50 @@ mod tests {
             "line 1: sample 0: \"max_pixels\" is 3135, under Qwen2.5-VL's minimum of 3136"
         );
 
+        // A screenshot 201 times as tall as wide fits no model frame
+        // (smart_resize refuses a ratio above 200): a right answer would
+        // score 0 without a word.
+        let sized = |w: u32, h: u32| {
+            format!(
+                "[{{\"images\": [], \"image_sizes\": [[{w}, {h}]], \"messages\": [], \
+                 \"solution\": \"[{{\\\"point_2d\\\": [1, 1]}}]\", \"bbox\": []}}]"
+            )
+        };
+        assert!(parse_samples(&sized(80, 16_000)).is_ok());
+        assert_eq!(
+            parse_samples(&sized(80, 16_080)).unwrap_err().to_string(),
+            "line 1: sample 0: \"image_sizes\" fits no model frame: image size 80x16080 has \
+             aspect ratio 201.0, above the model's limit of 200"
+        );
+        assert_eq!(
+            parse_samples(&sized(23_000, 23_000))
+                .unwrap_err()
+                .to_string(),
+            "line 1: sample 0: \"image_sizes\" 23000x23000 is past the 16384 pixels a side and \
+             33554432 pixels in all any phone screen has"
+        );
+
         let text = "[{\"images\": [], \"image_sizes\": [[1, 1]], \"messages\": [],\n \"solution\": \"[]\", \"bbox\": [1]}]";
         let err = parse_samples(text).unwrap_err();
         assert_eq!(err.line, 1);
         assert!(err.reason.contains("\"bbox\" must be []"), "{err}");
+    }
+
+    #[test]
+    fn a_sample_that_is_no_index_nor_id_is_named() {
+        let samples = parse_samples(NAVIGATION).unwrap();
+        for sample in ["-1", "1.5", "99999999999999999999999", "null", "[0]"] {
+            let text = format!("{{\"sample\": {sample}, \"completion\": \"a\"}}");
+            let e = parse_completions(&text, &samples).unwrap_err().to_string();
+            assert!(
+                e.contains("it must be an index (a whole number, 0 or more) or a sample's id"),
+                "{sample}: {e}"
+            );
+        }
+        let e = parse_completions("{\"sample\": 0}", &samples)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("missing field `completion`"), "{e}");
     }
 
     #[test]

@@ -1,16 +1,27 @@
-//! Fuzzes what the adb backend reads from a device's shell: `wm size`
-//! output and the exit-code marker it appends to every command.
+//! Fuzzes what the adb backend reads from a device's shell and from the
+//! adb server: `wm size` output, the exit-code marker it appends to every
+//! command, and the lines of `adb devices -l`.
 //!
 //! Beyond "never panics": a split exit code leaves stdout a prefix of what
-//! the device sent.
+//! the device sent, and a listed device has a serial without spaces.
 
 #![no_main]
 
-use agent_core::device::adb::{parse_wm_size, split_exit_code};
+use agent_core::device::adb::{parse_device_line, parse_wm_size, split_exit_code};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = parse_wm_size(&String::from_utf8_lossy(data));
+    let text = String::from_utf8_lossy(data);
+    let _ = parse_wm_size(&text);
+    for line in text.lines() {
+        if let Some(device) = parse_device_line(line) {
+            assert!(
+                !device.serial.is_empty() && !device.serial.contains(char::is_whitespace),
+                "serial {:?}",
+                device.serial
+            );
+        }
+    }
     if let Some(result) = split_exit_code(data.to_vec(), Vec::new()) {
         assert!(data.starts_with(&result.stdout), "stdout is not a prefix");
     }

@@ -29,7 +29,11 @@ pub fn run(args: &Args) -> Outcome {
             writeln!(
                 out,
                 "{}\t{}\tproduct:{} model:{} device:{}",
-                d.serial, d.state, d.product, d.model, d.device
+                printable(&d.serial),
+                printable(&d.state),
+                printable(&d.product),
+                printable(&d.model),
+                printable(&d.device)
             )
             .map_err(anyhow::Error::from)?;
         }
@@ -38,4 +42,29 @@ pub fn run(args: &Args) -> Outcome {
         writeln!(out, "no devices").map_err(anyhow::Error::from)?;
     }
     Ok(())
+}
+
+/// `text` with its control characters escaped: what an adb server names a
+/// device reaches the terminal, and an escape sequence must not act there.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn control_characters_are_shown_escaped() {
+        assert_eq!(
+            super::printable("emu\u{1b}]0;owned\u{7}\u{1b}[2J-5554 é"),
+            "emu\\u{1b}]0;owned\\u{7}\\u{1b}[2J-5554 é"
+        );
+    }
 }

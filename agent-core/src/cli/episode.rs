@@ -160,8 +160,8 @@ pub struct AgentArgs {
     pub until_finish: bool,
 }
 
-/// The most threads llama.cpp takes (ggml's GGML_MAX_N_THREADS).
-pub const MAX_THREADS: i64 = 512;
+/// [`crate::model::spec::MAX_THREADS`], as clap's ranges take it.
+pub const MAX_THREADS: i64 = crate::model::spec::MAX_THREADS as i64;
 
 /// A sampling temperature: a finite number, 0 or more.
 fn parse_temperature(s: &str) -> Result<f32, String> {

@@ -119,20 +119,23 @@ fn observation(sample: &Sample, base: &Path) -> anyhow::Result<SampleObservation
     let (screenshot, size) = match sample.images.first() {
         Some(image) => {
             let image_path = base.join(image);
-            let screenshot = image::open(&image_path)
-                .with_context(|| format!("cannot read image {}", image_path.display()))?
-                .to_rgba8();
-            let size = Size::new(screenshot.width(), screenshot.height());
+            let unreadable = || format!("cannot read image {}", image_path.display());
+            // The header first: the sample's size is bounded, and a small
+            // file may claim gigabytes of pixels.
+            let (width, height) = image::image_dimensions(&image_path).with_context(unreadable)?;
             if let Some(&[w, h]) = sample.image_sizes.first()
-                && (w, h) != (size.width, size.height)
+                && (w, h) != (width, height)
             {
                 return Err(anyhow!(
-                    "image {} is {}×{} but the sample says {w}×{h}: its coordinates would not match",
+                    "image {} is {width}×{height} but the sample says {w}×{h}: its coordinates \
+                     would not match",
                     image_path.display(),
-                    size.width,
-                    size.height
                 ));
             }
+            let screenshot = image::open(&image_path)
+                .with_context(unreadable)?
+                .to_rgba8();
+            let size = Size::new(screenshot.width(), screenshot.height());
             (Some(screenshot), size)
         }
         None => {

@@ -13,7 +13,7 @@ use super::{Device, DeviceAction, DeviceError, LONG_PRESS_MS};
 use crate::device::ui::{UiNode, parse_uiautomator_xml};
 use crate::protocol::{DevicePoint, Size};
 use adb_client::ADBDeviceExt;
-use adb_client::server::{ADBServer, DeviceState};
+use adb_client::server::ADBServer;
 use adb_client::server_device::ADBServerDevice;
 use base64::Engine;
 use image::RgbaImage;
@@ -29,6 +29,44 @@ pub const DEFAULT_SERVER_PORT: u16 = 5037;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15);
 
 const RC_MARKER: &str = "__btl_rc=";
+
+/// The most bytes one shell command may print on each of its streams: a
+/// `screencap -p` of the largest screen [`super::check_screen`] admits
+/// fits, a device or server that streams without end does not fill the
+/// memory.
+pub const MAX_SHELL_OUTPUT: usize = 192 << 20;
+
+/// A stream of a shell command, refused past `limit` bytes.
+struct Capped {
+    bytes: Vec<u8>,
+    limit: usize,
+    over: bool,
+}
+
+impl Capped {
+    fn new(limit: usize) -> Self {
+        Self {
+            bytes: Vec::new(),
+            limit,
+            over: false,
+        }
+    }
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if buf.len() > self.limit - self.bytes.len() {
+            self.over = true;
+            return Err(std::io::Error::other("the output is past its limit"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
 
 /// What a shell command produced, with its exit code.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,15 +197,28 @@ impl AdbDevice {
 
     /// Runs a shell command and returns its output and exit code.
     pub fn shell(&mut self, command: &str) -> Result<ShellResult, DeviceError> {
+        self.shell_within(command, MAX_SHELL_OUTPUT)
+    }
+
+    /// [`Self::shell`] with at most `limit` bytes on each stream.
+    fn shell_within(&mut self, command: &str, limit: usize) -> Result<ShellResult, DeviceError> {
         let line = format!("{command}; echo {RC_MARKER}$?");
         let op = command.to_string();
-        let (stdout, stderr) = self.call(command, move |device| {
-            let (mut out, mut err) = (Vec::new(), Vec::new());
-            device
-                .shell_command(&line, Some(&mut out), Some(&mut err))
-                .map_err(|e| disconnected(&op, e))?;
-            Ok((out, err))
-        })?;
+        let answer = self.call(command, move |device| {
+            let (mut out, mut err) = (Capped::new(limit), Capped::new(limit));
+            let done = device.shell_command(&line, Some(&mut out), Some(&mut err));
+            if out.over || err.over {
+                return Err(DeviceError::Protocol {
+                    operation: op,
+                    reason: format!("the command printed more than {limit} bytes"),
+                });
+            }
+            done.map_err(|e| disconnected(&op, e))?;
+            Ok((out.bytes, err.bytes))
+        });
+        // The connection of a command cut short may still be streaming: the
+        // next command starts on a fresh one.
+        let (stdout, stderr) = answer.inspect_err(|_| self.worker = None)?;
         split_exit_code(stdout, stderr).ok_or_else(|| DeviceError::Protocol {
             operation: command.into(),
             reason: "the command's exit code never arrived (the connection may have dropped)"
@@ -235,29 +286,113 @@ pub struct ListedDevice {
 }
 
 /// The devices the adb server knows (`adb devices -l`), waiting at most
-/// `timeout` for its answer.
+/// `timeout` for its answer. A line that names no device is passed over:
+/// one odd line (an older server's, a device without permissions) must
+/// not hide the others.
 pub fn list_devices(
     server: SocketAddrV4,
     timeout: Duration,
 ) -> Result<Vec<ListedDevice>, DeviceError> {
-    let devices = within("adb devices", timeout, move || {
-        ADBServer::new(server)
-            .devices_long()
-            .map_err(|e| disconnected("adb devices", e))
-    })?;
-    Ok(devices
-        .into_iter()
-        .map(|d| ListedDevice {
-            serial: d.identifier,
-            state: match d.state {
-                DeviceState::Device => "device".to_string(),
-                other => other.to_string(),
+    let listing = within("adb devices", timeout, move || {
+        host_request(server, "host:devices-l").map_err(|e| match e {
+            HostError::Io(e) => DeviceError::Disconnected {
+                operation: "adb devices".into(),
+                reason: e.to_string(),
             },
-            product: d.product,
-            model: d.model,
-            device: d.device,
+            HostError::Reply(reason) => DeviceError::Protocol {
+                operation: "adb devices".into(),
+                reason,
+            },
         })
+    })?;
+    Ok(String::from_utf8_lossy(&listing)
+        .lines()
+        .filter_map(parse_device_line)
         .collect())
+}
+
+/// The most bytes of a reply of the adb server's host services: its
+/// length field has four hex digits.
+const MAX_HOST_REPLY: usize = 0xffff;
+
+enum HostError {
+    Io(std::io::Error),
+    Reply(String),
+}
+
+impl From<std::io::Error> for HostError {
+    fn from(e: std::io::Error) -> Self {
+        Self::Io(e)
+    }
+}
+
+/// Sends one request to the adb server's host services and reads its
+/// reply: `OKAY` and a length-prefixed payload, or `FAIL` and a message.
+fn host_request(server: SocketAddrV4, request: &str) -> Result<Vec<u8>, HostError> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(server)?;
+    stream.write_all(format!("{:04x}{request}", request.len()).as_bytes())?;
+    let mut status = [0; 4];
+    stream.read_exact(&mut status)?;
+    let mut length = [0; 4];
+    stream.read_exact(&mut length)?;
+    let length = std::str::from_utf8(&length)
+        .ok()
+        .and_then(|hex| usize::from_str_radix(hex, 16).ok())
+        .filter(|&n| n <= MAX_HOST_REPLY)
+        .ok_or_else(|| HostError::Reply(format!("no length in {:?}", length.escape_ascii())))?;
+    let mut payload = vec![0; length];
+    stream.read_exact(&mut payload)?;
+    match &status {
+        b"OKAY" => Ok(payload),
+        b"FAIL" => Err(HostError::Reply(format!(
+            "the server refused: {}",
+            String::from_utf8_lossy(&payload)
+        ))),
+        other => Err(HostError::Reply(format!(
+            "the status {:?} is neither OKAY nor FAIL",
+            other.escape_ascii()
+        ))),
+    }
+}
+
+/// One line of `adb devices -l`: the serial, the state (`device`,
+/// `offline`, or words such as `no permissions (…); see […]`), then
+/// `key:value` fields. `None` for a line without a serial.
+pub fn parse_device_line(line: &str) -> Option<ListedDevice> {
+    const KEYS: [&str; 5] = ["usb:", "product:", "model:", "device:", "transport_id:"];
+    let line = line.trim();
+    let (serial, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    if serial.is_empty() {
+        return None;
+    }
+    let mut words = rest.split_whitespace().peekable();
+    let mut state = Vec::new();
+    while let Some(word) = words.next_if(|w| !KEYS.iter().any(|k| w.starts_with(k))) {
+        state.push(word);
+    }
+    let mut device = ListedDevice {
+        serial: serial.to_owned(),
+        state: if state.is_empty() {
+            "unknown".to_owned()
+        } else {
+            state.join(" ")
+        },
+        product: String::new(),
+        model: String::new(),
+        device: String::new(),
+    };
+    for word in words {
+        let (key, value) = word.split_once(':').unwrap_or((word, ""));
+        let field = match key {
+            "product" => &mut device.product,
+            "model" => &mut device.model,
+            "device" => &mut device.device,
+            _ => continue,
+        };
+        *field = value.to_owned();
+    }
+    Some(device)
 }
 
 /// Runs `request` to the adb server on a thread of its own and waits at
@@ -352,6 +487,24 @@ fn ui_tree_of_dump(out: &[u8]) -> Result<Option<UiNode>, DeviceError> {
         })
 }
 
+/// Decodes what `screencap -p` printed, refusing a size no screen has
+/// before the pixels are decoded: a few hundred kilobytes of PNG can
+/// claim gigabytes of them.
+pub fn screenshot_of_png(png: &[u8]) -> Result<RgbaImage, DeviceError> {
+    let failed = |e: image::ImageError| DeviceError::Protocol {
+        operation: "screencap -p".into(),
+        reason: format!("not a PNG ({} bytes): {e}", png.len()),
+    };
+    let reader = || {
+        let mut reader = image::ImageReader::new(std::io::Cursor::new(png));
+        reader.set_format(image::ImageFormat::Png);
+        reader
+    };
+    let (width, height) = reader().into_dimensions().map_err(failed)?;
+    super::check_screen("screencap -p", width, height)?;
+    reader().decode().map(|img| img.to_rgba8()).map_err(failed)
+}
+
 /// Reads `wm size`: an override size wins over the physical one.
 pub fn parse_wm_size(text: &str) -> Option<Size> {
     let size_after = |label: &str| {
@@ -371,20 +524,16 @@ impl Device for AdbDevice {
     fn screen_size(&mut self) -> Result<Size, DeviceError> {
         let out = self.run("wm size")?;
         let text = String::from_utf8_lossy(&out);
-        parse_wm_size(&text).ok_or_else(|| DeviceError::Protocol {
+        let size = parse_wm_size(&text).ok_or_else(|| DeviceError::Protocol {
             operation: "wm size".into(),
             reason: format!("no size in {:?}", text.trim()),
-        })
+        })?;
+        super::check_screen("wm size", size.width, size.height)
     }
 
     fn screenshot(&mut self) -> Result<RgbaImage, DeviceError> {
         let png = self.run("screencap -p")?;
-        image::load_from_memory_with_format(&png, image::ImageFormat::Png)
-            .map(|img| img.to_rgba8())
-            .map_err(|e| DeviceError::Protocol {
-                operation: "screencap -p".into(),
-                reason: format!("not a PNG ({} bytes): {e}", png.len()),
-            })
+        screenshot_of_png(&png)
     }
 
     fn ui_tree(&mut self) -> Result<Option<UiNode>, DeviceError> {
@@ -450,6 +599,176 @@ mod tests {
             .unwrap();
         assert!(matches!(e, DeviceError::Timeout { .. }), "{e:?}");
         drop(listener);
+    }
+
+    /// An adb server that lists one device, `hostile0`, and answers every
+    /// shell command with `answer`, run on the command's socket.
+    fn fake_server(answer: fn(&mut std::net::TcpStream)) -> SocketAddrV4 {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let std::net::SocketAddr::V4(server) = listener.local_addr().unwrap() else {
+            panic!("an IPv4 listener");
+        };
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                std::thread::spawn(move || {
+                    loop {
+                        let mut length = [0; 4];
+                        if stream.read_exact(&mut length).is_err() {
+                            return;
+                        }
+                        let length =
+                            usize::from_str_radix(std::str::from_utf8(&length).unwrap(), 16)
+                                .unwrap();
+                        let mut request = vec![0; length];
+                        stream.read_exact(&mut request).unwrap();
+                        let request = String::from_utf8(request).unwrap();
+                        let reply = |stream: &mut std::net::TcpStream, body: &str| {
+                            let _ = write!(stream, "OKAY{:04x}{body}", body.len());
+                        };
+                        if request == "host:devices-l" {
+                            return reply(&mut stream, "hostile0 device transport_id:1\n");
+                        } else if request == "host:features" {
+                            return reply(&mut stream, "");
+                        } else if request.starts_with("host:transport:") {
+                            let _ = stream.write_all(b"OKAY");
+                        } else if request.starts_with("shell:") {
+                            let _ = stream.write_all(b"OKAY");
+                            return answer(&mut stream);
+                        } else {
+                            let _ = stream.write_all(b"FAIL0004nope");
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        server
+    }
+
+    /// A device (or server) that prints without end fails the command at
+    /// the output limit instead of filling the memory.
+    #[test]
+    fn endless_output_is_cut_at_the_limit() {
+        use std::io::Write;
+        let server = fake_server(|stream| {
+            let block = vec![b'A'; 1 << 16];
+            while stream.write_all(&block).is_ok() {}
+        });
+        let mut device = AdbDevice::open("hostile0", server, Duration::from_secs(20)).unwrap();
+        let e = device.shell_within("wm size", 1 << 20).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unexpected reply to wm size: the command printed more than 1048576 bytes"
+        );
+        assert!(device.worker.is_none(), "the cut connection is not reused");
+    }
+
+    #[test]
+    fn device_lines_are_read_as_adb_prints_them() {
+        let line = |serial: &str, state: &str, product: &str, model: &str, device: &str| {
+            Some(ListedDevice {
+                serial: serial.into(),
+                state: state.into(),
+                product: product.into(),
+                model: model.into(),
+                device: device.into(),
+            })
+        };
+        let cases = [
+            (
+                "emulator-5554          device product:sdk_gphone64_x86_64 \
+                 model:sdk_gphone64_x86_64 device:emu64xa transport_id:1",
+                line(
+                    "emulator-5554",
+                    "device",
+                    "sdk_gphone64_x86_64",
+                    "sdk_gphone64_x86_64",
+                    "emu64xa",
+                ),
+            ),
+            // An older server's line, without a transport id.
+            (
+                "emulator-5556 offline product:sdk model:sdk device:emu",
+                line("emulator-5556", "offline", "sdk", "sdk", "emu"),
+            ),
+            (
+                "0123456789ABCDEF       no permissions (missing udev rules? user is in the \
+                 plugdev group); see [http://developer.android.com/tools/device.html] \
+                 usb:1-1 transport_id:3",
+                line(
+                    "0123456789ABCDEF",
+                    "no permissions (missing udev rules? user is in the plugdev group); see \
+                     [http://developer.android.com/tools/device.html]",
+                    "",
+                    "",
+                    "",
+                ),
+            ),
+            (
+                "192.168.1.5:5555\tunauthorized usb:2-1 transport_id:9",
+                line("192.168.1.5:5555", "unauthorized", "", "", ""),
+            ),
+            ("lonely", line("lonely", "unknown", "", "", "")),
+            ("", None),
+            ("   ", None),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(parse_device_line(text), expected, "{text:?}");
+        }
+    }
+
+    /// A PNG's header is read before its pixels: a small file that claims
+    /// more pixels than any screen has is refused undecoded.
+    #[test]
+    fn a_screenshot_larger_than_any_screen_is_refused_before_decoding() {
+        fn crc32(bytes: &[u8]) -> u32 {
+            let mut crc = !0u32;
+            for &b in bytes {
+                crc ^= u32::from(b);
+                for _ in 0..8 {
+                    crc = if crc & 1 == 1 {
+                        (crc >> 1) ^ 0xEDB8_8320
+                    } else {
+                        crc >> 1
+                    };
+                }
+            }
+            !crc
+        }
+        let png_of = |width: u32, height: u32| {
+            let mut png = Vec::new();
+            image::GrayImage::new(2, 2)
+                .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+                .unwrap();
+            // The signature (8 bytes), IHDR's length and type (8), its
+            // width and height, then its CRC over type and data.
+            png[16..20].copy_from_slice(&width.to_be_bytes());
+            png[20..24].copy_from_slice(&height.to_be_bytes());
+            let crc = crc32(&png[12..29]);
+            png[29..33].copy_from_slice(&crc.to_be_bytes());
+            png
+        };
+        let e = screenshot_of_png(&png_of(23_000, 23_000)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unexpected reply to screencap -p: a screen of 23000x23000 is past the 16384 pixels \
+             a side and 33554432 pixels in all any phone has"
+        );
+        // The header is what was checked: a plausible size is decoded, and
+        // its pixel data, made for 2 x 2, is then found short.
+        let e = screenshot_of_png(&png_of(1080, 2400))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("unexpected reply to screencap -p: not a PNG"),
+            "{e}"
+        );
+        assert_eq!(
+            screenshot_of_png(&png_of(2, 2)).unwrap().dimensions(),
+            (2, 2)
+        );
     }
 
     #[test]

@@ -40,6 +40,35 @@ use ui::UiNode;
 /// How long a long press holds: Android reports a long press after 500 ms;
 /// 800 ms leaves room for slow devices, as the spec asks.
 pub const LONG_PRESS_MS: u32 = 800;
+/// The longest side a device's screen may report: an 8K panel is 7,680.
+/// Past it a reported size is taken for a broken or hostile device.
+pub const MAX_SCREEN_SIDE: u32 = 16_384;
+/// The most pixels a screenshot may hold (8K is 33.2 million); as RGBA,
+/// 128 MiB.
+pub const MAX_SCREEN_PIXELS: u64 = 1 << 25;
+
+/// Refuses a screen of `width` × `height` no phone has, naming what
+/// reported it.
+pub fn check_screen(operation: &str, width: u32, height: u32) -> Result<Size, DeviceError> {
+    let pixels = u64::from(width) * u64::from(height);
+    if width == 0 || height == 0 {
+        Err(DeviceError::Protocol {
+            operation: operation.into(),
+            reason: format!("a screen of {width}x{height} has no pixels"),
+        })
+    } else if width.max(height) > MAX_SCREEN_SIDE || pixels > MAX_SCREEN_PIXELS {
+        Err(DeviceError::Protocol {
+            operation: operation.into(),
+            reason: format!(
+                "a screen of {width}x{height} is past the {MAX_SCREEN_SIDE} pixels a side and \
+                 {MAX_SCREEN_PIXELS} pixels in all any phone has"
+            ),
+        })
+    } else {
+        Ok(Size::new(width, height))
+    }
+}
+
 /// Duration of a swipe gesture: fast enough to fling a list, slow enough not
 /// to be taken for a tap.
 pub const SWIPE_MS: u32 = 300;
@@ -176,6 +205,24 @@ pub trait Device: Send {
 mod tests {
     use super::*;
     use crate::protocol::{Point, TRAINING_MAX_PIXELS};
+
+    #[test]
+    fn screens_no_phone_has_are_refused() {
+        for (w, h) in [(1080, 2400), (7680, 4320), (16_384, 2048), (1, 1)] {
+            assert_eq!(check_screen("wm size", w, h).unwrap(), Size::new(w, h));
+        }
+        let refused = |w, h| check_screen("wm size", w, h).unwrap_err().to_string();
+        assert_eq!(
+            refused(0, 2400),
+            "unexpected reply to wm size: a screen of 0x2400 has no pixels"
+        );
+        // One side too long; then the sides within bounds but 2^25 + 1 pixels
+        // in all (5,793 × 5,793 = 33,558,849).
+        for (w, h) in [(16_385, 10), (u32::MAX, u32::MAX), (5793, 5793)] {
+            assert!(refused(w, h).contains("any phone has"), "{w}x{h}");
+        }
+        assert!(check_screen("wm size", 5792, 5792).is_ok());
+    }
 
     // 1080x2400 -> model frame 1092x2408 (2400/28 = 85.7 -> 86; 1080/28 =
     // 38.6 -> 39). Model (546, 1204) -> device (546 * 1080/1092,

@@ -79,6 +79,10 @@ fn load_oracle(_: &str, _: u64) -> Result<Box<dyn Policy>, LoadPolicyError> {
     })
 }
 
+/// The most threads llama.cpp takes (ggml's `GGML_MAX_N_THREADS`); past
+/// it ggml throws from its graph, which aborts the whole process.
+pub const MAX_THREADS: i32 = 512;
+
 /// How a model is loaded and sampled.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LlamaConfig {
@@ -86,6 +90,7 @@ pub struct LlamaConfig {
     pub model: PathBuf,
     /// Vision projector GGUF (`mmproj-…`).
     pub mmproj: PathBuf,
+    /// 1 to [`MAX_THREADS`].
     pub threads: i32,
     /// Context window in tokens (prompt, image and answer together).
     pub context_tokens: u32,

@@ -94,10 +94,13 @@ impl SessionConfig {
         if let Err(reason) = self.agent.check() {
             return invalid(format!("agent.{reason}"));
         }
+        let most = agent_core::model::spec::MAX_THREADS;
         if let PolicyConfig::Llama { threads, .. } = &self.policy
-            && *threads == 0
+            && !(1..=most).contains(&i32::try_from(*threads).unwrap_or(i32::MAX))
         {
-            return invalid("policy.threads must be at least 1".into());
+            return invalid(format!(
+                "policy.threads is {threads}, and must be 1 to {most}"
+            ));
         }
         Ok(())
     }
@@ -188,8 +191,17 @@ mod tests {
         );
         assert!(
             error(r#"{"agent": {"goal": "x"}, "policy": {"kind": "llama", "model": "m", "mmproj": "p", "threads": 0}}"#)
-                .contains("policy.threads")
+                .contains("policy.threads is 0, and must be 1 to 512")
         );
+        // ggml throws past 512 threads, which aborts the app's process.
+        for threads in [513u64, 4_294_967_295] {
+            assert!(
+                error(&format!(
+                    r#"{{"agent": {{"goal": "x"}}, "policy": {{"kind": "llama", "model": "m", "mmproj": "p", "threads": {threads}}}}}"#
+                ))
+                .contains(&format!("policy.threads is {threads}, and must be 1 to 512"))
+            );
+        }
         assert!(
             error(&format!(
                 r#"{{"agent": {{"goal": "x", "max_pixel": 5}}, {scripted}}}"#

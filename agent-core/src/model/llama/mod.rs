@@ -24,7 +24,7 @@ mod sampling;
 
 use super::grammar::{GrammarLimits, btl_grammar};
 use super::preprocess::{PillowVersion, resize_bicubic_pil};
-pub use super::spec::{ALL_LAYERS, GPU_BACKEND, LlamaConfig, default_gpu_layers};
+pub use super::spec::{ALL_LAYERS, GPU_BACKEND, LlamaConfig, MAX_THREADS, default_gpu_layers};
 use super::{GenerationStats, ModelSettings, Observation, Policy, PolicyError, PolicyOutput};
 use crate::protocol::prompt::IMAGE_PLACEHOLDER;
 use image::RgbImage;
@@ -84,6 +84,8 @@ pub enum LoadError {
         max_tokens: u32,
         context: u32,
     },
+    #[error("{threads} threads asked for: llama.cpp runs on 1 to {MAX_THREADS}")]
+    Threads { threads: i32 },
     #[error("the llama.cpp backend failed to start: {0}")]
     Backend(String),
 }
@@ -458,6 +460,11 @@ pub struct LlamaPolicy {
 
 impl LlamaPolicy {
     pub fn load(config: LlamaConfig) -> Result<Self, LoadError> {
+        if !(1..=MAX_THREADS).contains(&config.threads) {
+            return Err(LoadError::Threads {
+                threads: config.threads,
+            });
+        }
         check_gguf(&config.model)?;
         gguf::check_layers(&config.model)?;
         check_gguf(&config.mmproj)?;
@@ -1104,6 +1111,27 @@ mod tests {
         let message = err.to_string();
         assert!(message.contains("mmproj-mismatched-f16.gguf"), "{message}");
         assert!(message.contains("128"), "{message}");
+    }
+
+    /// ggml throws from its graph past 512 threads (its work buffer is
+    /// sized per thread), which no Rust code can catch: refused at load.
+    #[test]
+    fn thread_counts_llama_cpp_cannot_run_are_refused() {
+        let tiny = || {
+            LlamaConfig::new(
+                fixture("tiny-qwen25vl-f16.gguf"),
+                fixture("mmproj-tiny-qwen25vl-f16.gguf"),
+            )
+        };
+        for threads in [0, -1, 513, i32::MAX] {
+            let err = LlamaPolicy::load(LlamaConfig { threads, ..tiny() })
+                .err()
+                .unwrap();
+            assert_eq!(
+                err.to_string(),
+                format!("{threads} threads asked for: llama.cpp runs on 1 to 512")
+            );
+        }
     }
 
     #[test]
