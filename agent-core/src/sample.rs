@@ -152,15 +152,14 @@ impl Sample {
                 crate::protocol::MIN_PIXELS
             ));
         }
+        // A screenshot is decoded whole, four bytes a pixel: a few
+        // kilobytes of PNG can claim gigabytes.
         let [w, h] = self.image_sizes[0];
-        let (most_side, most_pixels) = (
-            crate::device::MAX_SCREEN_SIDE,
-            crate::device::MAX_SCREEN_PIXELS,
-        );
-        if w.max(h) > most_side || u64::from(w) * u64::from(h) > most_pixels {
+        let most = crate::device::MAX_SCREEN_PIXELS;
+        if u64::from(w) * u64::from(h) > most {
             return Err(format!(
-                "\"image_sizes\" {w}x{h} is past the {most_side} pixels a side and {most_pixels} \
-                 pixels in all any phone screen has"
+                "\"image_sizes\" {w}x{h} is more than the {most} pixels btl reads of one \
+                 screenshot"
             ));
         }
         if let Err(e) = crate::protocol::smart_resize(self.image_size(), self.max_pixels) {
@@ -185,6 +184,19 @@ impl Sample {
                     .into(),
             ),
         }
+    }
+}
+
+/// Refuses an image of `width` × `height` (as its header gives them) that
+/// is not the size its sample gives it (`given`, its `image_sizes`
+/// entry): the sample's coordinates are in that frame, and would be read
+/// or taught on another picture.
+pub fn check_image_size(width: u32, height: u32, given: Option<&[u32; 2]>) -> Result<(), String> {
+    match given {
+        Some(&[w, h]) if (w, h) != (width, height) => Err(format!(
+            "it is {width}×{height} but the sample says {w}×{h}: its coordinates would not match"
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -428,12 +440,12 @@ mod tests {
             "line 1: sample 0: \"image_sizes\" fits no model frame: image size 80x16080 has \
              aspect ratio 201.0, above the model's limit of 200"
         );
+        // A full-page web capture is taller than any screen, and fine.
+        assert!(parse_samples(&sized(1280, 20_000)).is_ok());
         assert_eq!(
-            parse_samples(&sized(23_000, 23_000))
-                .unwrap_err()
-                .to_string(),
-            "line 1: sample 0: \"image_sizes\" 23000x23000 is past the 16384 pixels a side and \
-             33554432 pixels in all any phone screen has"
+            parse_samples(&sized(5793, 5793)).unwrap_err().to_string(),
+            "line 1: sample 0: \"image_sizes\" 5793x5793 is more than the 33554432 pixels btl \
+             reads of one screenshot"
         );
 
         let text = "[{\"images\": [], \"image_sizes\": [[1, 1]], \"messages\": [],\n \"solution\": \"[]\", \"bbox\": [1]}]";

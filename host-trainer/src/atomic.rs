@@ -47,7 +47,7 @@ pub(crate) fn writes_over(out: &Path, input: &Path) -> bool {
 
 /// `path` with links and `..` resolved, for a file that may not exist yet
 /// (in a directory that does).
-fn resolved(path: &Path) -> Option<PathBuf> {
+pub(crate) fn resolved(path: &Path) -> Option<PathBuf> {
     path.canonicalize().ok().or_else(|| {
         let parent = path
             .parent()

@@ -377,16 +377,19 @@ fn btl_train_in(cwd: &std::path::Path, args: &[&str]) -> std::process::Output {
 }
 
 /// A run's checkpoints hold its paths absolute, so it resumes from any
-/// working directory; one that stored them relative (before) still resumes
-/// from the directory it started in; and the log of a run stopped before
-/// its first checkpoint survives a fresh start over it.
+/// working directory, through a link, and after its directory was moved;
+/// one that stored them relative (before) still resumes; and the log of a
+/// run stopped before its first checkpoint survives a fresh start over it.
 #[test]
 fn a_run_resumes_from_anywhere_and_keeps_an_earlier_log() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
-    toy_config(&root, 3);
+    let first = root.join("first");
+    std::fs::create_dir(&first).unwrap();
+    toy_config(&first, 4);
     let flags = ["--num-generations", "4", "--save-every", "1"];
-    let run = |cwd: &std::path::Path, config: &str, more: &[&str]| {
+    let run = |cwd: &std::path::Path, config: &std::path::Path, more: &[&str]| {
+        let config = config.to_str().unwrap();
         let out = btl_train_in(
             cwd,
             &[&["grpo", "--config", config][..], &flags, more].concat(),
@@ -399,53 +402,77 @@ fn a_run_resumes_from_anywhere_and_keeps_an_earlier_log() {
         assert!(out.status.success(), "{more:?}: {text}");
         text
     };
+    let file = std::path::Path::new("train.toml");
     // Started with the file's relative name from its own directory.
-    run(&root, "train.toml", &["--stop-at", "1"]);
-    let state_path = root.join("out/checkpoint-000001/trainer_state.json");
+    run(&first, file, &["--stop-at", "1"]);
+    let state_path = first.join("out/checkpoint-000001/trainer_state.json");
     let state: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&state_path).unwrap()).unwrap();
     let config = &state["config"];
     assert_eq!(
         config["data"]["samples"][0].as_str(),
-        root.join("samples.json").to_str()
+        first.join("samples.json").to_str()
     );
     assert_eq!(
         config["run"]["output_dir"].as_str(),
-        root.join("out").to_str()
+        first.join("out").to_str()
     );
 
+    // From elsewhere, through a link to the run's directory.
     let elsewhere = tempfile::tempdir().unwrap();
-    let absolute = root.join("train.toml");
+    let link = root.join("link");
+    std::os::unix::fs::symlink(&first, &link).unwrap();
     let text = run(
         elsewhere.path(),
-        absolute.to_str().unwrap(),
+        &link.join(file),
         &["--stop-at", "2", "--resume"],
     );
     assert!(text.contains("resumed at step 1"), "{text}");
 
     // A checkpoint as runs wrote them before: paths as the file gave them.
-    let state_path = root.join("out/checkpoint-000002/trainer_state.json");
+    let state_path = first.join("out/checkpoint-000002/trainer_state.json");
+    // (The link's spelling, which the last resume gave.)
     let relative = std::fs::read_to_string(&state_path)
         .unwrap()
-        .replace(&format!("{}/", root.display()), "");
+        .replace(&format!("{}/", link.display()), "");
     assert!(relative.contains("\"output_dir\": \"out\""), "{relative}");
     std::fs::write(&state_path, relative).unwrap();
-    let text = run(&root, "train.toml", &["--resume"]);
+    let text = run(&first, file, &["--stop-at", "3", "--resume"]);
+    assert!(text.contains("resumed at step 2"), "{text}");
+
+    // The run's directory moved: its old paths are gone.
+    let moved = root.join("moved");
+    std::fs::rename(&first, &moved).unwrap();
+    let text = run(elsewhere.path(), &moved.join(file), &["--resume"]);
     assert!(
-        text.contains("resumed at step 2") && text.contains("trained 3 steps"),
+        text.contains("resumed at step 3") && text.contains("trained 4 steps"),
         "{text}"
     );
-
-    // A fresh start where a stopped run left only its log.
-    let fresh = root.join("fresh");
-    std::fs::create_dir(&fresh).unwrap();
-    let earlier = std::fs::read(root.join("out/metrics.jsonl")).unwrap();
-    std::fs::write(fresh.join("metrics.jsonl"), &earlier).unwrap();
-    let text = run(
-        &root,
-        "train.toml",
-        &["--steps", "1", "--output-dir", "fresh"],
+    // Another existing data file is another run.
+    std::fs::copy(moved.join("samples.json"), moved.join("other.json")).unwrap();
+    let out = btl_train_in(
+        &moved,
+        &[
+            &["grpo", "--config", "train.toml", "--samples", "other.json"][..],
+            &flags,
+            &["--steps", "5", "--resume"],
+        ]
+        .concat(),
     );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("another configuration (data.samples is ["),
+        "{stderr}"
+    );
+
+    // A fresh start where a stopped run left only its log, one line of it
+    // damaged.
+    let fresh = moved.join("fresh");
+    std::fs::create_dir(&fresh).unwrap();
+    let mut earlier = std::fs::read(moved.join("out/metrics.jsonl")).unwrap();
+    earlier.splice(0..0, b"{\"step\": tr\n".iter().copied());
+    std::fs::write(fresh.join("metrics.jsonl"), &earlier).unwrap();
+    let text = run(&moved, file, &["--steps", "1", "--output-dir", "fresh"]);
     let kept = fresh.join("metrics.stopped-1.jsonl");
     assert!(
         text.contains(&format!(

@@ -16,7 +16,7 @@ use super::{Failure, Outcome, in_file, json_line, read_input};
 use crate::model::{Observation, Policy};
 use crate::protocol::prompt::{IMAGE_PLACEHOLDER, listed_screen};
 use crate::protocol::{FrameMap, Profile, Prompt, ScreenElement, Size};
-use crate::sample::{Sample, SampleRef, parse_samples};
+use crate::sample::{Sample, SampleRef, check_image_size, parse_samples};
 use anyhow::{Context, anyhow};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
@@ -123,15 +123,8 @@ fn observation(sample: &Sample, base: &Path) -> anyhow::Result<SampleObservation
             // The header first: the sample's size is bounded, and a small
             // file may claim gigabytes of pixels.
             let (width, height) = image::image_dimensions(&image_path).with_context(unreadable)?;
-            if let Some(&[w, h]) = sample.image_sizes.first()
-                && (w, h) != (width, height)
-            {
-                return Err(anyhow!(
-                    "image {} is {width}×{height} but the sample says {w}×{h}: its coordinates \
-                     would not match",
-                    image_path.display(),
-                ));
-            }
+            check_image_size(width, height, sample.image_sizes.first())
+                .map_err(|e| anyhow!("image {}: {e}", image_path.display()))?;
             let screenshot = image::open(&image_path)
                 .with_context(unreadable)?
                 .to_rgba8();

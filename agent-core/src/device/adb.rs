@@ -286,15 +286,25 @@ pub struct ListedDevice {
 }
 
 /// The devices the adb server knows (`adb devices -l`), waiting at most
-/// `timeout` for its answer. A line that names no device is passed over:
-/// one odd line (an older server's, a device without permissions) must
-/// not hide the others.
+/// `timeout` for its answer. A server on this machine that is not running
+/// is started, as `adb devices` does. A line that names no device is
+/// passed over: one odd line must not hide the others.
 pub fn list_devices(
     server: SocketAddrV4,
     timeout: Duration,
 ) -> Result<Vec<ListedDevice>, DeviceError> {
     let listing = within("adb devices", timeout, move || {
-        host_request(server, "host:devices-l").map_err(|e| match e {
+        let ask = || host_request(server, "host:devices-l", timeout);
+        let answer = match ask() {
+            Err(HostError::Io(e))
+                if e.kind() == std::io::ErrorKind::ConnectionRefused
+                    && server.ip().is_loopback() =>
+            {
+                start_server(server.port()).and_then(|()| ask())
+            }
+            answer => answer,
+        };
+        answer.map_err(|e| match e {
             HostError::Io(e) => DeviceError::Disconnected {
                 operation: "adb devices".into(),
                 reason: e.to_string(),
@@ -309,6 +319,28 @@ pub fn list_devices(
         .lines()
         .filter_map(parse_device_line)
         .collect())
+}
+
+/// Starts an adb server on this machine's `port` (`adb -P PORT
+/// start-server`, which returns once it listens).
+fn start_server(port: u16) -> Result<(), HostError> {
+    let failed = |why: String| {
+        HostError::Reply(format!(
+            "no adb server listens on port {port}, and `adb start-server` could not start one: \
+             {why}"
+        ))
+    };
+    let out = std::process::Command::new("adb")
+        .args(["-P", &port.to_string(), "start-server"])
+        .output()
+        .map_err(|e| failed(format!("{e} (is adb installed?)")))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(failed(
+            String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        ))
+    }
 }
 
 /// The most bytes of a reply of the adb server's host services: its
@@ -328,69 +360,98 @@ impl From<std::io::Error> for HostError {
 
 /// Sends one request to the adb server's host services and reads its
 /// reply: `OKAY` and a length-prefixed payload, or `FAIL` and a message.
-fn host_request(server: SocketAddrV4, request: &str) -> Result<Vec<u8>, HostError> {
+/// The socket gives up after twice `timeout`: the caller stops waiting at
+/// `timeout` ([`within`]), and the thread left behind then ends too.
+fn host_request(
+    server: SocketAddrV4,
+    request: &str,
+    timeout: Duration,
+) -> Result<Vec<u8>, HostError> {
     use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(server)?;
+    let patience = timeout.saturating_mul(2);
+    let mut stream = std::net::TcpStream::connect_timeout(&server.into(), patience)?;
+    stream.set_read_timeout(Some(patience))?;
+    stream.set_write_timeout(Some(patience))?;
     stream.write_all(format!("{:04x}{request}", request.len()).as_bytes())?;
+    let mut read = |buffer: &mut [u8], what: &str| {
+        stream.read_exact(buffer).map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => HostError::Reply(format!(
+                "the server closed the connection before its {what}"
+            )),
+            _ => HostError::Io(e),
+        })
+    };
     let mut status = [0; 4];
-    stream.read_exact(&mut status)?;
+    read(&mut status, "status")?;
+    if !matches!(&status, b"OKAY" | b"FAIL") {
+        return Err(HostError::Reply(format!(
+            "the status {:?} is neither OKAY nor FAIL (is it an adb server?)",
+            status.escape_ascii().to_string()
+        )));
+    }
     let mut length = [0; 4];
-    stream.read_exact(&mut length)?;
+    read(&mut length, "reply's length")?;
     let length = std::str::from_utf8(&length)
         .ok()
         .and_then(|hex| usize::from_str_radix(hex, 16).ok())
         .filter(|&n| n <= MAX_HOST_REPLY)
-        .ok_or_else(|| HostError::Reply(format!("no length in {:?}", length.escape_ascii())))?;
+        .ok_or_else(|| {
+            HostError::Reply(format!(
+                "{:?} is no length of four hex digits",
+                length.escape_ascii().to_string()
+            ))
+        })?;
     let mut payload = vec![0; length];
-    stream.read_exact(&mut payload)?;
-    match &status {
-        b"OKAY" => Ok(payload),
-        b"FAIL" => Err(HostError::Reply(format!(
+    read(&mut payload, "whole reply")?;
+    if &status == b"OKAY" {
+        Ok(payload)
+    } else {
+        Err(HostError::Reply(format!(
             "the server refused: {}",
             String::from_utf8_lossy(&payload)
-        ))),
-        other => Err(HostError::Reply(format!(
-            "the status {:?} is neither OKAY nor FAIL",
-            other.escape_ascii()
-        ))),
+        )))
     }
 }
 
-/// One line of `adb devices -l`: the serial, the state (`device`,
-/// `offline`, or words such as `no permissions (…); see […]`), then
-/// `key:value` fields. `None` for a line without a serial.
+/// The fields adb writes after a device's state, each `key:value`.
+const DEVICE_FIELDS: [&str; 5] = ["usb:", "product:", "model:", "device:", "transport_id:"];
+
+/// One line of `adb devices -l`: the serial (which may hold spaces: AOSP's
+/// adb writes `(no serial number)` for an empty one), the state (one word
+/// such as `device` or `offline`, or `no permissions (…); see […]`), then
+/// `key:value` fields, which AOSP's adb puts last so that a reader can
+/// find them from the end. `None` for a line without a serial.
 pub fn parse_device_line(line: &str) -> Option<ListedDevice> {
-    const KEYS: [&str; 5] = ["usb:", "product:", "model:", "device:", "transport_id:"];
-    let line = line.trim();
-    let (serial, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-    if serial.is_empty() {
+    let mut words: Vec<&str> = line.split_whitespace().collect();
+    let fields_from = words
+        .iter()
+        .rposition(|w| !DEVICE_FIELDS.iter().any(|k| w.starts_with(k)))
+        .map_or(0, |last| last + 1);
+    let fields = words.split_off(fields_from);
+    // What is left is the serial and the state.
+    let state_at = match words.windows(2).position(|w| w == ["no", "permissions"]) {
+        Some(at) => at,
+        None => words.len().checked_sub(1)?,
+    };
+    if state_at == 0 {
         return None;
     }
-    let mut words = rest.split_whitespace().peekable();
-    let mut state = Vec::new();
-    while let Some(word) = words.next_if(|w| !KEYS.iter().any(|k| w.starts_with(k))) {
-        state.push(word);
-    }
     let mut device = ListedDevice {
-        serial: serial.to_owned(),
-        state: if state.is_empty() {
-            "unknown".to_owned()
-        } else {
-            state.join(" ")
-        },
+        serial: words[..state_at].join(" "),
+        state: words[state_at..].join(" "),
         product: String::new(),
         model: String::new(),
         device: String::new(),
     };
-    for word in words {
-        let (key, value) = word.split_once(':').unwrap_or((word, ""));
-        let field = match key {
+    for field in fields {
+        let (key, value) = field.split_once(':').unwrap_or((field, ""));
+        let slot = match key {
             "product" => &mut device.product,
             "model" => &mut device.model,
             "device" => &mut device.device,
             _ => continue,
         };
-        *field = value.to_owned();
+        *slot = value.to_owned();
     }
     Some(device)
 }
@@ -602,8 +663,8 @@ mod tests {
     }
 
     /// An adb server that lists one device, `hostile0`, and answers every
-    /// shell command with `answer`, run on the command's socket.
-    fn fake_server(answer: fn(&mut std::net::TcpStream)) -> SocketAddrV4 {
+    /// shell command with `answer`, given the command and its socket.
+    fn fake_server(answer: fn(&str, &mut std::net::TcpStream)) -> SocketAddrV4 {
         use std::io::{Read, Write};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let std::net::SocketAddr::V4(server) = listener.local_addr().unwrap() else {
@@ -633,9 +694,9 @@ mod tests {
                             return reply(&mut stream, "");
                         } else if request.starts_with("host:transport:") {
                             let _ = stream.write_all(b"OKAY");
-                        } else if request.starts_with("shell:") {
+                        } else if let Some(command) = request.strip_prefix("shell:") {
                             let _ = stream.write_all(b"OKAY");
-                            return answer(&mut stream);
+                            return answer(command, &mut stream);
                         } else {
                             let _ = stream.write_all(b"FAIL0004nope");
                             return;
@@ -648,13 +709,18 @@ mod tests {
     }
 
     /// A device (or server) that prints without end fails the command at
-    /// the output limit instead of filling the memory.
+    /// the output limit instead of filling the memory, and the next
+    /// command is answered.
     #[test]
     fn endless_output_is_cut_at_the_limit() {
         use std::io::Write;
-        let server = fake_server(|stream| {
-            let block = vec![b'A'; 1 << 16];
-            while stream.write_all(&block).is_ok() {}
+        let server = fake_server(|command, stream| {
+            if command.starts_with("wm size") {
+                let block = vec![b'A'; 1 << 16];
+                while stream.write_all(&block).is_ok() {}
+            } else {
+                let _ = stream.write_all(b"ok\n__btl_rc=0\n");
+            }
         });
         let mut device = AdbDevice::open("hostile0", server, Duration::from_secs(20)).unwrap();
         let e = device.shell_within("wm size", 1 << 20).unwrap_err();
@@ -662,7 +728,79 @@ mod tests {
             e.to_string(),
             "unexpected reply to wm size: the command printed more than 1048576 bytes"
         );
-        assert!(device.worker.is_none(), "the cut connection is not reused");
+        let answered = device.shell_within("echo ok", 1 << 20).unwrap();
+        assert_eq!(
+            (answered.stdout.as_slice(), answered.exit_code),
+            (&b"ok\n"[..], 0)
+        );
+    }
+
+    /// What is not an adb server, or one that hangs up, is named as such.
+    #[test]
+    fn replies_that_are_not_an_adb_server_s_are_named() {
+        use std::io::{Read, Write};
+        let serve = |reply: &'static [u8]| {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let std::net::SocketAddr::V4(server) = listener.local_addr().unwrap() else {
+                panic!("an IPv4 listener");
+            };
+            std::thread::spawn(move || {
+                let (mut stream, _) = listener.accept().unwrap();
+                let mut request = [0; 18];
+                stream.read_exact(&mut request).unwrap();
+                assert_eq!(&request, b"000ehost:devices-l");
+                stream.write_all(reply).unwrap();
+            });
+            server
+        };
+        let cases: [(&[u8], &str); 4] = [
+            (
+                b"HTTP/1.1 400 Bad Request\r\n",
+                "unexpected reply to adb devices: the status \"HTTP\" is neither OKAY nor FAIL \
+                 (is it an adb server?)",
+            ),
+            (
+                b"FAIL0010device not found",
+                "unexpected reply to adb devices: the server refused: device not found",
+            ),
+            (
+                b"OKAY00",
+                "unexpected reply to adb devices: the server closed the connection before its \
+                 reply's length",
+            ),
+            (
+                b"OKAYzzzz",
+                "unexpected reply to adb devices: \"zzzz\" is no length of four hex digits",
+            ),
+        ];
+        for (reply, expected) in cases {
+            let e = list_devices(serve(reply), Duration::from_secs(10)).unwrap_err();
+            assert_eq!(e.to_string(), expected);
+        }
+        let listed = list_devices(
+            serve(b"OKAY0027emulator-5554\tdevice\nlonely\n\nx offline\n"),
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        let serials: Vec<_> = listed.iter().map(|d| d.serial.as_str()).collect();
+        assert_eq!(serials, ["emulator-5554", "x"]);
+    }
+
+    /// As `adb devices` does, a listing from this machine starts the adb
+    /// server where none runs (Debian's adb, on a free port of its own).
+    #[test]
+    fn a_local_server_that_is_not_running_is_started() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let server = SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, port);
+        let listed = list_devices(server, Duration::from_secs(30));
+        let _ = std::process::Command::new("adb")
+            .args(["-P", &port.to_string(), "kill-server"])
+            .output();
+        assert!(listed.is_ok(), "{listed:?}");
     }
 
     #[test]
@@ -710,7 +848,13 @@ mod tests {
                 "192.168.1.5:5555\tunauthorized usb:2-1 transport_id:9",
                 line("192.168.1.5:5555", "unauthorized", "", "", ""),
             ),
-            ("lonely", line("lonely", "unknown", "", "", "")),
+            // AOSP's adb writes this for a device with an empty serial.
+            (
+                "(no serial number)     device usb:1-1 transport_id:4",
+                line("(no serial number)", "device", "", "", ""),
+            ),
+            ("lonely", None),
+            ("no permissions (x); see [y]", None),
             ("", None),
             ("   ", None),
         ];

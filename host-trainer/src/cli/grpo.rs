@@ -17,7 +17,7 @@ use toml::{Table, Value};
 use crate::error::Error;
 use crate::grpo::config::{TrainConfig, TrainObjective};
 use crate::grpo::log::SignalWatch;
-use crate::grpo::run::run;
+use crate::grpo::run::{keep_stopped_log, run};
 use crate::grpo::trainer::BtlReward;
 
 #[derive(Debug, clap::Args)]
@@ -227,12 +227,13 @@ impl GrpoArgs {
         // The run's checkpoints keep its configuration, and `export` and
         // `--resume` read its paths from there: absolute, they hold from
         // any working directory.
-        let base = std::path::absolute(if base.as_os_str().is_empty() {
+        let dir = if base.as_os_str().is_empty() {
             Path::new(".")
         } else {
             &base
-        })
-        .map_err(|e| Failure::BadInput(anyhow!("{}: {e}", base.display())))?;
+        };
+        let base = std::path::absolute(dir)
+            .map_err(|e| Failure::BadInput(anyhow!("{}: {e}", dir.display())))?;
         let t = &mut table;
         let method = match objective {
             TrainObjective::Grpo => "grpo",
@@ -415,6 +416,17 @@ fn run_training(args: &GrpoArgs, objective: TrainObjective) -> Outcome {
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    // Said before the run starts: it may take hours, or fail.
+    if resume.is_none()
+        && let Some(earlier) =
+            keep_stopped_log(&config.run.output_dir).map_err(|e| Failure::Failed(e.into()))?
+    {
+        eprintln!(
+            "btl-train: the log of an earlier run here, stopped before its first checkpoint, \
+             is kept as {}",
+            earlier.display()
+        );
+    }
     let mut watch = SignalWatch::default();
     let outcome = run(config.clone(), reward, resume.as_deref(), |m| {
         if objective == TrainObjective::Grpo
@@ -469,13 +481,6 @@ fn run_training(args: &GrpoArgs, objective: TrainObjective) -> Outcome {
         other => Failure::BadInput(other.into()),
     })?;
     bar.finish();
-    if let Some(earlier) = &outcome.earlier_log {
-        eprintln!(
-            "btl-train: the log of an earlier run here, stopped before its first checkpoint, \
-             is kept as {}",
-            earlier.display()
-        );
-    }
     if outcome.resumed_at > 0 {
         println!("resumed at step {}", outcome.resumed_at);
     }

@@ -207,12 +207,7 @@ fn check_image(bytes: &[u8], size: Option<&[u32; 2]>) -> Result<(), String> {
         .map_err(|e| e.to_string())?
         .into_dimensions()
         .map_err(|e| format!("not an image: {e}"))?;
-    match size {
-        Some(&[w, h]) if (w, h) != (width, height) => Err(format!(
-            "it is {width}×{height} but the sample says {w}×{h}: its coordinates would not match"
-        )),
-        _ => Ok(()),
-    }
+    agent_core::sample::check_image_size(width, height, size)
 }
 
 /// Writes `staging/images/` and `staging/train.jsonl` for `samples`, the

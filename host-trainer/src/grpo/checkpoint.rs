@@ -187,6 +187,7 @@ pub fn resume(dir: &Path, config: TrainConfig, trainer: &mut Trainer) -> Result<
     // Runs before paths were stored absolute kept them as given, relative
     // to the directory they started in, and resume from there.
     saved.resolve_paths(&std::path::absolute(".").map_err(io(Path::new(".")))?);
+    same_files(&mut saved, &config);
     saved.run.steps = config.run.steps;
     saved.run.stop_at = config.run.stop_at;
     if saved != config {
@@ -223,6 +224,31 @@ pub fn resume(dir: &Path, config: TrainConfig, trainer: &mut Trainer) -> Result<
         .map_err(|e| corrupt(&path, e.to_string()))?;
     trainer.set_steps_done(state.steps_done);
     Ok(dir)
+}
+
+/// Takes `now`'s spelling of each path of `saved` that names the same file
+/// (through a link, or with `..`), or whose file is gone: a run whose
+/// directory was moved or renamed resumes from where it is now.
+fn same_files(saved: &mut TrainConfig, now: &TrainConfig) {
+    let same = |saved: &mut PathBuf, now: &Path| {
+        let resolved = crate::atomic::resolved(saved);
+        if !saved.exists() || (resolved.is_some() && resolved == crate::atomic::resolved(now)) {
+            *saved = now.to_owned();
+        }
+    };
+    same(&mut saved.model.checkpoint, &now.model.checkpoint);
+    if let (Some(saved), Some(now)) = (&mut saved.model.tokenizer, &now.model.tokenizer) {
+        same(saved, now);
+    }
+    for (saved, now) in [
+        (&mut saved.data.samples, &now.data.samples),
+        (&mut saved.data.heldout, &now.data.heldout),
+    ] {
+        if saved.len() == now.len() {
+            saved.iter_mut().zip(now).for_each(|(s, n)| same(s, n));
+        }
+    }
+    same(&mut saved.run.output_dir, &now.run.output_dir);
 }
 
 /// Each key whose value differs, as `section.key is X in the checkpoint, Y

@@ -367,18 +367,20 @@ impl TrainConfig {
 
     /// Makes relative paths relative to `base` (the configuration's directory).
     pub fn resolve_paths(&mut self, base: &Path) {
-        let fix = |p: &mut PathBuf| {
+        for p in self.paths_mut() {
             if p.is_relative() {
                 *p = base.join(&*p);
             }
-        };
-        fix(&mut self.model.checkpoint);
-        if let Some(t) = &mut self.model.tokenizer {
-            fix(t);
         }
-        self.data.samples.iter_mut().for_each(fix);
-        self.data.heldout.iter_mut().for_each(fix);
-        fix(&mut self.run.output_dir);
+    }
+
+    fn paths_mut(&mut self) -> Vec<&mut PathBuf> {
+        let mut paths = vec![&mut self.model.checkpoint];
+        paths.extend(self.model.tokenizer.as_mut());
+        paths.extend(self.data.samples.iter_mut());
+        paths.extend(self.data.heldout.iter_mut());
+        paths.push(&mut self.run.output_dir);
+        paths
     }
 
     /// The tokenizer file: the configured one or the checkpoint's.

@@ -64,16 +64,11 @@ pub fn run(
         source,
     })?;
     let resumed_at = trainer.steps_done();
-    // A run stopped before its first checkpoint leaves only its log, which
-    // a fresh start would empty: it is kept beside the new one.
-    let log_path = out.join(METRICS_FILE);
     let earlier_log = match resume {
-        None if log_path.is_file() && !read_metrics(&log_path)?.is_empty() => {
-            Some(set_aside(&log_path)?)
-        }
-        _ => None,
+        None => keep_stopped_log(out)?,
+        Some(_) => None,
     };
-    let mut log = MetricsLog::open(&log_path, resumed_at)?;
+    let mut log = MetricsLog::open(&out.join(METRICS_FILE), resumed_at)?;
     let plot_path = out.join(PLOT_FILE);
     let mut last_checkpoint = None;
     let mut profiled = Profiled::default();
@@ -133,19 +128,22 @@ pub fn run(
     })
 }
 
-/// Moves the log at `path` to the first free `metrics.stopped-N.jsonl`
-/// beside it and returns where.
-fn set_aside(path: &Path) -> Result<PathBuf> {
-    let dir = path.parent().unwrap_or(Path::new("."));
+/// Where a run stopped before its first checkpoint left only its log in
+/// the output directory `out`, moves that log to the first free
+/// `metrics.stopped-N.jsonl` beside it and returns where: a fresh start
+/// would empty it. The log is not read, so a damaged one is kept too.
+pub fn keep_stopped_log(out: &Path) -> Result<Option<PathBuf>> {
+    let log = out.join(METRICS_FILE);
+    let holds_steps = std::fs::metadata(&log).is_ok_and(|m| m.is_file() && m.len() > 0);
+    if !holds_steps || checkpoint::latest(out)?.is_some() {
+        return Ok(None);
+    }
     let free = (1u64..)
-        .map(|n| dir.join(format!("metrics.stopped-{n}.jsonl")))
+        .map(|n| out.join(format!("metrics.stopped-{n}.jsonl")))
         .find(|p| !p.exists())
         .expect("an unbounded range has a free name");
-    std::fs::rename(path, &free).map_err(|source| Error::Io {
-        path: path.to_owned(),
-        source,
-    })?;
-    Ok(free)
+    std::fs::rename(&log, &free).map_err(|source| Error::Io { path: log, source })?;
+    Ok(Some(free))
 }
 
 /// The profiled stretch of a run ([`profile`]).
