@@ -216,8 +216,8 @@ impl AdbDevice {
             done.map_err(|e| disconnected(&op, e))?;
             Ok((out.bytes, err.bytes))
         });
-        // The connection of a command cut short may still be streaming: the
-        // next command starts on a fresh one.
+        // A command cut short may leave its socket streaming; dropping the
+        // worker closes it now rather than at the next command's connect.
         let (stdout, stderr) = answer.inspect_err(|_| self.worker = None)?;
         split_exit_code(stdout, stderr).ok_or_else(|| DeviceError::Protocol {
             operation: command.into(),
