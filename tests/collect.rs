@@ -169,6 +169,26 @@ fn collect_without_devices_is_bad_usage() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no devices"), "{}", stderr(&out));
+
+    // Two workers on one phone would record each other's taps.
+    let out = dir.btl([
+        "collect",
+        "--tasks",
+        "all",
+        "--out",
+        "x",
+        "--policy",
+        "oracle",
+        "--devices",
+        "emulator-5554,emulator-5556,emulator-5554",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--devices names emulator-5554 twice"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!dir.path("x").exists());
 }
 
 #[test]

@@ -249,6 +249,21 @@ fn only_successful_episodes_are_used_unless_asked() {
     );
     assert_eq!(all.len(), solved_steps + 1);
     assert_eq!(all.last().unwrap().id.as_deref(), Some("cut/step-0001"));
+
+    // Unsuccessful episodes alone make no sample: the earlier file stays.
+    let before = std::fs::read(&out).unwrap();
+    let e = from_trajectories(&[cut], &out, &ConvertOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        format!(
+            "no samples were made (1 of 1 episodes were unsuccessful and left out; \
+             --all-episodes uses them too), so {} is left as it was",
+            out.display()
+        )
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), before);
 }
 
 /// A canonical answer with no blink.
@@ -784,6 +799,81 @@ fn an_output_never_overwrites_an_input() {
     );
     assert_eq!(std::fs::read(&log).unwrap(), steps);
     assert_eq!(std::fs::read(&samples).unwrap(), written);
+
+    // The images directory beside --out replaces its namesake: an input
+    // collection of that name would be moved aside and removed.
+    let collection = tmp.path().join("runs/x-images");
+    let episode_copy = collection.join("wifi");
+    std::fs::create_dir_all(&collection).unwrap();
+    std::fs::rename(&episode, &episode_copy).unwrap();
+    let out = tmp.path().join("runs/x.json");
+    for command in ["from-trajectories", "tap-text"] {
+        let args = [
+            "data",
+            command,
+            collection.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        let result = btl_train(&args);
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert_eq!(result.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "its images go to {}, which would replace {}, which this command reads",
+                collection.display(),
+                collection.display()
+            )),
+            "{stderr}"
+        );
+        assert!(episode_copy.join("steps.jsonl").is_file());
+    }
+
+    // An export replaces the images and dataset an earlier export made,
+    // and no others unless told to.
+    let theirs = tmp.path().join("theirs");
+    std::fs::create_dir_all(theirs.join("images")).unwrap();
+    std::fs::write(theirs.join("images/keep.txt"), "mine").unwrap();
+    let export = |force: &[&str]| {
+        let args = [
+            &[
+                "data",
+                "export",
+                "--format",
+                "ms-swift",
+                "--samples",
+                samples.to_str().unwrap(),
+                "--out",
+                theirs.to_str().unwrap(),
+            ][..],
+            force,
+        ]
+        .concat();
+        btl_train(&args)
+    };
+    let refused = export(&[]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{} would be replaced, and no export made it; export elsewhere, or give --force",
+            theirs.join("images").display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(theirs.join("images/keep.txt")).unwrap(),
+        b"mine"
+    );
+    for again in [&["--force"][..], &[]] {
+        let done = export(again);
+        assert!(
+            done.status.success(),
+            "{again:?}: {}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+    }
+    assert!(!theirs.join("images/keep.txt").exists());
 }
 
 /// `btl-train ARGS` fails as bad input for writing over `over`.

@@ -551,6 +551,14 @@ fn one_episode(
         Target::Sim { .. } => Target::Sim { seed },
         adb => adb.clone(),
     };
+    // A finished episode is read back, not rerun: one of another device
+    // would be counted as this one's.
+    if dir.join(crate::agent::trajectory::EPISODE_FILE).exists() {
+        let recorded = read_trajectory(dir).map_err(|e| Failure::Failed(e.into()))?;
+        target
+            .check_resumes(&recorded, dir)
+            .map_err(Failure::BadInput)?;
+    }
     let outcome = match run_task_episode(
         &target,
         &task,

@@ -278,10 +278,19 @@ pub fn run(args: &Args) -> Outcome {
 }
 
 fn targets(args: &Args) -> Result<Vec<Target>, Failure> {
-    let mut targets: Vec<Target> = args
-        .devices
+    let serials: Vec<&String> = args.devices.iter().filter(|s| !s.is_empty()).collect();
+    // Two workers on one phone would each record the other's taps.
+    if let Some(twice) = serials
         .iter()
-        .filter(|s| !s.is_empty())
+        .enumerate()
+        .find_map(|(i, s)| serials[..i].contains(s).then_some(s))
+    {
+        return Err(Failure::BadInput(anyhow!(
+            "--devices names {twice} twice: one worker drives each phone"
+        )));
+    }
+    let mut targets: Vec<Target> = serials
+        .into_iter()
         .map(|serial| Target::adb(serial, args.adb_port))
         .collect();
     // The seed is set per episode; this one only marks the kind.

@@ -337,6 +337,23 @@ impl Target {
         }
     }
 
+    /// Refuses to go on with `recorded` here unless [`Self::resumes_on`]
+    /// its device: a trajectory continued on another phone mixes two
+    /// devices' screens.
+    pub fn check_resumes(&self, recorded: &Trajectory, dir: &Path) -> anyhow::Result<()> {
+        let device = &recorded.episode.device;
+        if self.resumes_on(device) {
+            Ok(())
+        } else {
+            Err(anyhow!(
+                "{} holds an episode that ran on {device}, not on {}: continue it there, or give \
+                 a new --out",
+                dir.display(),
+                self.describe()
+            ))
+        }
+    }
+
     /// Whether `task` can be set up and checked here.
     pub fn supports(&self, task: &Arc<dyn Task>) -> bool {
         matches!(self, Target::Sim { .. }) || task.setting_check().is_some()
@@ -832,6 +849,9 @@ pub fn run_task_episode(
         if let Some(outcome) = recorded.episode.ended() {
             return Ok(outcome.clone());
         }
+        target
+            .check_resumes(&recorded, dir)
+            .map_err(EpisodeFailure::OtherRun)?;
         let prepared =
             prepare_resumed(target, Some(task), &recorded).map_err(EpisodeFailure::Device)?;
         let agent = Agent::resume(dir, prepared.device, policy).map_err(|e| other(e.into()))?;
@@ -862,6 +882,43 @@ mod tests {
 
     fn agent_args(flags: &[&str]) -> AgentArgs {
         Cli::parse_from(std::iter::once("btl").chain(flags.iter().copied())).agent
+    }
+
+    /// An episode of the virtual phone goes on on a virtual phone only, one
+    /// of an adb device on that device only.
+    #[test]
+    fn an_episode_goes_on_on_the_device_it_ran_on() {
+        use crate::agent::trajectory::{old_oracle_trajectory, parse_trajectory};
+        let (episode, log) = old_oracle_trajectory();
+        let mut recorded = parse_trajectory(Path::new("old"), episode, log).unwrap();
+        let dir = Path::new("runs/b");
+        assert_eq!(recorded.episode.device, SimDevice::NAME);
+        assert!(
+            Target::Sim { seed: 3 }
+                .check_resumes(&recorded, dir)
+                .is_ok()
+        );
+        let phone = Target::adb("emulator-5554", None);
+        assert_eq!(
+            phone.check_resumes(&recorded, dir).unwrap_err().to_string(),
+            format!(
+                "runs/b holds an episode that ran on {}, not on adb device emulator-5554: \
+                 continue it there, or give a new --out",
+                SimDevice::NAME
+            )
+        );
+        recorded.episode.device = "emulator-5554".into();
+        assert!(phone.check_resumes(&recorded, dir).is_ok());
+        assert!(
+            Target::adb("emulator-5556", None)
+                .check_resumes(&recorded, dir)
+                .is_err()
+        );
+        assert!(
+            Target::Sim { seed: 3 }
+                .check_resumes(&recorded, dir)
+                .is_err()
+        );
     }
 
     /// Each differing leaf is worded with the recorded value first.

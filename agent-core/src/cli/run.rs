@@ -215,6 +215,9 @@ fn resume(args: &Args, target: &Target, dir: &Path) -> Result<Started, Failure> 
             .into(),
         ));
     }
+    target
+        .check_resumes(&recorded, dir)
+        .map_err(Failure::BadInput)?;
     let task = recorded_task(&recorded).map_err(Failure::BadInput)?;
     let settings = &recorded.episode.settings;
     let shared = match args.policy.policy {

@@ -2,16 +2,18 @@
 //! datasets for other trainers.
 
 use crate::data::augment::{augment_typed, text_only_copies, without_screenshot};
-use crate::data::ms_swift::{ExportOptions, Purpose, export_ms_swift};
+use crate::data::ms_swift::{ExportOptions, Purpose, export_ms_swift, foreign_outputs};
 use crate::data::tap_text::{TapTextOptions, tap_text};
+use crate::data::trajectories::images_beside;
 use crate::data::{
     ConvertOptions, DEFAULT_LAMBDA, Error, from_trajectories, load_samples, rebase_images,
     write_samples,
 };
 use agent_core::model::grammar::GrammarLimits;
 use agent_core::process::{Failure, Outcome};
+use anyhow::anyhow;
 use clap::builder::TypedValueParser;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
@@ -140,6 +142,9 @@ pub struct ExportArgs {
     /// ms-swift-sft: most blink regions in an answer (as `sft.max_regions`).
     #[arg(long, default_value_t = GrammarLimits::default().max_regions)]
     max_regions: usize,
+    /// Replace an `images/` or `train.jsonl` in OUT that no export made.
+    #[arg(long)]
+    force: bool,
 }
 
 pub fn run(command: &Command) -> Outcome {
@@ -166,7 +171,7 @@ fn text_only_cmd(args: &TextOnlyArgs) -> Outcome {
 }
 
 fn tap_text_cmd(args: &TapTextArgs) -> Outcome {
-    super::apart_from_inputs(&args.out, args.dirs.iter().map(PathBuf::as_path))?;
+    apart_with_images(&args.out, &args.dirs)?;
     let options = TapTextOptions {
         per_screen: args.per_screen,
         seed: args.seed,
@@ -232,8 +237,30 @@ fn failure(e: Error) -> Failure {
     }
 }
 
+/// Refuses `--out` of a command that writes `STEM-images` beside it where
+/// that, or `--out` itself, would replace what the command reads: the
+/// images directory an earlier `--out` left is moved aside and removed.
+fn apart_with_images(out: &Path, dirs: &[PathBuf]) -> Outcome {
+    super::apart_from_inputs(out, dirs.iter().map(PathBuf::as_path))?;
+    let (base, images) = images_beside(out);
+    let images = base.join(images);
+    match dirs
+        .iter()
+        .find(|dir| crate::atomic::writes_over(&images, dir))
+    {
+        Some(dir) => Err(Failure::BadInput(anyhow!(
+            "--out {}: its images go to {}, which would replace {}, which this command reads; \
+             write elsewhere",
+            out.display(),
+            images.display(),
+            dir.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
 fn from_trajectories_cmd(args: &FromTrajectoriesArgs) -> Outcome {
-    super::apart_from_inputs(&args.out, args.dirs.iter().map(PathBuf::as_path))?;
+    apart_with_images(&args.out, &args.dirs)?;
     let options = ConvertOptions {
         lambda: args.lambda,
         all_episodes: args.all_episodes,
@@ -269,16 +296,6 @@ fn from_trajectories_cmd(args: &FromTrajectoriesArgs) -> Outcome {
         args.out.display(),
         report.images_dir.display(),
     );
-    if report.samples == 0 {
-        eprintln!(
-            "btl-train: warning: no samples were made{}",
-            if report.episodes_skipped > 0 && !args.all_episodes {
-                " (--all-episodes uses unsuccessful episodes too)"
-            } else {
-                ""
-            }
-        );
-    }
     Ok(())
 }
 
@@ -292,6 +309,17 @@ fn export(args: &ExportArgs) -> Outcome {
             "swift sft or TRL's SFTTrainer",
         ),
     };
+    let foreign = foreign_outputs(&args.out);
+    if !foreign.is_empty() && !args.force {
+        let names: Vec<String> = foreign.iter().map(|p| p.display().to_string()).collect();
+        return Err(Failure::BadInput(anyhow!(
+            "--out {}: {} would be replaced, and no export made {}; export elsewhere, or give \
+             --force",
+            args.out.display(),
+            names.join(" and "),
+            if foreign.len() == 1 { "it" } else { "them" }
+        )));
+    }
     let options = ExportOptions {
         dataset_root: args.dataset_root.clone(),
         purpose,

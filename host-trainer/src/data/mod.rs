@@ -85,6 +85,10 @@ pub enum Error {
     /// An argument out of range.
     #[error("{0}")]
     Usage(String),
+    /// The inputs made no sample: nothing is written, and an earlier file
+    /// at `out` is left as it was.
+    #[error("no samples were made{why}, so {} is left as it was", out.display())]
+    NoSamples { out: PathBuf, why: String },
 }
 
 impl Error {

@@ -37,6 +37,9 @@ use std::path::{Path, PathBuf};
 pub const DATASET_FILE: &str = "train.jsonl";
 /// The screenshots' directory in the export directory.
 pub const IMAGES_DIR: &str = "images";
+/// Written beside them: the mark of a directory whose `images/` and
+/// `train.jsonl` an export made, and a later export may replace.
+pub const EXPORT_MARK: &str = ".btl-data-export";
 
 /// What the rows are for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -259,7 +262,25 @@ fn export_rows(
     std::fs::write(&dataset, lines).map_err(|source| Error::Write {
         path: dataset,
         source,
-    })
+    })?;
+    let mark = staging.join(EXPORT_MARK);
+    let note = "images/ and train.jsonl here are a `btl-train data export`'s; another export \
+                into this directory replaces them\n";
+    std::fs::write(&mark, note).map_err(|source| Error::Write { path: mark, source })
+}
+
+/// The outputs of an export into `out` that are already there but were
+/// not made by an export (no [`EXPORT_MARK`]): a dataset or an images
+/// directory of someone else's, which the export would replace.
+pub fn foreign_outputs(out: &Path) -> Vec<PathBuf> {
+    if out.join(EXPORT_MARK).exists() {
+        return Vec::new();
+    }
+    [IMAGES_DIR, DATASET_FILE]
+        .iter()
+        .map(|name| out.join(name))
+        .filter(|path| path.symlink_metadata().is_ok())
+        .collect()
 }
 
 #[cfg(test)]

@@ -242,6 +242,16 @@ pub fn from_trajectories(
         }
     }
     report.samples = samples.len();
+    if samples.is_empty() && report.episodes_skipped > 0 && !options.all_episodes {
+        return Err(Error::NoSamples {
+            out: out.to_owned(),
+            why: format!(
+                " ({} of {} episodes were unsuccessful and left out; --all-episodes uses them \
+                 too)",
+                report.episodes_skipped, report.episodes
+            ),
+        });
+    }
     stage.finish(out, &samples)?;
     Ok(report)
 }
@@ -367,8 +377,16 @@ impl<'a> ImageStage<'a> {
     }
 
     /// Puts the images in place of the previous run's, then writes the
-    /// samples; where either fails, the previous images are put back.
+    /// samples; where either fails, the previous images are put back. No
+    /// samples is an error, and leaves an earlier file at `out` as it was:
+    /// an empty list in its place would lose it for nothing.
     pub(crate) fn finish(self, out: &Path, samples: &[Sample]) -> Result<()> {
+        if samples.is_empty() {
+            return Err(Error::NoSamples {
+                out: out.to_owned(),
+                why: String::new(),
+            });
+        }
         if !self.written {
             return write_samples(out, samples);
         }
