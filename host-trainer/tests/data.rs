@@ -258,8 +258,8 @@ fn only_successful_episodes_are_used_unless_asked() {
     assert_eq!(
         e,
         format!(
-            "no samples were made (1 of 1 episodes were unsuccessful and left out; \
-             --all-episodes uses them too), so {} is left as it was",
+            "no samples were made (1 of 1 episodes were unsuccessful and left out, which \
+             --all-episodes would use); nothing was written to {}",
             out.display()
         )
     );
@@ -820,8 +820,7 @@ fn an_output_never_overwrites_an_input() {
         assert_eq!(result.status.code(), Some(2), "{stderr}");
         assert!(
             stderr.contains(&format!(
-                "its images go to {}, which would replace {}, which this command reads",
-                collection.display(),
+                "its images would replace {}, which this command reads",
                 collection.display()
             )),
             "{stderr}"
@@ -856,7 +855,9 @@ fn an_output_never_overwrites_an_input() {
     assert_eq!(refused.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains(&format!(
-            "{} would be replaced, and no export made it; export elsewhere, or give --force",
+            "{} would be replaced, and the directory has no .btl-data-export (no export made \
+             it, or one from before exports marked their directory); export elsewhere, or give \
+             --force",
             theirs.join("images").display()
         )),
         "{stderr}"

@@ -557,7 +557,7 @@ fn one_episode(
         let recorded = read_trajectory(dir).map_err(|e| Failure::Failed(e.into()))?;
         target
             .check_resumes(&recorded, dir)
-            .map_err(Failure::BadInput)?;
+            .map_err(|e| Failure::BadInput(anyhow!("{e}, or give a new --out")))?;
     }
     let outcome = match run_task_episode(
         &target,

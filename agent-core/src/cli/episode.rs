@@ -343,15 +343,18 @@ impl Target {
     pub fn check_resumes(&self, recorded: &Trajectory, dir: &Path) -> anyhow::Result<()> {
         let device = &recorded.episode.device;
         if self.resumes_on(device) {
-            Ok(())
-        } else {
-            Err(anyhow!(
-                "{} holds an episode that ran on {device}, not on {}: continue it there, or give \
-                 a new --out",
-                dir.display(),
-                self.describe()
-            ))
+            return Ok(());
         }
+        let how = if device == SimDevice::NAME {
+            "without --device".to_owned()
+        } else {
+            format!("with --device {device}")
+        };
+        Err(anyhow!(
+            "{} holds an episode that ran on {device}, not on {}: go on with it {how}",
+            dir.display(),
+            self.describe()
+        ))
     }
 
     /// Whether `task` can be set up and checked here.
@@ -902,13 +905,20 @@ mod tests {
         assert_eq!(
             phone.check_resumes(&recorded, dir).unwrap_err().to_string(),
             format!(
-                "runs/b holds an episode that ran on {}, not on adb device emulator-5554: \
-                 continue it there, or give a new --out",
+                "runs/b holds an episode that ran on {}, not on adb device emulator-5554: go on \
+                 with it without --device",
                 SimDevice::NAME
             )
         );
         recorded.episode.device = "emulator-5554".into();
         assert!(phone.check_resumes(&recorded, dir).is_ok());
+        assert!(
+            Target::Sim { seed: 3 }
+                .check_resumes(&recorded, dir)
+                .unwrap_err()
+                .to_string()
+                .ends_with(": go on with it with --device emulator-5554")
+        );
         assert!(
             Target::adb("emulator-5556", None)
                 .check_resumes(&recorded, dir)

@@ -2,7 +2,9 @@
 //! datasets for other trainers.
 
 use crate::data::augment::{augment_typed, text_only_copies, without_screenshot};
-use crate::data::ms_swift::{ExportOptions, Purpose, export_ms_swift, foreign_outputs};
+use crate::data::ms_swift::{
+    EXPORT_MARK, ExportOptions, Purpose, export_ms_swift, foreign_outputs,
+};
 use crate::data::tap_text::{TapTextOptions, tap_text};
 use crate::data::trajectories::images_beside;
 use crate::data::{
@@ -248,6 +250,11 @@ fn apart_with_images(out: &Path, dirs: &[PathBuf]) -> Outcome {
         .iter()
         .find(|dir| crate::atomic::writes_over(&images, dir))
     {
+        Some(dir) if *dir == images => Err(Failure::BadInput(anyhow!(
+            "--out {}: its images would replace {}, which this command reads; write elsewhere",
+            out.display(),
+            dir.display()
+        ))),
         Some(dir) => Err(Failure::BadInput(anyhow!(
             "--out {}: its images go to {}, which would replace {}, which this command reads; \
              write elsewhere",
@@ -313,11 +320,11 @@ fn export(args: &ExportArgs) -> Outcome {
     if !foreign.is_empty() && !args.force {
         let names: Vec<String> = foreign.iter().map(|p| p.display().to_string()).collect();
         return Err(Failure::BadInput(anyhow!(
-            "--out {}: {} would be replaced, and no export made {}; export elsewhere, or give \
-             --force",
+            "--out {}: {} would be replaced, and the directory has no {EXPORT_MARK} (no export \
+             made it, or one from before exports marked their directory); export elsewhere, or \
+             give --force",
             args.out.display(),
             names.join(" and "),
-            if foreign.len() == 1 { "it" } else { "them" }
         )));
     }
     let options = ExportOptions {

@@ -87,7 +87,7 @@ pub enum Error {
     Usage(String),
     /// The inputs made no sample: nothing is written, and an earlier file
     /// at `out` is left as it was.
-    #[error("no samples were made{why}, so {} is left as it was", out.display())]
+    #[error("no samples were made{why}; nothing was written to {}", out.display())]
     NoSamples { out: PathBuf, why: String },
 }
 

@@ -459,7 +459,11 @@ pub fn tap_text(dirs: &[PathBuf], out: &Path, options: &TapTextOptions) -> Resul
         }
     }
     report.samples = samples.len();
-    stage.finish(out, &samples)?;
+    let why = match report.without_tree {
+        0 => String::new(),
+        n => format!(" ({n} steps have no UI tree to read a text from)"),
+    };
+    stage.finish(out, &samples, &why)?;
     Ok(report)
 }
 

@@ -242,17 +242,30 @@ pub fn from_trajectories(
         }
     }
     report.samples = samples.len();
-    if samples.is_empty() && report.episodes_skipped > 0 && !options.all_episodes {
+    if samples.is_empty() {
+        let mut why = Vec::new();
+        if report.episodes_skipped > 0 && !options.all_episodes {
+            why.push(format!(
+                "{} of {} episodes were unsuccessful and left out, which --all-episodes would use",
+                report.episodes_skipped, report.episodes
+            ));
+        }
+        why.extend(
+            report
+                .skipped_steps
+                .iter()
+                .map(|(kind, n)| format!("{n} {kind} steps make none")),
+        );
         return Err(Error::NoSamples {
             out: out.to_owned(),
-            why: format!(
-                " ({} of {} episodes were unsuccessful and left out; --all-episodes uses them \
-                 too)",
-                report.episodes_skipped, report.episodes
-            ),
+            why: if why.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", why.join("; "))
+            },
         });
     }
-    stage.finish(out, &samples)?;
+    stage.finish(out, &samples, "")?;
     Ok(report)
 }
 
@@ -378,13 +391,14 @@ impl<'a> ImageStage<'a> {
 
     /// Puts the images in place of the previous run's, then writes the
     /// samples; where either fails, the previous images are put back. No
-    /// samples is an error, and leaves an earlier file at `out` as it was:
-    /// an empty list in its place would lose it for nothing.
-    pub(crate) fn finish(self, out: &Path, samples: &[Sample]) -> Result<()> {
+    /// samples is an error (`why` says what made none), and leaves an
+    /// earlier file at `out` as it was: an empty list in its place would
+    /// lose it for nothing.
+    pub(crate) fn finish(self, out: &Path, samples: &[Sample], why: &str) -> Result<()> {
         if samples.is_empty() {
             return Err(Error::NoSamples {
                 out: out.to_owned(),
-                why: String::new(),
+                why: why.to_owned(),
             });
         }
         if !self.written {
