@@ -659,16 +659,7 @@ fn the_cli_converts_and_exports_and_reports_bad_input() {
     assert!(written.iter().all(|s| s.rois.len() <= 3));
 
     let swift = tmp.path().join("swift");
-    let stdout = btl_train_succeeds(&[
-        "data",
-        "export",
-        "--format",
-        "ms-swift",
-        "--samples",
-        samples.to_str().unwrap(),
-        "--out",
-        swift.to_str().unwrap(),
-    ]);
+    let stdout = btl_train_succeeds(&as_strs(&export_args(&samples, &swift, &[])));
     assert!(stdout.starts_with(&format!("{steps} rows in ")), "{stdout}");
     assert!(swift.join(DATASET_FILE).is_file());
 
@@ -815,16 +806,11 @@ fn an_output_never_overwrites_an_input() {
             "--out",
             out.to_str().unwrap(),
         ];
-        let result = btl_train(&args);
-        let stderr = String::from_utf8_lossy(&result.stderr);
-        assert_eq!(result.status.code(), Some(2), "{stderr}");
-        assert!(
-            stderr.contains(&format!(
-                "its images would replace {}, which this command reads",
-                collection.display()
-            )),
-            "{stderr}"
+        let expected = format!(
+            "its images would replace {}, which this command reads",
+            collection.display()
         );
+        refused(&args, &expected);
         assert!(episode_copy.join("steps.jsonl").is_file());
     }
 
@@ -833,62 +819,58 @@ fn an_output_never_overwrites_an_input() {
     let theirs = tmp.path().join("theirs");
     std::fs::create_dir_all(theirs.join("images")).unwrap();
     std::fs::write(theirs.join("images/keep.txt"), "mine").unwrap();
-    let export = |force: &[&str]| {
-        let args = [
-            &[
-                "data",
-                "export",
-                "--format",
-                "ms-swift",
-                "--samples",
-                samples.to_str().unwrap(),
-                "--out",
-                theirs.to_str().unwrap(),
-            ][..],
-            force,
-        ]
-        .concat();
-        btl_train(&args)
-    };
-    let refused = export(&[]);
-    let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert_eq!(refused.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains(&format!(
-            "{} would be replaced, and the directory has no .btl-data-export (no export made \
-             it, or one from before exports marked their directory); export elsewhere, or give \
-             --force",
-            theirs.join("images").display()
-        )),
-        "{stderr}"
+    let expected = format!(
+        "{} would be replaced, and the directory has no .btl-data-export (no export made it, or \
+         one from before exports marked their directory); export elsewhere, or give --force",
+        theirs.join("images").display()
     );
+    refused(&as_strs(&export_args(&samples, &theirs, &[])), &expected);
     assert_eq!(
         std::fs::read(theirs.join("images/keep.txt")).unwrap(),
         b"mine"
     );
     for again in [&["--force"][..], &[]] {
-        let done = export(again);
-        assert!(
-            done.status.success(),
-            "{again:?}: {}",
-            String::from_utf8_lossy(&done.stderr)
-        );
+        btl_train_succeeds(&as_strs(&export_args(&samples, &theirs, again)));
     }
     assert!(!theirs.join("images/keep.txt").exists());
 }
 
-/// `btl-train ARGS` fails as bad input for writing over `over`.
-fn refused_over(args: &[&str], over: &Path) {
+/// `btl-train data export` of `samples` into `out` for ms-swift, then
+/// `more`.
+fn export_args(samples: &Path, out: &Path, more: &[&str]) -> Vec<String> {
+    let (samples, out) = (samples.to_str().unwrap(), out.to_str().unwrap());
+    let args = [
+        "data",
+        "export",
+        "--format",
+        "ms-swift",
+        "--samples",
+        samples,
+        "--out",
+        out,
+    ];
+    args.iter().chain(more).map(|a| a.to_string()).collect()
+}
+
+fn as_strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
+/// `btl-train ARGS` fails as bad input, saying `expected`.
+fn refused(args: &[&str], expected: &str) {
     let out = btl_train(args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-    assert!(
-        stderr.contains(&format!(
-            "it would write over {}, which this command reads",
-            over.display()
-        )),
-        "{args:?}: {stderr}"
+    assert!(stderr.contains(expected), "{args:?}: {stderr}");
+}
+
+/// `btl-train ARGS` fails as bad input for writing over `over`.
+fn refused_over(args: &[&str], over: &Path) {
+    let expected = format!(
+        "it would write over {}, which this command reads",
+        over.display()
     );
+    refused(args, &expected);
 }
 
 /// A real contact_add episode: its two typing steps are copied with other
