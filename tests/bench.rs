@@ -39,6 +39,21 @@ fn a_bench_counts_only_its_own_policys_episodes() {
     );
     assert_eq!(run.status.code(), Some(2));
     assert_eq!(stdout(&run), "");
+    // Nor are the episodes another device ran (the record made a phone's).
+    let episode = dir.path("bench/wifi_on-r0-e0/episode.json");
+    let recorded = std::fs::read_to_string(&episode).unwrap();
+    let mut phone: Value = serde_json::from_str(&recorded).unwrap();
+    phone["device"] = "emulator-5554".into();
+    std::fs::write(&episode, phone.to_string()).unwrap();
+    let run = bench_into(&dir, &["--policy", "oracle", "--tasks", "wifi_on"]);
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    let expected = format!(
+        "{} holds an episode that ran on emulator-5554, not on the built-in virtual phone \
+         (in-process): go on with it with --device emulator-5554, or give a new --out",
+        path_str(&dir.path("bench/wifi_on-r0-e0"))
+    );
+    assert!(stderr(&run).contains(&expected), "{}", stderr(&run));
+    std::fs::write(&episode, recorded).unwrap();
     // Nor are the same policy's episodes of another instance: seed 50's
     // wifi_on is another Wi-Fi state and goal than seed 0's.
     let run = bench_into(

@@ -152,14 +152,14 @@ impl Sample {
                 crate::protocol::MIN_PIXELS
             ));
         }
-        // A screenshot is decoded whole, four bytes a pixel: a few
-        // kilobytes of PNG can claim gigabytes.
+        // No side bound, unlike a device's screen: a full-page web capture
+        // is tall and narrow.
         let [w, h] = self.image_sizes[0];
-        let most = crate::device::MAX_SCREEN_PIXELS;
-        if u64::from(w) * u64::from(h) > most {
+        if !crate::device::within_screen_pixels(w, h) {
             return Err(format!(
-                "\"image_sizes\" {w}x{h} is more than the {most} pixels btl reads of one \
-                 screenshot"
+                "\"image_sizes\" {w}x{h} is more than the {} pixels btl reads of one \
+                 screenshot",
+                crate::device::MAX_SCREEN_PIXELS
             ));
         }
         if let Err(e) = crate::protocol::smart_resize(self.image_size(), self.max_pixels) {

@@ -745,7 +745,8 @@ fn a_failed_conversion_keeps_the_previous_samples_and_images() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|name| name.starts_with('.'))
         .collect();
-    assert!(left.is_empty(), "{left:?}");
+    // The lock that makes runs on one --out take turns stays.
+    assert_eq!(left, [".keep-images.lock"]);
 }
 
 /// No command writes its output over what it reads: a samples file over
@@ -833,6 +834,23 @@ fn an_output_never_overwrites_an_input() {
         btl_train_succeeds(&as_strs(&export_args(&samples, &theirs, again)));
     }
     assert!(!theirs.join("images/keep.txt").exists());
+
+    // An export over its own samples is refused as such, before the lack
+    // of a mark: --force would not make it possible.
+    let own = tmp.path().join("own");
+    std::fs::create_dir_all(&own).unwrap();
+    let own_samples = own.join("train.jsonl");
+    std::fs::copy(&samples, &own_samples).unwrap();
+    let expected = format!(
+        "--out {}: the export would write over {}, which it reads; export elsewhere",
+        own.display(),
+        own_samples.display()
+    );
+    refused(&as_strs(&export_args(&own_samples, &own, &[])), &expected);
+    assert_eq!(
+        std::fs::read(&own_samples).unwrap(),
+        std::fs::read(&samples).unwrap()
+    );
 }
 
 /// `btl-train data export` of `samples` into `out` for ms-swift, then

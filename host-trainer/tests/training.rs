@@ -6,7 +6,7 @@ use agent_core::reward::RewardBreakdown;
 use agent_core::sample::Sample;
 use host_trainer::grpo::checkpoint;
 use host_trainer::grpo::log::read_metrics;
-use host_trainer::grpo::run::run;
+use host_trainer::grpo::run::{Progress, run};
 use host_trainer::grpo::{Reward, TrainConfig, Trainer};
 
 use crate::util::{btl_train, btl_train_succeeds, checkpoint_dir, tokenizer_file};
@@ -162,7 +162,10 @@ fn the_run_loop_writes_metrics_checkpoints_and_a_plot_and_resumes() {
     let config = toy_config(dir.path(), 4);
     let out = config.run.output_dir.clone();
     let mut seen = 0;
-    let outcome = run(config.clone(), Box::new(Digits), None, |_| seen += 1).unwrap();
+    let outcome = run(config.clone(), Box::new(Digits), None, |p| {
+        seen += u64::from(matches!(p, Progress::Step(_)))
+    })
+    .unwrap();
     assert_eq!((seen, outcome.steps_done, outcome.resumed_at), (4, 4, 0));
     assert!(
         out.join("checkpoint-000003/adapter/adapter_model.safetensors")

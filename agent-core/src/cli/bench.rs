@@ -17,8 +17,8 @@
 //! sensitive actions are denied, as on a phone with nobody watching.
 
 use super::episode::{
-    AgentArgs, DeviceArgs, EpisodeFailure, PolicyArgs, PolicyKind, SharedPolicy, Target,
-    load_policy, prepare_resumed, run_task_episode, stamped_dir,
+    AgentArgs, DeviceArgs, EpisodeDir, EpisodeFailure, PolicyArgs, PolicyKind, ReadBack,
+    SharedPolicy, Target, load_policy, prepare_resumed, run_task_episode, stamped_dir,
 };
 use super::{Failure, Outcome, json_line};
 use crate::agent::StopReason;
@@ -551,19 +551,14 @@ fn one_episode(
         Target::Sim { .. } => Target::Sim { seed },
         adb => adb.clone(),
     };
-    // A finished episode is read back, not rerun: one of another device
-    // would be counted as this one's.
-    if dir.join(crate::agent::trajectory::EPISODE_FILE).exists() {
-        let recorded = read_trajectory(dir).map_err(|e| Failure::Failed(e.into()))?;
-        target
-            .check_resumes(&recorded, dir)
-            .map_err(|e| Failure::BadInput(anyhow!("{e}, or give a new --out")))?;
-    }
     let outcome = match run_task_episode(
         &target,
         &task,
         seed,
-        dir,
+        EpisodeDir {
+            path: dir,
+            read_back: ReadBack::ThisDevice,
+        },
         agent,
         args.policy.choice(),
         shared,

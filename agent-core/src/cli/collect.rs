@@ -18,8 +18,8 @@
 //! line), interrupted ones resumed.
 
 use super::episode::{
-    AgentArgs, EpisodeFailure, PolicyArgs, PolicyChoice, PolicyKind, SharedPolicy, Target,
-    episode_policy, foreign_episode, load_policy, run_task_episode,
+    AgentArgs, EpisodeDir, EpisodeFailure, PolicyArgs, PolicyChoice, PolicyKind, ReadBack,
+    SharedPolicy, Target, episode_policy, foreign_episode, load_policy, run_task_episode,
 };
 use super::{Failure, Outcome};
 use crate::agent::StopReason;
@@ -209,7 +209,7 @@ pub fn run(args: &Args) -> Outcome {
     drop(tx);
     let (mut done, mut succeeded, mut failed_jobs, mut retired, mut interrupted) = (0, 0, 0, 0, 0);
     let mut all_taken_over = 0;
-    runtime.block_on(async {
+    let received = runtime.block_on(async {
         while let Some(report) = rx.recv().await {
             match report {
                 Report::Done {
@@ -258,7 +258,16 @@ pub fn run(args: &Args) -> Outcome {
             }
         }
         anyhow::Ok(())
-    })?;
+    });
+    if let Err(e) = received {
+        // The workers take no further episode: each ends the one it runs
+        // (kept, and listed by the next run), and the runtime's drop waits
+        // for them, where it would otherwise wait for the whole queue.
+        let left = queue.lock().map_or(0, |mut q| q.drain(..).count());
+        return Err(Failure::Failed(e.context(format!(
+            "collection stopped, {left} episodes not started"
+        ))));
+    }
     let left = queue.lock().map_or(0, |q| q.len());
     let teacher = if args.policy.take_over_early_finish {
         format!("; {all_taken_over} steps taken over by the teacher")
@@ -407,7 +416,18 @@ fn worker(
             adb => adb.clone(),
         };
         let dir = episode_dir(out, &job);
-        let result = run_task_episode(&target, &job.task, job.seed, &dir, agent, choice, shared);
+        let result = run_task_episode(
+            &target,
+            &job.task,
+            job.seed,
+            EpisodeDir {
+                path: &dir,
+                read_back: ReadBack::AnyDevice,
+            },
+            agent,
+            choice,
+            shared,
+        );
         let device = device.to_string();
         match result {
             Ok(outcome) => match outcome.stop {

@@ -813,10 +813,28 @@ pub enum EpisodeFailure {
     Other(anyhow::Error),
 }
 
+/// Whose finished episode [`run_task_episode`] reads back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadBack {
+    /// One finished on any device: a collection takes every device's.
+    AnyDevice,
+    /// Only one finished on this target's device: a benchmark of a device
+    /// must not count another's episodes as its own.
+    ThisDevice,
+}
+
+/// Where an episode is recorded, and whose finished episode found there is
+/// read back.
+#[derive(Clone, Copy, Debug)]
+pub struct EpisodeDir<'a> {
+    pub path: &'a Path,
+    pub read_back: ReadBack,
+}
+
 /// One episode of a suite task, started fresh or, when `dir` holds an
 /// interrupted one (or one its device failed), resumed; a finished one is
-/// read back, not rerun. Either must be the same policy's: another's
-/// (an `--out` reused for another model) is refused.
+/// read back (as `dir.read_back` allows), not rerun. Either must be the same
+/// policy's: another's (an `--out` reused for another model) is refused.
 /// Nobody is at a terminal to confirm sensitive actions: unless `--confirm`
 /// says otherwise they are allowed on the virtual phone, where several
 /// tasks are deletions and nothing real is at stake, and declined on adb
@@ -825,11 +843,15 @@ pub fn run_task_episode(
     target: &Target,
     task: &Arc<dyn Task>,
     seed: u64,
-    dir: &Path,
+    dir: EpisodeDir<'_>,
     agent_args: &AgentArgs,
     choice: PolicyChoice,
     shared: Option<&SharedPolicy>,
 ) -> Result<crate::agent::trajectory::Outcome, EpisodeFailure> {
+    let EpisodeDir {
+        path: dir,
+        read_back,
+    } = dir;
     let other = |e: anyhow::Error| EpisodeFailure::Other(e);
     let failure = |f: Failure| match f {
         Failure::BadInput(e) | Failure::Failed(e) => EpisodeFailure::Other(e),
@@ -849,12 +871,16 @@ pub fn run_task_episode(
         if let Some(e) = foreign_episode(&recorded, policy.as_ref(), task.as_ref(), &settings()?) {
             return Err(EpisodeFailure::OtherRun(e));
         }
+        let resumable = target.check_resumes(&recorded, dir);
         if let Some(outcome) = recorded.episode.ended() {
-            return Ok(outcome.clone());
+            return match (read_back, resumable) {
+                (ReadBack::ThisDevice, Err(e)) => Err(EpisodeFailure::OtherRun(anyhow!(
+                    "{e}, or give a new --out"
+                ))),
+                _ => Ok(outcome.clone()),
+            };
         }
-        target
-            .check_resumes(&recorded, dir)
-            .map_err(EpisodeFailure::OtherRun)?;
+        resumable.map_err(EpisodeFailure::OtherRun)?;
         let prepared =
             prepare_resumed(target, Some(task), &recorded).map_err(EpisodeFailure::Device)?;
         let agent = Agent::resume(dir, prepared.device, policy).map_err(|e| other(e.into()))?;

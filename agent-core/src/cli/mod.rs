@@ -123,9 +123,51 @@ fn load_pairs(
     Ok((samples_list, completions_list))
 }
 
-/// Writes one JSON value as a line.
+/// Writes one JSON value as a line, DEL and the C1 controls escaped
+/// ([`TerminalSafe`]).
 fn json_line(out: &mut impl Write, value: &impl serde::Serialize) -> anyhow::Result<()> {
-    serde_json::to_writer(&mut *out, value)?;
+    let mut json = serde_json::Serializer::with_formatter(&mut *out, TerminalSafe);
+    serde::Serialize::serialize(value, &mut json)?;
     out.write_all(b"\n")?;
     Ok(())
+}
+
+/// serde_json's compact output with DEL and the C1 controls (U+007F to
+/// U+009F) escaped as well: serde_json escapes only those below U+0020, and
+/// what a device or a model wrote reaches the terminal, where U+009B opens
+/// an escape sequence. The JSON reads back to the same strings.
+struct TerminalSafe;
+
+impl serde_json::ser::Formatter for TerminalSafe {
+    fn write_string_fragment<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let mut plain = 0;
+        for (at, c) in fragment.char_indices() {
+            if ('\u{7f}'..='\u{9f}').contains(&c) {
+                writer.write_all(&fragment.as_bytes()[plain..at])?;
+                write!(writer, "\\u{:04x}", u32::from(c))?;
+                plain = at + c.len_utf8();
+            }
+        }
+        writer.write_all(&fragment.as_bytes()[plain..])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn json_lines_escape_every_control_character() {
+        let text = "a\u{1b}[2J\u{7f}\u{80}\u{9b}31m\u{a0}é\u{9f}";
+        let mut out = Vec::new();
+        super::json_line(&mut out, &serde_json::json!({ text: text })).unwrap();
+        let line = String::from_utf8(out).unwrap();
+        // U+00A0 (no-break space) is no control: it stays as it is.
+        let escaped = "\"a\\u001b[2J\\u007f\\u0080\\u009b31m\u{a0}é\\u009f\"";
+        assert_eq!(line, format!("{{{escaped}:{escaped}}}\n"));
+        let back: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(back[text], text);
+    }
 }

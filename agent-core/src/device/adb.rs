@@ -534,8 +534,21 @@ fn type_command(text: &str) -> String {
 /// The tree `uiautomator dump /dev/tty` printed; `None` when it printed no
 /// document (a screen uiautomator cannot dump, such as a secure window).
 /// The parser skips the text around the document itself (the trailing
-/// "UI hierchary dumped to" line, a stray closing tag before it).
+/// "UI hierchary dumped to" line, a stray closing tag before it). A NUL
+/// byte is refused: uiautomator writes UTF-8 and replaces the characters
+/// XML forbids, NUL among them, so such a dump is another encoding (UTF-16
+/// puts a NUL beside every ASCII letter) that would read as no document.
 fn ui_tree_of_dump(out: &[u8]) -> Result<Option<UiNode>, DeviceError> {
+    if let Some(at) = out.iter().position(|&b| b == 0) {
+        return Err(DeviceError::Protocol {
+            operation: "uiautomator dump".into(),
+            reason: format!(
+                "a NUL byte at byte {at} of {}: not the UTF-8 XML uiautomator writes \
+                 (UTF-16?)",
+                out.len()
+            ),
+        });
+    }
     let text = String::from_utf8_lossy(out);
     if !text.contains("<?xml") && !text.contains("<hierarchy") {
         return Ok(None);
@@ -954,6 +967,16 @@ mod tests {
             b"</hierarchy>\n<?xml version='1.0' ?><hierarchy><node bounds=\"[0,0][1,1]\"",
         );
         assert!(matches!(cut, Err(DeviceError::Protocol { .. })), "{cut:?}");
+        // The same document in UTF-16 (little-endian, with its mark).
+        let utf16: Vec<u8> = [0xFF, 0xFE]
+            .into_iter()
+            .chain(doc.encode_utf16().flat_map(u16::to_le_bytes))
+            .collect();
+        let e = ui_tree_of_dump(&utf16).unwrap_err().to_string();
+        assert!(
+            e.contains("a NUL byte at byte 3 of 198: not the UTF-8 XML uiautomator writes"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -47,16 +47,22 @@ pub const MAX_SCREEN_SIDE: u32 = 16_384;
 /// 128 MiB.
 pub const MAX_SCREEN_PIXELS: u64 = 1 << 25;
 
+/// Whether an image of `width` × `height` is within [`MAX_SCREEN_PIXELS`]:
+/// screenshots are decoded whole, four bytes a pixel, and a few kilobytes
+/// of PNG can claim gigabytes.
+pub fn within_screen_pixels(width: u32, height: u32) -> bool {
+    u64::from(width) * u64::from(height) <= MAX_SCREEN_PIXELS
+}
+
 /// Refuses a screen of `width` × `height` no phone has, naming what
 /// reported it.
 pub fn check_screen(operation: &str, width: u32, height: u32) -> Result<Size, DeviceError> {
-    let pixels = u64::from(width) * u64::from(height);
     if width == 0 || height == 0 {
         Err(DeviceError::Protocol {
             operation: operation.into(),
             reason: format!("a screen of {width}x{height} has no pixels"),
         })
-    } else if width.max(height) > MAX_SCREEN_SIDE || pixels > MAX_SCREEN_PIXELS {
+    } else if width.max(height) > MAX_SCREEN_SIDE || !within_screen_pixels(width, height) {
         Err(DeviceError::Protocol {
             operation: operation.into(),
             reason: format!(

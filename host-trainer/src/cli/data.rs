@@ -2,9 +2,7 @@
 //! datasets for other trainers.
 
 use crate::data::augment::{augment_typed, text_only_copies, without_screenshot};
-use crate::data::ms_swift::{
-    EXPORT_MARK, ExportOptions, Purpose, export_ms_swift, foreign_outputs,
-};
+use crate::data::ms_swift::{ExportOptions, Purpose, export_ms_swift};
 use crate::data::tap_text::{TapTextOptions, tap_text};
 use crate::data::trajectories::images_beside;
 use crate::data::{
@@ -316,20 +314,10 @@ fn export(args: &ExportArgs) -> Outcome {
             "swift sft or TRL's SFTTrainer",
         ),
     };
-    let foreign = foreign_outputs(&args.out);
-    if !foreign.is_empty() && !args.force {
-        let names: Vec<String> = foreign.iter().map(|p| p.display().to_string()).collect();
-        return Err(Failure::BadInput(anyhow!(
-            "--out {}: {} would be replaced, and the directory has no {EXPORT_MARK} (no export \
-             made it, or one from before exports marked their directory); export elsewhere, or \
-             give --force",
-            args.out.display(),
-            names.join(" and "),
-        )));
-    }
     let options = ExportOptions {
         dataset_root: args.dataset_root.clone(),
         purpose,
+        replace_foreign: args.force,
     };
     let report = export_ms_swift(&args.samples, &args.out, &options).map_err(failure)?;
     println!(

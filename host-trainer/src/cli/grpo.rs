@@ -17,7 +17,7 @@ use toml::{Table, Value};
 use crate::error::Error;
 use crate::grpo::config::{TrainConfig, TrainObjective};
 use crate::grpo::log::SignalWatch;
-use crate::grpo::run::{keep_stopped_log, run};
+use crate::grpo::run::{Progress, run};
 use crate::grpo::trainer::BtlReward;
 
 #[derive(Debug, clap::Args)]
@@ -416,19 +416,21 @@ fn run_training(args: &GrpoArgs, objective: TrainObjective) -> Outcome {
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    // Said before the run starts: it may take hours, or fail.
-    if resume.is_none()
-        && let Some(earlier) =
-            keep_stopped_log(&config.run.output_dir).map_err(|e| Failure::Failed(e.into()))?
-    {
-        eprintln!(
-            "btl-train: the log of an earlier run here, stopped before its first checkpoint, \
-             is kept as {}",
-            earlier.display()
-        );
-    }
     let mut watch = SignalWatch::default();
-    let outcome = run(config.clone(), reward, resume.as_deref(), |m| {
+    let outcome = run(config.clone(), reward, resume.as_deref(), |progress| {
+        let m = match progress {
+            Progress::KeptEarlierLog(earlier) => {
+                bar.suspend(|| {
+                    eprintln!(
+                        "btl-train: the log of an earlier run here, stopped before its first \
+                         checkpoint, is kept as {}",
+                        earlier.display()
+                    )
+                });
+                return;
+            }
+            Progress::Step(m) => m,
+        };
         if objective == TrainObjective::Grpo
             && let Some(warning) = watch.observe(m)
         {

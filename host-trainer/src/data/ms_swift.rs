@@ -59,6 +59,9 @@ pub struct ExportOptions {
     /// absolute path here by default.
     pub dataset_root: Option<String>,
     pub purpose: Purpose,
+    /// Replace an `images/` or `train.jsonl` in the export directory that
+    /// no export made ([`foreign_outputs`]); refused by default.
+    pub replace_foreign: bool,
 }
 
 /// What an export wrote.
@@ -162,6 +165,17 @@ pub fn export_ms_swift(
                 ),
             });
         }
+    }
+    let foreign = foreign_outputs(out);
+    if !foreign.is_empty() && !options.replace_foreign {
+        let names: Vec<String> = foreign.iter().map(|p| p.display().to_string()).collect();
+        return Err(Error::Usage(format!(
+            "--out {}: {} would be replaced, and the directory has no {EXPORT_MARK} (no export \
+             made it, or one from before exports marked their directory); export elsewhere, or \
+             give --force",
+            out.display(),
+            names.join(" and "),
+        )));
     }
     create_dir(out)?;
     let root = match &options.dataset_root {
@@ -272,7 +286,7 @@ fn export_rows(
 /// The outputs of an export into `out` that are already there but were
 /// not made by an export (no [`EXPORT_MARK`]): a dataset or an images
 /// directory of someone else's, which the export would replace.
-pub fn foreign_outputs(out: &Path) -> Vec<PathBuf> {
+fn foreign_outputs(out: &Path) -> Vec<PathBuf> {
     if out.join(EXPORT_MARK).exists() {
         return Vec::new();
     }

@@ -463,7 +463,7 @@ pub fn tap_text(dirs: &[PathBuf], out: &Path, options: &TapTextOptions) -> Resul
         0 => String::new(),
         n => format!(" ({n} steps have no UI tree to read a text from)"),
     };
-    stage.finish(out, &samples, &why)?;
+    stage.finish(&samples, &why)?;
     Ok(report)
 }
 

@@ -43,7 +43,8 @@
 //! checked against `smart_resize` of the screenshot and `max_pixels`,
 //! because the rewards recompute the frame from those two.
 
-use super::{DEFAULT_LAMBDA, Error, Result, create_dir, samples::write_samples};
+use super::samples::{samples_json, write_samples};
+use super::{DEFAULT_LAMBDA, Error, Result, create_dir};
 use agent_core::agent::trajectory::{
     EPISODE_FILE, Executed, STEPS_FILE, StepOutcome, StepRecord, Trajectory, read_trajectory,
 };
@@ -265,7 +266,7 @@ pub fn from_trajectories(
             },
         });
     }
-    stage.finish(out, &samples, "")?;
+    stage.finish(&samples, "")?;
     Ok(report)
 }
 
@@ -330,13 +331,22 @@ impl<'a> EpisodeInput<'a> {
 
 /// Where a conversion's screenshots go: a staging directory beside the
 /// sample file, put in the place of `STEM-images` only once every sample is
-/// made, right before the sample file. A run that fails midway (a broken
+/// made, together with the sample file. A run that fails midway (a broken
 /// episode) leaves the previous run's samples and images as they were; it
 /// had written over the images of its episodes of the same names, so the
-/// old samples showed other screens. Only a crash between the images'
-/// rename and the sample file's leaves the new images beside the old
-/// samples; an error there puts the old images back.
+/// old samples showed other screens.
+///
+/// The swap of two entries cannot be one rename, so it is journalled: the
+/// new samples are written whole to a pending file first, and whoever finds
+/// a pending file (this run, or the next one after a crash) carries the
+/// swap through: staging images in place of the old ones, pending file in
+/// place of the samples. A crash at any point thus leaves, for the next
+/// run on the same `--out`, the old pair or the new one. Runs on one
+/// `--out` take turns through a lock file beside it (`.STEM-images.lock`,
+/// left there): a second is refused rather than let it remove the first
+/// one's staged images.
 pub(crate) struct ImageStage<'a> {
+    out: &'a Path,
     base: &'a Path,
     /// The images' directory name, `STEM-images`.
     pub(crate) images: String,
@@ -345,25 +355,58 @@ pub(crate) struct ImageStage<'a> {
     /// directory is put in place.
     dirs: BTreeSet<PathBuf>,
     written: bool,
+    /// Held while the stage lives.
+    _lock: File,
 }
 
 impl<'a> ImageStage<'a> {
     pub(crate) fn new(out: &'a Path) -> Result<Self> {
         let (base, images) = images_beside(out);
-        let staging = base.join(format!(".{images}.partial"));
-        remove_dir(&staging)?;
-        Ok(Self {
+        if !base.as_os_str().is_empty() {
+            create_dir(base)?;
+        }
+        let lock_path = base.join(format!(".{images}.lock"));
+        let lock = File::create(&lock_path).map_err(|source| Error::Write {
+            path: lock_path.clone(),
+            source,
+        })?;
+        // Where the file system cannot lock, runs go on unlocked, as
+        // staging files do (`agent_core::atomic::hold`).
+        if let Err(std::fs::TryLockError::WouldBlock) = agent_core::atomic::try_lock(&lock) {
+            return Err(Error::Usage(format!(
+                "--out {}: another conversion is writing it now (it holds {}); wait for it to \
+                 end, or give another --out",
+                out.display(),
+                lock_path.display()
+            )));
+        }
+        let stage = Self {
+            out,
             base,
+            staging: base.join(format!(".{images}.partial")),
             images,
-            staging,
             dirs: BTreeSet::new(),
             written: false,
-        })
+            _lock: lock,
+        };
+        stage.carry_through()?;
+        remove_dir(&stage.staging)?;
+        Ok(stage)
     }
 
     /// Where the images end up.
     pub(crate) fn dir(&self) -> PathBuf {
         self.base.join(&self.images)
+    }
+
+    /// The previous images while a swap is under way.
+    fn old(&self) -> PathBuf {
+        self.base.join(format!(".{}.old", self.images))
+    }
+
+    /// The new samples, whole, while a swap is under way.
+    fn pending(&self) -> PathBuf {
+        self.base.join(format!(".{}.samples", self.images))
     }
 
     /// Writes a sample's screenshot `png`, `image` being its path as the
@@ -389,44 +432,69 @@ impl<'a> ImageStage<'a> {
             .map_err(|source| Error::Write { path: dest, source })
     }
 
-    /// Puts the images in place of the previous run's, then writes the
-    /// samples; where either fails, the previous images are put back. No
-    /// samples is an error (`why` says what made none), and leaves an
-    /// earlier file at `out` as it was: an empty list in its place would
+    /// Puts the images in place of the previous run's and the samples in
+    /// place of its sample file. Where that fails, the previous pair is put
+    /// back. No samples is an error (`why` says what made none), and leaves
+    /// an earlier file at `out` as it was: an empty list in its place would
     /// lose it for nothing.
-    pub(crate) fn finish(self, out: &Path, samples: &[Sample], why: &str) -> Result<()> {
+    pub(crate) fn finish(self, samples: &[Sample], why: &str) -> Result<()> {
         if samples.is_empty() {
             return Err(Error::NoSamples {
-                out: out.to_owned(),
+                out: self.out.to_owned(),
                 why: why.to_owned(),
             });
         }
         if !self.written {
-            return write_samples(out, samples);
+            return write_samples(self.out, samples);
         }
         let staging = std::iter::once(&self.staging);
         for dir in self.dirs.iter().chain(staging) {
-            agent_core::atomic::sync_dir(dir).map_err(|source| Error::Write {
-                path: dir.clone(),
+            sync_dir(dir)?;
+        }
+        let pending = self.pending();
+        let write = |mut file: File| {
+            file.write_all(samples_json(samples).as_bytes())
+                .and_then(|()| file.sync_all())
+        };
+        File::create(&pending)
+            .and_then(write)
+            .map_err(|source| Error::Write {
+                path: pending.clone(),
                 source,
             })?;
-        }
-        let dir = self.dir();
-        let old = self.base.join(format!(".{}.old", self.images));
-        remove_dir(&old)?;
-        let had_old = dir.exists();
-        if had_old {
-            rename(&dir, &old)?;
-        }
-        let placed = rename(&self.staging, &dir);
-        let written = placed.and_then(|()| write_samples(out, samples));
-        if written.is_err() {
-            // Best effort: the error below is what the user must hear.
-            let _ = std::fs::remove_dir_all(&dir);
-            if had_old {
+        sync_dir(agent_core::atomic::parent_dir(self.out))?;
+        let carried = self.carry_through();
+        // Until the pending file is the sample file, the old pair can be
+        // put back (best effort: the error is what the user must hear).
+        if carried.is_err() && pending.exists() {
+            let (dir, old) = (self.dir(), self.old());
+            if !self.staging.exists() {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            if old.exists() {
                 let _ = std::fs::rename(&old, &dir);
             }
-            return written;
+            let _ = std::fs::remove_file(&pending);
+        }
+        carried
+    }
+
+    /// Carries a journalled swap through, if one is under way: the staging
+    /// images (if not yet moved) take the place of the images, the pending
+    /// samples that of the sample file, and the old images go. Without a
+    /// pending file a swap never started, or its last step (removing the
+    /// old images) is what is left.
+    fn carry_through(&self) -> Result<()> {
+        let (dir, old, pending) = (self.dir(), self.old(), self.pending());
+        if pending.exists() {
+            if self.staging.exists() {
+                if dir.exists() && !old.exists() {
+                    rename(&dir, &old)?;
+                }
+                rename(&self.staging, &dir)?;
+            }
+            rename(&pending, self.out)?;
+            sync_dir(agent_core::atomic::parent_dir(self.out))?;
         }
         remove_dir(&old)
     }
@@ -436,8 +504,17 @@ impl Drop for ImageStage<'_> {
     /// A run that failed leaves no staging directory behind (best effort:
     /// the next run removes what is left).
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.staging);
+        if !self.pending().exists() {
+            let _ = std::fs::remove_dir_all(&self.staging);
+        }
     }
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    agent_core::atomic::sync_dir(dir).map_err(|source| Error::Write {
+        path: dir.to_path_buf(),
+        source,
+    })
 }
 
 fn rename(from: &Path, to: &Path) -> Result<()> {
@@ -790,5 +867,103 @@ mod tests {
         assert_eq!(unique("x/ep-3"), "ep-3");
         assert_eq!(unique("c/ep"), "ep-4");
         assert_eq!(unique("y/ep-3"), "ep-3-2");
+    }
+
+    /// `dir` holds exactly these files, with these contents.
+    fn holds(dir: &Path, files: &[(&str, &str)]) {
+        let mut found: Vec<(String, String)> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let text = std::fs::read_to_string(e.path()).unwrap();
+                (e.file_name().to_string_lossy().into_owned(), text)
+            })
+            .collect();
+        found.sort();
+        let expected: Vec<(String, String)> = files
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect();
+        assert_eq!(found, expected, "{}", dir.display());
+    }
+
+    fn put(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn a_swap_cut_short_is_carried_through_by_the_next_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (base, out) = (tmp.path(), tmp.path().join("s.json"));
+        let (images, old) = (base.join("s-images"), base.join(".s-images.old"));
+        let (staging, pending) = (
+            base.join(".s-images.partial"),
+            base.join(".s-images.samples"),
+        );
+        // Killed after the old images were moved aside: the new pair was
+        // whole (staged images, pending samples), so it takes the place.
+        put(&out, "old samples");
+        put(&old.join("a.png"), "old a");
+        put(&staging.join("a.png"), "new a");
+        put(&pending, "new samples");
+        drop(ImageStage::new(&out).unwrap());
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "new samples");
+        holds(&images, &[("a.png", "new a")]);
+        for gone in [&old, &staging, &pending] {
+            assert!(!gone.exists(), "{}", gone.display());
+        }
+        // Killed after the new images were in place, before the samples.
+        std::fs::rename(&images, &old).unwrap();
+        put(&images.join("b.png"), "newer b");
+        put(&pending, "newer samples");
+        drop(ImageStage::new(&out).unwrap());
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "newer samples");
+        holds(&images, &[("b.png", "newer b")]);
+        assert!(!old.exists() && !pending.exists());
+        // Killed before the old images were moved: the same.
+        put(&staging.join("c.png"), "c");
+        put(&pending, "c samples");
+        drop(ImageStage::new(&out).unwrap());
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "c samples");
+        holds(&images, &[("c.png", "c")]);
+        // Killed after the samples were in place: only the old images go.
+        put(&old.join("b.png"), "newer b");
+        drop(ImageStage::new(&out).unwrap());
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "c samples");
+        holds(&images, &[("c.png", "c")]);
+        assert!(!old.exists());
+        // Killed while staging: the staged images are not the samples'.
+        put(&staging.join("d.png"), "half");
+        drop(ImageStage::new(&out).unwrap());
+        holds(&images, &[("c.png", "c")]);
+        assert!(!staging.exists());
+    }
+
+    #[test]
+    fn a_second_run_on_one_out_is_refused_while_the_first_stages() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("s.json");
+        let mut first = ImageStage::new(&out).unwrap();
+        first.write("s-images/ep/0.png", b"png").unwrap();
+        let Err(Error::Usage(refusal)) = ImageStage::new(&out) else {
+            panic!("a second stage on one --out was not refused");
+        };
+        let lock = tmp.path().join(".s-images.lock");
+        assert_eq!(
+            refusal,
+            format!(
+                "--out {}: another conversion is writing it now (it holds {}); wait for it to \
+                 end, or give another --out",
+                out.display(),
+                lock.display()
+            )
+        );
+        holds(
+            &tmp.path().join(".s-images.partial/ep"),
+            &[("0.png", "png")],
+        );
+        drop(first);
+        drop(ImageStage::new(&out).unwrap());
     }
 }

@@ -33,13 +33,23 @@ pub struct Outcome {
     pub earlier_log: Option<PathBuf>,
 }
 
+/// What [`run`] tells its caller as it goes.
+pub enum Progress<'a> {
+    /// Before the first step of a fresh start: the log of an earlier run
+    /// in the same directory, stopped before its first checkpoint, was
+    /// moved here. Said before training, which may take hours or fail.
+    KeptEarlierLog(&'a Path),
+    /// After every step.
+    Step(&'a StepMetrics),
+}
+
 /// Trains from scratch, or from the checkpoint `resume` names (a checkpoint
-/// or an output directory), calling `on_step` after every step.
+/// or an output directory), telling `progress` how it goes.
 pub fn run(
     config: TrainConfig,
     reward: Box<dyn Reward>,
     resume: Option<&Path>,
-    mut on_step: impl FnMut(&StepMetrics),
+    mut progress: impl FnMut(Progress<'_>),
 ) -> Result<Outcome> {
     let out = &config.run.output_dir;
     // Starting afresh over a run's checkpoints would rewrite its metrics
@@ -68,6 +78,9 @@ pub fn run(
         None => keep_stopped_log(out)?,
         Some(_) => None,
     };
+    if let Some(kept) = &earlier_log {
+        progress(Progress::KeptEarlierLog(kept));
+    }
     let mut log = MetricsLog::open(&out.join(METRICS_FILE), resumed_at)?;
     let plot_path = out.join(PLOT_FILE);
     let mut last_checkpoint = None;
@@ -110,7 +123,7 @@ pub fn run(
             metrics.heldout_accuracy = Some(heldout.accuracy);
         }
         log.append(&metrics)?;
-        on_step(&metrics);
+        progress(Progress::Step(&metrics));
         if save {
             last_checkpoint = Some(checkpoint::save(&trainer)?);
             plot(&read_metrics(log.path())?, config.run.objective, &plot_path)?;
@@ -132,7 +145,7 @@ pub fn run(
 /// the output directory `out`, moves that log to the first free
 /// `metrics.stopped-N.jsonl` beside it and returns where: a fresh start
 /// would empty it. The log is not read, so a damaged one is kept too.
-pub fn keep_stopped_log(out: &Path) -> Result<Option<PathBuf>> {
+fn keep_stopped_log(out: &Path) -> Result<Option<PathBuf>> {
     let log = out.join(METRICS_FILE);
     let holds_steps = std::fs::metadata(&log).is_ok_and(|m| m.is_file() && m.len() > 0);
     if !holds_steps || checkpoint::latest(out)?.is_some() {
