@@ -94,6 +94,58 @@ fn a_text_only_sample_is_answered_without_an_image() {
     );
 }
 
+/// `--out` holds what stdout would have; a run that fails on a sample
+/// leaves an earlier file as it was, and the samples file is not an output.
+#[cfg(feature = "llama")]
+#[test]
+fn predictions_replace_an_out_file_only_when_whole() {
+    let dir = Dir::new();
+    let samples = samples(&dir);
+    let (printed, _) = predict(&dir, &samples);
+    let out = dir.write("predictions.jsonl", "earlier\n");
+    let with_out = |samples: &std::path::Path, out: &std::path::Path| {
+        dir.btl([
+            "predict",
+            "--samples",
+            path_str(samples),
+            "--max-tokens",
+            "300",
+            "--out",
+            path_str(out),
+        ])
+    };
+    let run = with_out(&samples, &out);
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert_eq!(stdout(&run), "");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), printed);
+    // The second sample's image is missing: the first answer is not kept.
+    let mut list: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(&samples).unwrap()).unwrap();
+    list[1]["images"] = serde_json::json!(["images/gone.png"]);
+    let broken = dir.write("broken.json", &serde_json::to_string(&list).unwrap());
+    let run = with_out(&broken, &out);
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    assert!(
+        stderr(&run).contains("sample 1: cannot read image"),
+        "{}",
+        stderr(&run)
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), printed);
+    let run = with_out(&samples, &samples);
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    assert!(
+        stderr(&run).contains("it is the samples file this command reads"),
+        "{}",
+        stderr(&run)
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path(""))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
 #[test]
 fn a_missing_image_is_bad_input_naming_the_sample() {
     let dir = Dir::new();

@@ -33,9 +33,9 @@ fn parent_of(path: &Path) -> PathBuf {
 }
 
 /// Whether writing `out` would destroy `input`: `out` is `input` itself,
-/// lies inside the directory `input`, or is a directory (replaced whole)
-/// that holds `input`. Links and `..` are resolved; an output whose
-/// directory does not exist yet holds no input.
+/// lies inside the directory `input` (at any depth, through directories
+/// still to be made), or is a directory (replaced whole) that holds
+/// `input`. Links and `..` are resolved.
 pub(crate) fn writes_over(out: &Path, input: &Path) -> bool {
     let (Some(written), Ok(read)) = (resolved(out), input.canonicalize()) else {
         return false;
@@ -45,15 +45,30 @@ pub(crate) fn writes_over(out: &Path, input: &Path) -> bool {
         || (written.is_dir() && read.starts_with(&written))
 }
 
-/// `path` with links and `..` resolved, for a file that may not exist yet
-/// (in a directory that does).
+/// `path` with links and `..` resolved, for a file that may not exist yet,
+/// nor the directories above it: its deepest existing ancestor resolved,
+/// and the rest as written. What is still to be made holds no links, so a
+/// `..` there steps back to the directory above, as the made path would.
 pub(crate) fn resolved(path: &Path) -> Option<PathBuf> {
-    path.canonicalize().ok().or_else(|| {
-        let parent = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        Some(parent.canonicalize().ok()?.join(path.file_name()?))
+    use std::path::Component;
+    let parts: Vec<Component> = path.components().collect();
+    (0..=parts.len()).rev().find_map(|exists| {
+        let ancestor: PathBuf = parts[..exists].iter().collect();
+        let ancestor = match ancestor.as_os_str().is_empty() {
+            true => PathBuf::from("."),
+            false => ancestor,
+        };
+        let mut real = ancestor.canonicalize().ok()?;
+        for part in &parts[exists..] {
+            match part {
+                Component::ParentDir => {
+                    real.pop();
+                }
+                Component::CurDir => {}
+                made => real.push(made),
+            }
+        }
+        Some(real)
     })
 }
 
@@ -192,10 +207,39 @@ mod tests {
     use std::fs::File;
     use std::io::{BufWriter, Write};
 
-    use super::{hold, write_dir, write_entries, write_file};
+    use super::{hold, resolved, write_dir, write_entries, write_file, writes_over};
     use crate::error::{Error, Result};
     use agent_core::atomic::ABANDONED_AFTER;
     use std::os::unix::fs::OpenOptionsExt;
+
+    /// An output below an input directory is found at any depth of
+    /// directories still to be made, with `..` among them; a link to a
+    /// directory is followed.
+    #[test]
+    fn an_output_is_placed_through_directories_still_to_be_made() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let input = root.join("episodes");
+        std::fs::create_dir(&input).unwrap();
+        std::os::unix::fs::symlink(&input, root.join("link")).unwrap();
+        for (out, expected) in [
+            ("episodes/new/sub/s.json", "episodes/new/sub/s.json"),
+            ("link/new/s.json", "episodes/new/s.json"),
+            ("new/../episodes/s.json", "episodes/s.json"),
+            ("new/sub/../../s.json", "s.json"),
+            ("episodes", "episodes"),
+        ] {
+            assert_eq!(
+                resolved(&root.join(out)),
+                Some(root.join(expected)),
+                "{out}"
+            );
+        }
+        assert!(writes_over(&root.join("episodes/new/sub/s.json"), &input));
+        assert!(writes_over(&root.join("link/new/s.json"), &input));
+        assert!(!writes_over(&root.join("new/sub/../../s.json"), &input));
+        assert!(!writes_over(&root.join("other/s.json"), &input));
+    }
 
     /// Dates `path`'s last change back past [`ABANDONED_AFTER`].
     fn age(path: &std::path::Path) {

@@ -846,7 +846,9 @@ fn an_output_never_overwrites_an_input() {
         own.display(),
         own_samples.display()
     );
-    refused(&as_strs(&export_args(&own_samples, &own, &[])), &expected);
+    for force in [&[][..], &["--force"]] {
+        refused(&as_strs(&export_args(&own_samples, &own, force)), &expected);
+    }
     assert_eq!(
         std::fs::read(&own_samples).unwrap(),
         std::fs::read(&samples).unwrap()

@@ -19,6 +19,7 @@ use crate::protocol::{FrameMap, Profile, Prompt, ScreenElement, Size};
 use crate::sample::{Sample, SampleRef, check_image_size, parse_samples};
 use anyhow::{Context, anyhow};
 use indicatif::{ProgressBar, ProgressStyle};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
@@ -31,6 +32,12 @@ pub struct Args {
     /// Sampling seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Write the predictions to FILE, which is replaced only once every
+    /// sample is answered: a run that fails leaves an earlier FILE as it
+    /// was, where a shell's `>` would have emptied it. Standard output
+    /// without it.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
 }
 
 pub fn run(args: &Args) -> Outcome {
@@ -41,6 +48,42 @@ pub fn run(args: &Args) -> Outcome {
     }
     let text = read_input(&args.samples)?;
     let samples = in_file(&args.samples, parse_samples(&text))?;
+    let Some(path) = &args.out else {
+        return answer_all(args, &samples, &mut std::io::stdout().lock());
+    };
+    let same_file = |a: &Path, b: &Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b);
+    if same_file(path, &args.samples) {
+        return Err(Failure::BadInput(anyhow!(
+            "--out {}: it is the samples file this command reads; write elsewhere",
+            path.display()
+        )));
+    }
+    // The answering's own failure, kept while the staging file is dropped.
+    let mut failed = None;
+    let written = crate::atomic::write_with(path, |file, staged| {
+        let mut out = std::io::BufWriter::new(file);
+        let answered = answer_all(args, &samples, &mut out);
+        let flushed = out.flush().map_err(|source| crate::atomic::WriteError {
+            path: staged.to_owned(),
+            source,
+        });
+        answered.map_err(|f| {
+            failed = Some(f);
+            crate::atomic::WriteError {
+                path: path.clone(),
+                source: std::io::Error::other("not every sample was answered"),
+            }
+        })?;
+        flushed
+    });
+    if let Some(failure) = failed {
+        return Err(failure);
+    }
+    written.map_err(|e| Failure::Failed(e.into()))
+}
+
+/// Answers every sample, one JSON line each to `out`.
+fn answer_all(args: &Args, samples: &[Sample], out: &mut impl Write) -> Outcome {
     let base = args.samples.parent().unwrap_or(Path::new("."));
     let mut policy = load_policy(&args.policy, 1)?;
     let bar = ProgressBar::new(samples.len() as u64);
@@ -49,8 +92,6 @@ pub fn run(args: &Args) -> Outcome {
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
     );
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
     for (index, sample) in samples.iter().enumerate() {
         let obs = observation(sample, base)
             .with_context(|| format!("{}: sample {index}", args.samples.display()))
@@ -72,7 +113,7 @@ pub fn run(args: &Args) -> Outcome {
             None => SampleRef::Index(index),
         };
         json_line(
-            &mut out,
+            out,
             &serde_json::json!({"sample": reference, "completion": raw}),
         )?;
         bar.inc(1);

@@ -60,7 +60,7 @@ pub struct ExportOptions {
     pub dataset_root: Option<String>,
     pub purpose: Purpose,
     /// Replace an `images/` or `train.jsonl` in the export directory that
-    /// no export made ([`foreign_outputs`]); refused by default.
+    /// no export made (no [`EXPORT_MARK`]); refused by default.
     pub replace_foreign: bool,
 }
 

@@ -404,9 +404,34 @@ impl<'a> ImageStage<'a> {
         self.base.join(format!(".{}.old", self.images))
     }
 
-    /// The new samples, whole, while a swap is under way.
+    /// The start of a pending file's name; the rest is the name of the
+    /// sample file it replaces (`s.json` and `s.jsonl` share `s-images`).
+    fn pending_prefix(&self) -> String {
+        format!(".{}.pending-", self.images)
+    }
+
+    /// The new samples for `out`, whole, while a swap is under way.
     fn pending(&self) -> PathBuf {
-        self.base.join(format!(".{}.samples", self.images))
+        let name = self.out.file_name().unwrap_or("samples".as_ref());
+        let mut pending = std::ffi::OsString::from(self.pending_prefix());
+        pending.push(name);
+        self.base.join(pending)
+    }
+
+    /// The pending file of a swap under way, if there is one, and the
+    /// sample file it replaces.
+    fn under_way(&self) -> Result<Option<(PathBuf, PathBuf)>> {
+        let listed = agent_core::atomic::parent_dir(self.out);
+        let entries = std::fs::read_dir(listed).map_err(|source| Error::Write {
+            path: listed.to_owned(),
+            source,
+        })?;
+        let prefix = self.pending_prefix();
+        Ok(entries.flatten().find_map(|entry| {
+            let name = entry.file_name();
+            let out = name.to_str()?.strip_prefix(&prefix)?;
+            Some((self.base.join(&name), self.base.join(out)))
+        }))
     }
 
     /// Writes a sample's screenshot `png`, `image` being its path as the
@@ -433,10 +458,11 @@ impl<'a> ImageStage<'a> {
     }
 
     /// Puts the images in place of the previous run's and the samples in
-    /// place of its sample file. Where that fails, the previous pair is put
-    /// back. No samples is an error (`why` says what made none), and leaves
-    /// an earlier file at `out` as it was: an empty list in its place would
-    /// lose it for nothing.
+    /// place of its sample file. Where that fails before the samples are
+    /// replaced, the previous pair is put back (where even that fails, the
+    /// next run carries the swap through). No samples is an error (`why`
+    /// says what made none), and leaves an earlier file at `out` as it was:
+    /// an empty list in its place would lose it for nothing.
     pub(crate) fn finish(self, samples: &[Sample], why: &str) -> Result<()> {
         if samples.is_empty() {
             return Err(Error::NoSamples {
@@ -451,50 +477,40 @@ impl<'a> ImageStage<'a> {
         for dir in self.dirs.iter().chain(staging) {
             sync_dir(dir)?;
         }
+        // Written whole or not at all: it is what says the swap is on.
         let pending = self.pending();
-        let write = |mut file: File| {
-            file.write_all(samples_json(samples).as_bytes())
-                .and_then(|()| file.sync_all())
-        };
-        File::create(&pending)
-            .and_then(write)
-            .map_err(|source| Error::Write {
-                path: pending.clone(),
-                source,
-            })?;
-        sync_dir(agent_core::atomic::parent_dir(self.out))?;
+        agent_core::atomic::write(&pending, samples_json(samples).as_bytes())?;
         let carried = self.carry_through();
-        // Until the pending file is the sample file, the old pair can be
-        // put back (best effort: the error is what the user must hear).
         if carried.is_err() && pending.exists() {
+            // Each rename back leaves a state the next run carries forward
+            // from, so a failure or a crash midway loses nothing; the
+            // pending file goes once the old images are back.
             let (dir, old) = (self.dir(), self.old());
-            if !self.staging.exists() {
-                let _ = std::fs::remove_dir_all(&dir);
+            let undone = (self.staging.exists() || rename(&dir, &self.staging).is_ok())
+                && (!old.exists() || rename(&old, &dir).is_ok());
+            if undone {
+                let _ = std::fs::remove_file(&pending);
             }
-            if old.exists() {
-                let _ = std::fs::rename(&old, &dir);
-            }
-            let _ = std::fs::remove_file(&pending);
         }
         carried
     }
 
     /// Carries a journalled swap through, if one is under way: the staging
     /// images (if not yet moved) take the place of the images, the pending
-    /// samples that of the sample file, and the old images go. Without a
+    /// samples that of their sample file, and the old images go. Without a
     /// pending file a swap never started, or its last step (removing the
     /// old images) is what is left.
     fn carry_through(&self) -> Result<()> {
-        let (dir, old, pending) = (self.dir(), self.old(), self.pending());
-        if pending.exists() {
+        let (dir, old) = (self.dir(), self.old());
+        if let Some((pending, out)) = self.under_way()? {
             if self.staging.exists() {
                 if dir.exists() && !old.exists() {
                     rename(&dir, &old)?;
                 }
                 rename(&self.staging, &dir)?;
             }
-            rename(&pending, self.out)?;
-            sync_dir(agent_core::atomic::parent_dir(self.out))?;
+            rename(&pending, &out)?;
+            sync_dir(agent_core::atomic::parent_dir(&out))?;
         }
         remove_dir(&old)
     }
@@ -504,7 +520,7 @@ impl Drop for ImageStage<'_> {
     /// A run that failed leaves no staging directory behind (best effort:
     /// the next run removes what is left).
     fn drop(&mut self) {
-        if !self.pending().exists() {
+        if matches!(self.under_way(), Ok(None)) {
             let _ = std::fs::remove_dir_all(&self.staging);
         }
     }
@@ -897,10 +913,8 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let (base, out) = (tmp.path(), tmp.path().join("s.json"));
         let (images, old) = (base.join("s-images"), base.join(".s-images.old"));
-        let (staging, pending) = (
-            base.join(".s-images.partial"),
-            base.join(".s-images.samples"),
-        );
+        let staging = base.join(".s-images.partial");
+        let pending = base.join(".s-images.pending-s.json");
         // Killed after the old images were moved aside: the new pair was
         // whole (staged images, pending samples), so it takes the place.
         put(&out, "old samples");
@@ -938,6 +952,40 @@ mod tests {
         drop(ImageStage::new(&out).unwrap());
         holds(&images, &[("c.png", "c")]);
         assert!(!staging.exists());
+        // A swap into another sample file of the stem (`s.jsonl` shares
+        // `s-images`) goes to that file.
+        put(&staging.join("e.png"), "e");
+        put(&base.join(".s-images.pending-s.jsonl"), "e samples");
+        drop(ImageStage::new(&out).unwrap());
+        let other = std::fs::read_to_string(base.join("s.jsonl")).unwrap();
+        assert_eq!(other, "e samples");
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "c samples");
+        holds(&images, &[("e.png", "e")]);
+    }
+
+    /// Where the samples cannot take their place (here a directory holds
+    /// the name), the old images are put back and nothing of the run stays.
+    #[test]
+    fn a_swap_that_fails_puts_the_old_images_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (base, out) = (tmp.path(), tmp.path().join("s.json"));
+        put(&out.join("keep"), "not a sample file");
+        put(&base.join("s-images/a.png"), "old a");
+        let mut stage = ImageStage::new(&out).unwrap();
+        stage.write("s-images/a.png", b"new a").unwrap();
+        let samples = parse_samples(crate::data::tests::NAVIGATION).unwrap();
+        let Err(Error::Write { path, .. }) = stage.finish(&samples, "") else {
+            panic!("the samples took the place of a directory");
+        };
+        assert_eq!(path, out);
+        holds(&base.join("s-images"), &[("a.png", "old a")]);
+        holds(&out, &[("keep", "not a sample file")]);
+        let mut left: Vec<String> = std::fs::read_dir(base)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, [".s-images.lock", "s-images", "s.json"]);
     }
 
     #[test]

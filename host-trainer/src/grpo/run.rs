@@ -34,6 +34,7 @@ pub struct Outcome {
 }
 
 /// What [`run`] tells its caller as it goes.
+#[derive(Debug)]
 pub enum Progress<'a> {
     /// Before the first step of a fresh start: the log of an earlier run
     /// in the same directory, stopped before its first checkpoint, was
