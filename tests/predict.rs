@@ -138,6 +138,14 @@ fn predictions_replace_an_out_file_only_when_whole() {
         "{}",
         stderr(&run)
     );
+    for (out, why) in [
+        ("images", "it is a directory; give a file"),
+        ("none/p.jsonl", "its directory does not exist"),
+    ] {
+        let run = with_out(&samples, &dir.path(out));
+        assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+        assert!(stderr(&run).contains(why), "{}", stderr(&run));
+    }
     let leftovers: Vec<_> = std::fs::read_dir(dir.path(""))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -51,6 +51,9 @@ pub(crate) fn writes_over(out: &Path, input: &Path) -> bool {
 /// `..` there steps back to the directory above, as the made path would.
 pub(crate) fn resolved(path: &Path) -> Option<PathBuf> {
     use std::path::Component;
+    if path.as_os_str().is_empty() {
+        return None;
+    }
     let parts: Vec<Component> = path.components().collect();
     (0..=parts.len()).rev().find_map(|exists| {
         let ancestor: PathBuf = parts[..exists].iter().collect();
@@ -239,6 +242,13 @@ mod tests {
         assert!(writes_over(&root.join("link/new/s.json"), &input));
         assert!(!writes_over(&root.join("new/sub/../../s.json"), &input));
         assert!(!writes_over(&root.join("other/s.json"), &input));
+        // A dangling link is the entry a rename replaces; no path, no file.
+        std::os::unix::fs::symlink(root.join("gone"), root.join("dangling")).unwrap();
+        assert_eq!(
+            resolved(&root.join("dangling")),
+            Some(root.join("dangling"))
+        );
+        assert_eq!(resolved(std::path::Path::new("")), None);
     }
 
     /// Dates `path`'s last change back past [`ABANDONED_AFTER`].

@@ -361,6 +361,12 @@ pub(crate) struct ImageStage<'a> {
 
 impl<'a> ImageStage<'a> {
     pub(crate) fn new(out: &'a Path) -> Result<Self> {
+        if out.file_name().is_none() {
+            return Err(Error::Usage(format!(
+                "--out {}: names a directory, not a sample file",
+                out.display()
+            )));
+        }
         let (base, images) = images_beside(out);
         if !base.as_os_str().is_empty() {
             create_dir(base)?;
@@ -412,15 +418,19 @@ impl<'a> ImageStage<'a> {
 
     /// The new samples for `out`, whole, while a swap is under way.
     fn pending(&self) -> PathBuf {
-        let name = self.out.file_name().unwrap_or("samples".as_ref());
         let mut pending = std::ffi::OsString::from(self.pending_prefix());
-        pending.push(name);
+        pending.push(self.out.file_name().unwrap_or_default());
         self.base.join(pending)
     }
 
     /// The pending file of a swap under way, if there is one, and the
-    /// sample file it replaces.
+    /// sample file it replaces: `out`'s own first, then another of the
+    /// stem's (by a name in UTF-8).
     fn under_way(&self) -> Result<Option<(PathBuf, PathBuf)>> {
+        let own = self.pending();
+        if own.exists() {
+            return Ok(Some((own, self.out.to_owned())));
+        }
         let listed = agent_core::atomic::parent_dir(self.out);
         let entries = std::fs::read_dir(listed).map_err(|source| Error::Write {
             path: listed.to_owned(),
@@ -486,8 +496,10 @@ impl<'a> ImageStage<'a> {
             // from, so a failure or a crash midway loses nothing; the
             // pending file goes once the old images are back.
             let (dir, old) = (self.dir(), self.old());
+            let parent = agent_core::atomic::parent_dir(self.out);
             let undone = (self.staging.exists() || rename(&dir, &self.staging).is_ok())
-                && (!old.exists() || rename(&old, &dir).is_ok());
+                && (!old.exists() || rename(&old, &dir).is_ok())
+                && sync_dir(parent).is_ok();
             if undone {
                 let _ = std::fs::remove_file(&pending);
             }
@@ -508,6 +520,9 @@ impl<'a> ImageStage<'a> {
                     rename(&dir, &old)?;
                 }
                 rename(&self.staging, &dir)?;
+                // The images are in place on disk before the samples that
+                // name them are.
+                sync_dir(agent_core::atomic::parent_dir(&dir))?;
             }
             rename(&pending, &out)?;
             sync_dir(agent_core::atomic::parent_dir(&out))?;
@@ -1013,5 +1028,12 @@ mod tests {
         );
         drop(first);
         drop(ImageStage::new(&out).unwrap());
+        let Err(Error::Usage(refusal)) = ImageStage::new(&tmp.path().join("sub/..")) else {
+            panic!("an --out that names no file was taken");
+        };
+        assert!(
+            refusal.ends_with("names a directory, not a sample file"),
+            "{refusal}"
+        );
     }
 }
