@@ -51,8 +51,20 @@ pub fn exit_code(program: &str, outcome: Outcome) -> ExitCode {
         Err(Failure::Failed(e)) if is_broken_pipe(&e) => return ExitCode::SUCCESS,
         Err(Failure::Failed(e)) => (e, 1),
     };
-    eprintln!("{program}: error: {}", message(&e));
+    eprintln!("{program}: error: {}", printable(&message(&e)));
     ExitCode::from(code)
+}
+
+/// `text` with its control characters shown escaped (`\u{1b}`), line
+/// breaks and tabs kept: what a device, a model or a file said reaches the
+/// terminal, where an escape sequence (ESC, or C1's U+009B) would act.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| match c.is_control() && !matches!(c, '\n' | '\t') {
+            true => c.escape_default().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
 }
 
 /// The error and its causes, joined by `: ` as anyhow's `{:#}` joins them,
@@ -84,6 +96,14 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_shown_escaped() {
+        assert_eq!(
+            printable("emu\u{1b}]0;owned\u{7}\u{9b}2J-5554 é\n\tnext"),
+            "emu\\u{1b}]0;owned\\u{7}\\u{9b}2J-5554 é\n\tnext"
+        );
+    }
 
     /// An error that says its source in its own message and returns it
     /// as its cause too, as `#[error("{path}: {source}")]` does.

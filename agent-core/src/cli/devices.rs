@@ -2,6 +2,7 @@
 
 use super::{Outcome, json_line};
 use crate::device::adb::{DEFAULT_SERVER_PORT, DEFAULT_TIMEOUT, list_devices};
+use crate::process::printable;
 use anyhow::Context;
 use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -42,29 +43,4 @@ pub fn run(args: &Args) -> Outcome {
         writeln!(out, "no devices").map_err(anyhow::Error::from)?;
     }
     Ok(())
-}
-
-/// `text` with its control characters escaped: what an adb server names a
-/// device reaches the terminal, and an escape sequence must not act there.
-fn printable(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn control_characters_are_shown_escaped() {
-        assert_eq!(
-            super::printable("emu\u{1b}]0;owned\u{7}\u{1b}[2J-5554 é"),
-            "emu\\u{1b}]0;owned\\u{7}\\u{1b}[2J-5554 é"
-        );
-    }
 }
