@@ -218,6 +218,49 @@ pub fn sync_dir(_: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Whether writing `out` would destroy `input`: `out` is `input` itself,
+/// lies inside the directory `input` (at any depth, through directories
+/// still to be made), or is a directory (replaced whole) that holds
+/// `input`. Links and `..` are resolved.
+pub fn writes_over(out: &Path, input: &Path) -> bool {
+    let (Some(written), Ok(read)) = (resolved(out), input.canonicalize()) else {
+        return false;
+    };
+    written == read
+        || (read.is_dir() && written.starts_with(&read))
+        || (written.is_dir() && read.starts_with(&written))
+}
+
+/// `path` with links and `..` resolved, for a file that may not exist yet,
+/// nor the directories above it: its deepest existing ancestor resolved,
+/// and the rest as written. What is still to be made holds no links, so a
+/// `..` there steps back to the directory above, as the made path would.
+pub fn resolved(path: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    if path.as_os_str().is_empty() {
+        return None;
+    }
+    let parts: Vec<Component> = path.components().collect();
+    (0..=parts.len()).rev().find_map(|exists| {
+        let ancestor: PathBuf = parts[..exists].iter().collect();
+        let ancestor = match ancestor.as_os_str().is_empty() {
+            true => PathBuf::from("."),
+            false => ancestor,
+        };
+        let mut real = ancestor.canonicalize().ok()?;
+        for part in &parts[exists..] {
+            match part {
+                Component::ParentDir => {
+                    real.pop();
+                }
+                Component::CurDir => {}
+                made => real.push(made),
+            }
+        }
+        Some(real)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,5 +363,42 @@ mod tests {
         assert_eq!(e.path, missing);
         assert_eq!(e.source.kind(), std::io::ErrorKind::NotFound);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    /// An output below an input directory is found at any depth of
+    /// directories still to be made, with `..` among them; a link to a
+    /// directory is followed.
+    #[cfg(unix)]
+    #[test]
+    fn an_output_is_placed_through_directories_still_to_be_made() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let input = root.join("episodes");
+        std::fs::create_dir(&input).unwrap();
+        std::os::unix::fs::symlink(&input, root.join("link")).unwrap();
+        for (out, expected) in [
+            ("episodes/new/sub/s.json", "episodes/new/sub/s.json"),
+            ("link/new/s.json", "episodes/new/s.json"),
+            ("new/../episodes/s.json", "episodes/s.json"),
+            ("new/sub/../../s.json", "s.json"),
+            ("episodes", "episodes"),
+        ] {
+            assert_eq!(
+                resolved(&root.join(out)),
+                Some(root.join(expected)),
+                "{out}"
+            );
+        }
+        assert!(writes_over(&root.join("episodes/new/sub/s.json"), &input));
+        assert!(writes_over(&root.join("link/new/s.json"), &input));
+        assert!(!writes_over(&root.join("new/sub/../../s.json"), &input));
+        assert!(!writes_over(&root.join("other/s.json"), &input));
+        // A dangling link is the entry a rename replaces; no path, no file.
+        std::os::unix::fs::symlink(root.join("gone"), root.join("dangling")).unwrap();
+        assert_eq!(
+            resolved(&root.join("dangling")),
+            Some(root.join("dangling"))
+        );
+        assert_eq!(resolved(std::path::Path::new("")), None);
     }
 }

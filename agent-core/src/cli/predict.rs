@@ -51,21 +51,19 @@ pub fn run(args: &Args) -> Outcome {
     let Some(path) = &args.out else {
         return answer_all(args, &samples, &mut std::io::stdout().lock());
     };
-    let same_file = |a: &Path, b: &Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b);
     // Refused before the model answers every sample, not after.
-    if path.is_dir() || !crate::atomic::parent_dir(path).is_dir() {
+    let unusable = if path.is_dir() {
+        Some("it is a directory; give a file")
+    } else if !crate::atomic::parent_dir(path).is_dir() {
+        Some("its directory does not exist")
+    } else if crate::atomic::writes_over(path, &args.samples) {
+        Some("it is the samples file this command reads; write elsewhere")
+    } else {
+        None
+    };
+    if let Some(why) = unusable {
         return Err(Failure::BadInput(anyhow!(
-            "--out {}: {}",
-            path.display(),
-            match path.is_dir() {
-                true => "it is a directory; give a file",
-                false => "its directory does not exist",
-            }
-        )));
-    }
-    if same_file(path, &args.samples) {
-        return Err(Failure::BadInput(anyhow!(
-            "--out {}: it is the samples file this command reads; write elsewhere",
+            "--out {}: {why}",
             path.display()
         )));
     }
