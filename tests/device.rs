@@ -52,6 +52,15 @@ fn adb_device_observes_the_virtual_phone_exactly() {
     assert_eq!(tree, r.phone.with_phone(|p| p.ui_tree()));
 }
 
+/// The `framebuffer:` service through Debian's adb server gives the
+/// screen the phone rendered, pixel for pixel, as `screencap -p` does.
+#[test]
+fn the_framebuffer_service_shows_the_rendered_screen() {
+    let mut r = rig(Duration::from_secs(20));
+    let screen = r.device.framebuffer().unwrap();
+    assert_eq!(screen, r.phone.with_phone(|p| p.render()));
+}
+
 #[test]
 fn adb_device_recovers_exit_codes() {
     let mut r = rig(Duration::from_secs(20));

@@ -25,6 +25,7 @@ use crate::agent::StopReason;
 use crate::agent::safety::{Confirm, Rejection, Verdict};
 use crate::agent::trajectory::{Trajectory, read_trajectory};
 use crate::device::DeviceError;
+use crate::process::printable;
 use crate::sim::tasks::{self, Split, Task};
 use anyhow::anyhow;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -350,7 +351,7 @@ pub fn run(args: &Args) -> Outcome {
                 let dir = out.join(format!("{name}-r{repeat}-e{episode}"));
                 let stats = one_episode(args, &agent, &target, name, seed, &dir, shared.as_ref())?;
                 if let Some(error) = &stats.error {
-                    bar.suspend(|| eprintln!("btl: {name} seed {k}: {error}"));
+                    bar.suspend(|| eprintln!("btl: {name} seed {k}: {}", printable(error)));
                     errors += 1;
                 }
                 successes += usize::from(stats.success);

@@ -24,6 +24,7 @@ use super::episode::{
 use super::{Failure, Outcome};
 use crate::agent::StopReason;
 use crate::agent::trajectory::{Outcome as EpisodeOutcome, Trajectory};
+use crate::process::printable;
 use crate::sim::tasks::{self, Split, Task};
 use anyhow::{Context, anyhow};
 use std::collections::VecDeque;
@@ -226,10 +227,11 @@ pub fn run(args: &Args) -> Outcome {
                         n => format!(" ({n} of them the teacher's)"),
                     };
                     eprintln!(
-                        "btl: {} {} on {device}: {} after {} steps{teacher}",
+                        "btl: {} {} on {}: {} after {} steps{teacher}",
                         job.task.name(),
                         seed_label(job.seed),
-                        outcome.stop,
+                        printable(&device),
+                        printable(&outcome.stop.to_string()),
                         outcome.steps
                     );
                     append_line(&index, &index_line(&job, &device, &outcome, taken_over))?;
@@ -237,23 +239,30 @@ pub fn run(args: &Args) -> Outcome {
                 Report::JobFailed { device, job, error } => {
                     failed_jobs += 1;
                     eprintln!(
-                        "btl: {} {} on {device} failed: {error}",
+                        "btl: {} {} on {} failed: {}",
                         job.task.name(),
-                        seed_label(job.seed)
+                        seed_label(job.seed),
+                        printable(&device),
+                        printable(&error)
                     );
                 }
                 Report::Interrupted { device, job, steps } => {
                     interrupted += 1;
                     eprintln!(
-                        "btl: {} {} on {device}: interrupted after {steps} steps, kept in {} to resume",
+                        "btl: {} {} on {}: interrupted after {steps} steps, kept in {} to resume",
                         job.task.name(),
                         seed_label(job.seed),
+                        printable(&device),
                         episode_dir(&args.out, &job).display()
                     );
                 }
                 Report::DeviceRetired { device, error } => {
                     retired += 1;
-                    eprintln!("btl: device {device} failed and is skipped: {error}");
+                    eprintln!(
+                        "btl: device {} failed and is skipped: {}",
+                        printable(&device),
+                        printable(&error)
+                    );
                 }
             }
         }

@@ -17,6 +17,7 @@ use crate::model::{
     LlamaConfig, LoadPolicyError, LoraAdapter, ModelSettings, Observation, Policy, PolicyError,
     PolicyOutput, PolicySpec, Relabelled,
 };
+use crate::process::printable_line;
 use crate::protocol::{Action, Profile};
 use crate::sim::phone::PhoneConfig;
 use crate::sim::tasks::{self, SettingCheck, Task};
@@ -583,10 +584,24 @@ pub fn progress_bar(max_steps: u32, done: u32, prefix: &str) -> ProgressBar {
 
 /// The bar's message for a recorded step.
 pub fn step_message(step: &StepRecord) -> String {
-    match &step.executed {
+    printable_line(&match &step.executed {
         Some(e) => format!("{}: {}", e.model.function(), e.plan),
         None => format!("{:?}", step.outcome),
-    }
+    })
+}
+
+/// What the person at the terminal is asked. The plan is the model's and
+/// the matched text the screen's: shown on one line with their control
+/// characters escaped, so neither can rewrite the question.
+fn confirm_question(request: &ConfirmRequest) -> String {
+    let s = request.sensitive;
+    format!(
+        "btl: sensitive action: {} ({}) — '{}' matched \"{}\". Allow? [y/N] ",
+        request.action.function(),
+        printable_line(request.plan),
+        printable_line(&s.pattern),
+        printable_line(&s.text)
+    )
 }
 
 /// Asks the person at the terminal; keeps the progress bar out of the way.
@@ -597,14 +612,7 @@ pub struct TerminalConfirmer {
 impl Confirmer for TerminalConfirmer {
     fn confirm(&mut self, request: &ConfirmRequest) -> bool {
         self.bar.suspend(|| {
-            let s = request.sensitive;
-            eprint!(
-                "btl: sensitive action: {} ({}) — '{}' matched \"{}\". Allow? [y/N] ",
-                request.action.function(),
-                request.plan,
-                s.pattern,
-                s.text
-            );
+            eprint!("{}", confirm_question(request));
             let _ = std::io::stderr().flush();
             let mut line = String::new();
             let read = std::io::stdin().lock().read_line(&mut line);
@@ -911,6 +919,31 @@ mod tests {
 
     fn agent_args(flags: &[&str]) -> AgentArgs {
         Cli::parse_from(std::iter::once("btl").chain(flags.iter().copied())).agent
+    }
+
+    /// A screen's text and a model's plan cannot rewrite the question
+    /// they are part of: their escape sequences and line breaks are shown,
+    /// not acted on, and the question stays one line.
+    #[test]
+    fn the_confirm_question_shows_what_the_screen_and_model_said_escaped() {
+        use crate::agent::safety::{Scope, SensitiveMatch};
+        let sensitive = SensitiveMatch {
+            pattern: "delete".into(),
+            scope: Scope::Target,
+            text: "Delete\u{1b}[1A\u{1b}[2KCancel\u{202e}".into(),
+        };
+        let action = Action::Type { text: "x".into() };
+        let request = ConfirmRequest {
+            goal: "Delete the note",
+            plan: "Tap \"Delete\".\nbtl: allowed",
+            action: &action,
+            sensitive: &sensitive,
+        };
+        assert_eq!(
+            confirm_question(&request),
+            "btl: sensitive action: Type (Tap \"Delete\".\\nbtl: allowed) — 'delete' matched \
+             \"Delete\\u{1b}[1A\\u{1b}[2KCancel\\u{202e}\". Allow? [y/N] "
+        );
     }
 
     /// An episode of the virtual phone goes on on a virtual phone only, one

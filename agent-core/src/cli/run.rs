@@ -16,6 +16,7 @@ use super::episode::{
 use super::{Failure, Outcome, json_line};
 use crate::agent::trajectory::read_trajectory;
 use crate::agent::{Agent, AgentError};
+use crate::process::printable;
 use crate::report;
 use crate::sim::tasks::{self, Split, Task};
 use anyhow::{Context, anyhow};
@@ -117,7 +118,7 @@ pub fn run(args: &Args) -> Outcome {
             out,
             "stopped after {} steps: {}{success}\ntrajectory: {}",
             outcome.steps,
-            outcome.stop,
+            printable(&outcome.stop.to_string()),
             dir.display()
         )
         .map_err(anyhow::Error::from)?;
@@ -163,7 +164,11 @@ fn start(args: &Args, target: &Target) -> Result<Started, Failure> {
             )));
         }
     };
-    eprintln!("btl: running on {}; goal: {goal}", target.describe());
+    eprintln!(
+        "btl: running on {}; goal: {}",
+        printable(&target.describe()),
+        printable(&goal)
+    );
     let prepared = prepare(target, task.as_ref())
         .with_context(|| format!("cannot prepare {}", target.describe()))?;
     let shared = match args.policy.policy {

@@ -9,6 +9,7 @@
 //! `adb_client` drops the exit code of shell-v2 commands, so each command is
 //! followed by `echo __btl_rc=$?` and the code is read back from stdout.
 
+use super::framebuffer::{FramebufferHeader, header_len};
 use super::{Device, DeviceAction, DeviceError, LONG_PRESS_MS};
 use crate::device::ui::{UiNode, parse_uiautomator_xml};
 use crate::protocol::{DevicePoint, Size};
@@ -17,7 +18,8 @@ use adb_client::server::ADBServer;
 use adb_client::server_device::ADBServerDevice;
 use base64::Engine;
 use image::RgbaImage;
-use std::net::SocketAddrV4;
+use std::io::{Read, Write};
+use std::net::{SocketAddrV4, TcpStream};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -226,13 +228,15 @@ impl AdbDevice {
         })
     }
 
-    /// The screen through the `framebuffer:` service (raw RGBA, no PNG
-    /// encoding on the device); the alternative to `screencap -p`.
+    /// The screen through the `framebuffer:` service (raw pixels, no PNG
+    /// encoding on the device); the alternative to `screencap -p`. Read by
+    /// btl itself rather than adb_client, which allocates whatever size
+    /// the device's header claims.
     pub fn framebuffer(&mut self) -> Result<RgbaImage, DeviceError> {
-        self.call("framebuffer", |device| {
-            device
-                .framebuffer_inner()
-                .map_err(|e| disconnected("framebuffer", e))
+        let (serial, server) = (self.serial.clone(), self.server);
+        let timeout = self.timeout;
+        within("framebuffer", timeout, move || {
+            read_framebuffer(server, &serial, timeout).map_err(|e| e.of("framebuffer"))
         })
     }
 
@@ -304,16 +308,7 @@ pub fn list_devices(
             }
             answer => answer,
         };
-        answer.map_err(|e| match e {
-            HostError::Io(e) => DeviceError::Disconnected {
-                operation: "adb devices".into(),
-                reason: e.to_string(),
-            },
-            HostError::Reply(reason) => DeviceError::Protocol {
-                operation: "adb devices".into(),
-                reason,
-            },
-        })
+        answer.map_err(|e| e.of("adb devices"))
     })?;
     Ok(String::from_utf8_lossy(&listing)
         .lines()
@@ -350,6 +345,26 @@ const MAX_HOST_REPLY: usize = 0xffff;
 enum HostError {
     Io(std::io::Error),
     Reply(String),
+    /// What the device sent through the server, refused as it says.
+    Device(DeviceError),
+}
+
+impl HostError {
+    /// The error of `operation` this is: a broken connection, or a reply
+    /// that is not what adb sends.
+    fn of(self, operation: &str) -> DeviceError {
+        match self {
+            Self::Io(e) => DeviceError::Disconnected {
+                operation: operation.into(),
+                reason: e.to_string(),
+            },
+            Self::Reply(reason) => DeviceError::Protocol {
+                operation: operation.into(),
+                reason,
+            },
+            Self::Device(e) => e,
+        }
+    }
 }
 
 impl From<std::io::Error> for HostError {
@@ -367,30 +382,55 @@ fn host_request(
     request: &str,
     timeout: Duration,
 ) -> Result<Vec<u8>, HostError> {
-    use std::io::{Read, Write};
+    let mut stream = connect(server, timeout)?;
+    ask(&mut stream, request)?;
+    read_payload(&mut stream)
+}
+
+/// A connection to the adb server whose reads and writes give up after
+/// twice `timeout` (see [`host_request`]).
+fn connect(server: SocketAddrV4, timeout: Duration) -> Result<TcpStream, HostError> {
     let patience = timeout.saturating_mul(2);
-    let mut stream = std::net::TcpStream::connect_timeout(&server.into(), patience)?;
+    let stream = TcpStream::connect_timeout(&server.into(), patience)?;
     stream.set_read_timeout(Some(patience))?;
     stream.set_write_timeout(Some(patience))?;
+    Ok(stream)
+}
+
+/// Reads exactly `buffer`'s length; the other end closing first is named
+/// by `what` was still to come.
+fn read_all(stream: &mut TcpStream, buffer: &mut [u8], what: &str) -> Result<(), HostError> {
+    stream.read_exact(buffer).map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => HostError::Reply(format!(
+            "the server closed the connection before its {what}"
+        )),
+        _ => HostError::Io(e),
+    })
+}
+
+/// Sends one request and reads its status: `OKAY`, or `FAIL` and the
+/// server's message as the error.
+fn ask(stream: &mut TcpStream, request: &str) -> Result<(), HostError> {
     stream.write_all(format!("{:04x}{request}", request.len()).as_bytes())?;
-    let mut read = |buffer: &mut [u8], what: &str| {
-        stream.read_exact(buffer).map_err(|e| match e.kind() {
-            std::io::ErrorKind::UnexpectedEof => HostError::Reply(format!(
-                "the server closed the connection before its {what}"
-            )),
-            _ => HostError::Io(e),
-        })
-    };
     let mut status = [0; 4];
-    read(&mut status, "status")?;
-    if !matches!(&status, b"OKAY" | b"FAIL") {
-        return Err(HostError::Reply(format!(
+    read_all(stream, &mut status, "status")?;
+    match &status {
+        b"OKAY" => Ok(()),
+        b"FAIL" => Err(HostError::Reply(format!(
+            "the server refused: {}",
+            String::from_utf8_lossy(&read_payload(stream)?)
+        ))),
+        _ => Err(HostError::Reply(format!(
             "the status {:?} is neither OKAY nor FAIL (is it an adb server?)",
             status.escape_ascii().to_string()
-        )));
+        ))),
     }
+}
+
+/// A payload after its four hex digits of length.
+fn read_payload(stream: &mut TcpStream) -> Result<Vec<u8>, HostError> {
     let mut length = [0; 4];
-    read(&mut length, "reply's length")?;
+    read_all(stream, &mut length, "reply's length")?;
     let length = std::str::from_utf8(&length)
         .ok()
         .and_then(|hex| usize::from_str_radix(hex, 16).ok())
@@ -402,15 +442,31 @@ fn host_request(
             ))
         })?;
     let mut payload = vec![0; length];
-    read(&mut payload, "whole reply")?;
-    if &status == b"OKAY" {
-        Ok(payload)
-    } else {
-        Err(HostError::Reply(format!(
-            "the server refused: {}",
-            String::from_utf8_lossy(&payload)
-        )))
-    }
+    read_all(stream, &mut payload, "whole reply")?;
+    Ok(payload)
+}
+
+/// The screen through the device's `framebuffer:` service: the server is
+/// asked to switch this connection to the device, then for the service.
+/// The header is checked before anything is allocated for the pixels
+/// ([`FramebufferHeader::parse`]).
+fn read_framebuffer(
+    server: SocketAddrV4,
+    serial: &str,
+    timeout: Duration,
+) -> Result<RgbaImage, HostError> {
+    let mut stream = connect(server, timeout)?;
+    ask(&mut stream, &format!("host:transport:{serial}"))?;
+    ask(&mut stream, "framebuffer:")?;
+    let mut version = [0; 4];
+    read_all(&mut stream, &mut version, "framebuffer header")?;
+    let mut header = vec![0; header_len(version).map_err(HostError::Device)?];
+    header[..4].copy_from_slice(&version);
+    read_all(&mut stream, &mut header[4..], "whole framebuffer header")?;
+    let header = FramebufferHeader::parse(&header).map_err(HostError::Device)?;
+    let mut pixels = vec![0; header.pixel_bytes()];
+    read_all(&mut stream, &mut pixels, "framebuffer's pixels")?;
+    header.decode(&pixels).map_err(HostError::Device)
 }
 
 /// The fields adb writes after a device's state, each `key:value`.
@@ -676,7 +732,8 @@ mod tests {
     }
 
     /// An adb server that lists one device, `hostile0`, and answers every
-    /// shell command with `answer`, given the command and its socket.
+    /// shell command with `answer`, given the command and its socket (and
+    /// the `framebuffer:` service, given that name).
     fn fake_server(answer: fn(&str, &mut std::net::TcpStream)) -> SocketAddrV4 {
         use std::io::{Read, Write};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -705,11 +762,14 @@ mod tests {
                             return reply(&mut stream, "hostile0 device transport_id:1\n");
                         } else if request == "host:features" {
                             return reply(&mut stream, "");
-                        } else if request.starts_with("host:transport:") {
+                        } else if request == "host:transport:hostile0" {
                             let _ = stream.write_all(b"OKAY");
                         } else if let Some(command) = request.strip_prefix("shell:") {
                             let _ = stream.write_all(b"OKAY");
                             return answer(command, &mut stream);
+                        } else if request == "framebuffer:" {
+                            let _ = stream.write_all(b"OKAY");
+                            return answer(&request, &mut stream);
                         } else {
                             let _ = stream.write_all(b"FAIL0004nope");
                             return;
@@ -745,6 +805,67 @@ mod tests {
         assert_eq!(
             (answered.stdout.as_slice(), answered.exit_code),
             (&b"ok\n"[..], 0)
+        );
+    }
+
+    /// A `framebuffer:` header that claims 4 GiB of pixels for a 1x1
+    /// screen is refused before anything is allocated for them, and the
+    /// device stays usable; so is a header of an unknown version.
+    #[test]
+    fn a_framebuffer_header_is_checked_before_its_pixels_are_read() {
+        use std::io::Write;
+        let server = fake_server(|command, stream| match command {
+            "framebuffer:" => {
+                let fields: [u32; 14] = [2, 32, 1, u32::MAX, 1, 1, 0, 8, 16, 8, 8, 8, 24, 8];
+                let header: Vec<u8> = fields.iter().flat_map(|f| f.to_le_bytes()).collect();
+                let _ = stream.write_all(&header);
+            }
+            _ => {
+                let _ = stream.write_all(b"ok\n__btl_rc=0\n");
+            }
+        });
+        let mut device = AdbDevice::open("hostile0", server, Duration::from_secs(20)).unwrap();
+        let e = device.framebuffer().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unexpected reply to framebuffer: the header says 4294967295 bytes of pixels, where \
+             1x1 at 32 bits a pixel is 4"
+        );
+        assert_eq!(device.shell("echo ok").unwrap().exit_code, 0);
+
+        let server = fake_server(|_, stream| {
+            let _ = stream.write_all(&7u32.to_le_bytes());
+        });
+        let mut device = AdbDevice::open("hostile0", server, Duration::from_secs(20)).unwrap();
+        assert_eq!(
+            device.framebuffer().unwrap_err().to_string(),
+            "unexpected reply to framebuffer: header version 7 is neither 1 nor 2, the two adb has"
+        );
+    }
+
+    /// A device that stops sending halfway through its pixels, and a
+    /// server that refuses the device, are named as such.
+    #[test]
+    fn a_framebuffer_cut_short_or_refused_is_named() {
+        use std::io::Write;
+        let server = fake_server(|_, stream| {
+            let fields: [u32; 14] = [2, 32, 1, 16, 2, 2, 0, 8, 16, 8, 8, 8, 24, 8];
+            let header: Vec<u8> = fields.iter().flat_map(|f| f.to_le_bytes()).collect();
+            let _ = stream.write_all(&[&header[..], &[0; 10]].concat());
+        });
+        let mut device = AdbDevice::open("hostile0", server, Duration::from_secs(20)).unwrap();
+        assert_eq!(
+            device.framebuffer().unwrap_err().to_string(),
+            "unexpected reply to framebuffer: the server closed the connection before its \
+             framebuffer's pixels"
+        );
+        let mut device = AdbDevice {
+            serial: "gone0".into(),
+            ..device
+        };
+        assert_eq!(
+            device.framebuffer().unwrap_err().to_string(),
+            "unexpected reply to framebuffer: the server refused: nope"
         );
     }
 

@@ -28,6 +28,8 @@ pub mod adb;
 pub mod adb_server;
 pub mod elements;
 #[cfg(feature = "host")]
+pub mod framebuffer;
+#[cfg(feature = "host")]
 pub mod sim;
 pub mod ui;
 
