@@ -182,6 +182,35 @@ fn score_prints_a_table_by_default_and_honours_weights_and_mode() {
     );
 }
 
+/// A sample id holding a terminal escape sequence is shown escaped in the
+/// table, not sent to the terminal; `--json` keeps it as JSON escapes.
+#[test]
+fn a_sample_id_is_shown_escaped_in_the_table() {
+    let dir = Dir::new();
+    let mut samples: Value =
+        serde_json::from_str(&std::fs::read_to_string(NAVIGATION_SAMPLES).unwrap()).unwrap();
+    let id = "nav\u{1b}]0;owned\u{7}";
+    samples[0]["id"] = json!(id);
+    let samples = dir.write("s.json", &samples.to_string());
+    let line = json!({"sample": id, "completion": answer(GT_BOX, TAP_GT)}).to_string();
+    let completions = dir.write("c.jsonl", &(line + "\n"));
+    let args = [
+        "score",
+        "--samples",
+        path_str(&samples),
+        "--completions",
+        path_str(&completions),
+    ];
+    let out = dir.btl(args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("\"nav\\u{1b}]0;owned\\u{7}\""), "{text}");
+    assert!(!text.contains('\u{1b}'), "{text}");
+    let out = dir.btl(args.into_iter().chain(["--json"]));
+    let first: Value = serde_json::from_str(stdout(&out).lines().next().unwrap()).unwrap();
+    assert_eq!(first["sample"], json!(id));
+}
+
 /// Each bad input: exit code 2, the file and line named, the reason given.
 #[test]
 fn bad_input_is_named_with_file_line_and_reason() {

@@ -22,6 +22,8 @@
 //! - [`hash`]: the fixed hash seeds are mixed with. Pure.
 //! - [`json_diff`]: the leaves where two JSON values differ, which refusals
 //!   of a recorded run's other settings name. Pure.
+//! - [`terminal`]: text from a device, a model or a file with its control
+//!   characters escaped for the terminal. Pure.
 //!
 //! Host tooling, behind the default feature `host` (btl-android leaves it
 //! out, so none of it reaches a phone):
@@ -50,3 +52,4 @@ pub mod reward;
 pub mod sample;
 #[cfg(feature = "host")]
 pub mod sim;
+pub mod terminal;

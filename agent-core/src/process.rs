@@ -3,6 +3,7 @@
 //! 0 (success), 1 (the command ran and failed) and 2 (bad usage or bad
 //! input), and both print an error once, with its cause chain, on stderr.
 
+use crate::terminal::printable;
 use clap::Parser;
 use std::process::ExitCode;
 
@@ -55,38 +56,6 @@ pub fn exit_code(program: &str, outcome: Outcome) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// `text` with its control characters shown escaped (`\u{1b}`), line
-/// breaks and tabs kept: what a device, a model or a file said reaches the
-/// terminal, where an escape sequence (ESC, or C1's U+009B) would act and
-/// a bidirectional override (U+202E) would show the text reordered.
-pub fn printable(text: &str) -> String {
-    escaped(text, |c| matches!(c, '\n' | '\t'))
-}
-
-/// [`printable`] on one line: line breaks and tabs escaped too, for a
-/// progress bar's message or a question whose answer follows on its line,
-/// which a line break in a model's plan or a screen's text would split.
-pub fn printable_line(text: &str) -> String {
-    escaped(text, |_| false)
-}
-
-fn escaped(text: &str, keep: impl Fn(char) -> bool) -> String {
-    text.chars()
-        .map(
-            |c| match (c.is_control() || is_bidi_control(c)) && !keep(c) {
-                true => c.escape_default().to_string(),
-                false => c.to_string(),
-            },
-        )
-        .collect()
-}
-
-/// The invisible marks that reorder the text around them (Unicode's
-/// embeddings, overrides and isolates).
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-}
-
 /// The error and its causes, joined by `: ` as anyhow's `{:#}` joins them,
 /// but a cause the message already ends with after a `: ` (an error that
 /// writes its source into its own message, as `"{path}: {source}"` does)
@@ -116,19 +85,6 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn control_characters_are_shown_escaped() {
-        assert_eq!(
-            printable("emu\u{1b}]0;owned\u{7}\u{9b}2J-5554 é\n\tnext"),
-            "emu\\u{1b}]0;owned\\u{7}\\u{9b}2J-5554 é\n\tnext"
-        );
-        assert_eq!(
-            printable_line("Tap \"OK\".\n\u{1b}[2K\tAllow"),
-            "Tap \"OK\".\\n\\u{1b}[2K\\tAllow"
-        );
-        assert_eq!(printable("a\u{202e}eteled"), "a\\u{202e}eteled");
-    }
 
     /// An error that says its source in its own message and returns it
     /// as its cause too, as `#[error("{path}: {source}")]` does.

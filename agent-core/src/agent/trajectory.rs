@@ -167,17 +167,30 @@ fn optional_file_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<S
 /// `/dev/zero`) would be read until memory ran out.
 pub const MAX_SCREENSHOT_BYTES: u64 = 64 << 20;
 
+/// The most bytes a recorded UI tree is read to, for the same reason: a
+/// screen's dump is tens of kilobytes, a long web page's a few megabytes.
+pub const MAX_UI_TREE_BYTES: u64 = 32 << 20;
+
 /// The screenshot file at `path`, refused past [`MAX_SCREENSHOT_BYTES`].
 pub fn read_screenshot_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    read_within(path, MAX_SCREENSHOT_BYTES, "a screenshot")
+}
+
+/// The UI tree file at `path`, refused past [`MAX_UI_TREE_BYTES`] or when
+/// it is not UTF-8.
+pub fn read_ui_tree_file(path: &Path) -> std::io::Result<String> {
+    String::from_utf8(read_within(path, MAX_UI_TREE_BYTES, "a UI tree")?)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
+fn read_within(path: &Path, max: u64, what: &str) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let mut bytes = Vec::new();
-    File::open(path)?
-        .take(MAX_SCREENSHOT_BYTES + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_SCREENSHOT_BYTES {
+    File::open(path)?.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
-            format!("more than {MAX_SCREENSHOT_BYTES} bytes, too large for a screenshot"),
+            format!("more than {max} bytes, too large for {what}"),
         ));
     }
     Ok(bytes)

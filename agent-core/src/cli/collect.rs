@@ -24,8 +24,8 @@ use super::episode::{
 use super::{Failure, Outcome};
 use crate::agent::StopReason;
 use crate::agent::trajectory::{Outcome as EpisodeOutcome, Trajectory};
-use crate::process::printable;
 use crate::sim::tasks::{self, Split, Task};
+use crate::terminal::printable;
 use anyhow::{Context, anyhow};
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};

@@ -2,7 +2,7 @@
 
 use super::{Outcome, json_line};
 use crate::device::adb::{DEFAULT_SERVER_PORT, DEFAULT_TIMEOUT, list_devices};
-use crate::process::printable;
+use crate::terminal::printable;
 use anyhow::Context;
 use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddrV4};

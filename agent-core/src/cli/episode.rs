@@ -17,11 +17,11 @@ use crate::model::{
     LlamaConfig, LoadPolicyError, LoraAdapter, ModelSettings, Observation, Policy, PolicyError,
     PolicyOutput, PolicySpec, Relabelled,
 };
-use crate::process::printable_line;
 use crate::protocol::{Action, Profile};
 use crate::sim::phone::PhoneConfig;
 use crate::sim::tasks::{self, SettingCheck, Task};
 use crate::sim::virtual_phone::VirtualPhone;
+use crate::terminal::printable_line;
 use anyhow::{Context, anyhow};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, IsTerminal, Write};

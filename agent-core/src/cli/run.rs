@@ -16,9 +16,9 @@ use super::episode::{
 use super::{Failure, Outcome, json_line};
 use crate::agent::trajectory::read_trajectory;
 use crate::agent::{Agent, AgentError};
-use crate::process::printable;
 use crate::report;
 use crate::sim::tasks::{self, Split, Task};
+use crate::terminal::printable;
 use anyhow::{Context, anyhow};
 use std::io::Write;
 use std::path::{Path, PathBuf};

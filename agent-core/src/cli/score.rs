@@ -136,7 +136,7 @@ pub fn run(args: &Args) -> Outcome {
                 out,
                 "{:>6}  {:>8}  {:>6.3}  {:>6.3}  {:>6.3}  {:>6.3}",
                 c.line,
-                c.sample_ref.to_string(),
+                crate::terminal::printable_line(&c.sample_ref.to_string()),
                 reward.format,
                 reward.blink,
                 reward.link,

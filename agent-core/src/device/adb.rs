@@ -38,6 +38,11 @@ const RC_MARKER: &str = "__btl_rc=";
 /// memory.
 pub const MAX_SHELL_OUTPUT: usize = 192 << 20;
 
+/// The most bytes of a `uiautomator dump`: a screen's is tens of
+/// kilobytes, a long web page's a few megabytes, and the parser's node cap
+/// ([`crate::device::ui::MAX_UI_NODES`]) is reached well before this.
+pub const MAX_UI_DUMP: usize = 32 << 20;
+
 /// A stream of a shell command, refused past `limit` bytes.
 struct Capped {
     bytes: Vec<u8>,
@@ -242,7 +247,12 @@ impl AdbDevice {
 
     /// Runs a command that must succeed; returns its stdout.
     pub fn run(&mut self, command: &str) -> Result<Vec<u8>, DeviceError> {
-        let r = self.shell(command)?;
+        self.run_within(command, MAX_SHELL_OUTPUT)
+    }
+
+    /// [`Self::run`] with at most `limit` bytes on each stream.
+    fn run_within(&mut self, command: &str, limit: usize) -> Result<Vec<u8>, DeviceError> {
+        let r = self.shell_within(command, limit)?;
         if r.exit_code == 0 {
             Ok(r.stdout)
         } else {
@@ -667,7 +677,7 @@ impl Device for AdbDevice {
     }
 
     fn ui_tree(&mut self) -> Result<Option<UiNode>, DeviceError> {
-        let out = self.run("uiautomator dump /dev/tty")?;
+        let out = self.run_within("uiautomator dump /dev/tty", MAX_UI_DUMP)?;
         ui_tree_of_dump(&out)
     }
 

@@ -214,6 +214,12 @@ pub enum UiXmlError {
     /// The dump holds more than [`MAX_UI_NODES`] nodes.
     #[error("more than {MAX_UI_NODES} nodes, at byte {at} of the dump")]
     TooMany { at: u64 },
+    /// Elements of any name are nested deeper than [`MAX_XML_DEPTH`].
+    #[error("elements nested deeper than {MAX_XML_DEPTH} levels, at byte {at} of the dump")]
+    ElementsTooDeep { at: u64 },
+    /// A node has more than [`MAX_NODE_ATTRIBUTES`] attributes.
+    #[error("a node with more than {MAX_NODE_ATTRIBUTES} attributes, at byte {at} of the dump")]
+    TooManyAttributes { at: u64 },
 }
 
 /// The deepest nesting of nodes a dump may have. Real screens stay far
@@ -227,6 +233,16 @@ pub const MAX_UI_DEPTH: usize = 256;
 /// screen (which views cover which, `device::elements`) when a dump is
 /// hostile.
 pub const MAX_UI_NODES: usize = 20_000;
+
+/// The deepest nesting of elements of any name, unknown wrappers around
+/// nodes included: the XML reader keeps every open element's name.
+pub const MAX_XML_DEPTH: usize = 2 * MAX_UI_DEPTH;
+
+/// The most attributes a node may have. uiautomator writes 17 to 22 (newer
+/// Android adds `drawing-order`, `hint`, `display-id` and others); a node
+/// of thousands of unknown ones would cost some twenty times their bytes
+/// in memory.
+pub const MAX_NODE_ATTRIBUTES: usize = 64;
 
 /// The dump `uiautomator dump` writes for `root`: one line, the XML
 /// declaration Android's serializer emits, then `<hierarchy rotation="0">`.
@@ -353,10 +369,29 @@ pub fn parse_uiautomator_xml(xml: &str) -> Result<UiNode, UiXmlError> {
     // Depth of elements that are neither `hierarchy` nor `node`; their
     // content is skipped so unknown wrappers cannot misplace nodes.
     let mut unknown_depth = 0usize;
+    let mut depth = 0usize;
+    let node_from = |tag: &BytesStart, reader: &Reader<&[u8]>| {
+        node_from_tag(tag).map_err(|e| match e {
+            UiXmlError::TooManyAttributes { .. } => UiXmlError::TooManyAttributes {
+                at: start as u64 + reader.buffer_position(),
+            },
+            e => e,
+        })
+    };
     loop {
         let event = reader
             .read_event()
             .map_err(|e| UiXmlError::Xml(e.to_string()))?;
+        match &event {
+            Event::Start(_) if depth == MAX_XML_DEPTH => {
+                return Err(UiXmlError::ElementsTooDeep {
+                    at: start as u64 + reader.buffer_position(),
+                });
+            }
+            Event::Start(_) => depth += 1,
+            Event::End(_) => depth = depth.saturating_sub(1),
+            _ => {}
+        }
         match event {
             Event::Start(_) if unknown_depth > 0 => unknown_depth += 1,
             Event::Empty(_) if unknown_depth > 0 => {}
@@ -365,7 +400,7 @@ pub fn parse_uiautomator_xml(xml: &str) -> Result<UiNode, UiXmlError> {
                 "node" if open.len() == MAX_UI_DEPTH => return Err(too_deep(&reader)),
                 "node" => {
                     count(&reader)?;
-                    open.push(node_from_tag(&tag)?);
+                    open.push(node_from(&tag, &reader)?);
                 }
                 _ => unknown_depth = 1,
             },
@@ -374,7 +409,7 @@ pub fn parse_uiautomator_xml(xml: &str) -> Result<UiNode, UiXmlError> {
                 "node" if open.len() == MAX_UI_DEPTH => return Err(too_deep(&reader)),
                 "node" => {
                     count(&reader)?;
-                    attach(node_from_tag(&tag)?, &mut open, &mut windows);
+                    attach(node_from(&tag, &reader)?, &mut open, &mut windows);
                 }
                 _ => {}
             },
@@ -432,7 +467,11 @@ fn node_from_tag(tag: &BytesStart) -> Result<UiNode, UiXmlError> {
         enabled: true,
         ..UiNode::default()
     };
-    for attr in tag.attributes().with_checks(false) {
+    for (i, attr) in tag.attributes().with_checks(false).enumerate() {
+        if i == MAX_NODE_ATTRIBUTES {
+            // The caller knows where the tag ends.
+            return Err(UiXmlError::TooManyAttributes { at: 0 });
+        }
         let attr = attr.map_err(|e| UiXmlError::Xml(e.to_string()))?;
         let name = attr.key.as_ref();
         let value = attr
@@ -607,6 +646,45 @@ mod tests {
             parse_uiautomator_xml(&dump(MAX_UI_NODES + 1)),
             Err(UiXmlError::TooMany {
                 at: 1 + 24 + 20_001 * 28
+            })
+        );
+    }
+
+    /// Unknown elements nested past [`MAX_XML_DEPTH`], and a node of
+    /// more than [`MAX_NODE_ATTRIBUTES`] attributes, are refused where
+    /// they pass the cap; at the caps they are read.
+    #[test]
+    fn unknown_nesting_and_attributes_past_their_caps_are_refused() {
+        let head = "<hierarchy rotation=\"0\">";
+        let wrapped = |depth: usize| {
+            format!(
+                "{head}{}<node bounds=\"[0,0][1,1]\" />{}</hierarchy>",
+                "<x>".repeat(depth),
+                "</x>".repeat(depth)
+            )
+        };
+        // The hierarchy is one of the open elements.
+        assert!(matches!(
+            parse_uiautomator_xml(&wrapped(MAX_XML_DEPTH - 1)),
+            Err(UiXmlError::Empty)
+        ));
+        assert_eq!(
+            parse_uiautomator_xml(&wrapped(MAX_XML_DEPTH)),
+            Err(UiXmlError::ElementsTooDeep {
+                at: (24 + 3 * MAX_XML_DEPTH) as u64
+            })
+        );
+        let node = |n: usize| {
+            let extra: String = (0..n).map(|i| format!(" a{i}=\"\"")).collect();
+            format!("{head}<node bounds=\"[0,0][1,1]\"{extra} /></hierarchy>")
+        };
+        let read = parse_uiautomator_xml(&node(MAX_NODE_ATTRIBUTES - 1)).unwrap();
+        assert_eq!(read.extra.len(), MAX_NODE_ATTRIBUTES - 1);
+        let xml = node(MAX_NODE_ATTRIBUTES);
+        assert_eq!(
+            parse_uiautomator_xml(&xml),
+            Err(UiXmlError::TooManyAttributes {
+                at: xml.find(" />").unwrap() as u64 + 3
             })
         );
     }

@@ -240,6 +240,11 @@ pub fn quantize(
         reason: e.to_string(),
     };
     temp.as_file().sync_all().map_err(fail)?;
-    temp.persist(output).map_err(|e| fail(e.error))?;
+    // A file that took the name while the model was quantized stays.
+    temp.persist_noclobber(output)
+        .map_err(|e| match e.error.kind() {
+            std::io::ErrorKind::AlreadyExists => QuantizeError::OutputExists(output.to_path_buf()),
+            _ => fail(e.error),
+        })?;
     crate::atomic::sync_dir(dir).map_err(fail)
 }

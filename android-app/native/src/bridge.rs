@@ -12,7 +12,7 @@
 
 use agent_core::agent::safety::{ConfirmRequest, Confirmer};
 use agent_core::device::ui::{UiNode, parse_uiautomator_xml};
-use agent_core::device::{Device, DeviceAction, DeviceError, LONG_PRESS_MS};
+use agent_core::device::{Device, DeviceAction, DeviceError, LONG_PRESS_MS, check_screen};
 use agent_core::model::{Observation, Policy, PolicyError, PolicyOutput};
 use agent_core::protocol::Size;
 use image::RgbaImage;
@@ -300,7 +300,9 @@ impl Device for JavaDevice {
     }
 }
 
-/// A `w`x`h` RGBA image from the bytes Java sent, checked for size.
+/// A `w`x`h` RGBA image from the bytes Java sent, checked for size: exactly
+/// four bytes a pixel, since a longer buffer (rows padded to a stride)
+/// would make an image whose PNG encoding panics when the step is written.
 fn rgba_image(width: i32, height: i32, rgba: Vec<u8>) -> Result<RgbaImage, DeviceError> {
     let bad = |reason: String| DeviceError::Protocol {
         operation: "screenshot".into(),
@@ -310,13 +312,15 @@ fn rgba_image(width: i32, height: i32, rgba: Vec<u8>) -> Result<RgbaImage, Devic
         (Ok(w), Ok(h)) if w > 0 && h > 0 => (w, h),
         _ => return Err(bad(format!("the frame is {width}x{height}"))),
     };
+    check_screen("screenshot", w, h)?;
+    let needed = u64::from(w) * u64::from(h) * 4;
     let len = rgba.len();
-    RgbaImage::from_raw(w, h, rgba).ok_or_else(|| {
-        bad(format!(
-            "a {w}x{h} frame needs {} RGBA bytes, got {len}",
-            u64::from(w) * u64::from(h) * 4
-        ))
-    })
+    match RgbaImage::from_raw(w, h, rgba) {
+        Some(image) if len as u64 == needed => Ok(image),
+        _ => Err(bad(format!(
+            "a {w}x{h} frame needs {needed} RGBA bytes, got {len}"
+        ))),
+    }
 }
 
 /// The action as the progress notification shows it.
@@ -441,6 +445,12 @@ mod tests {
         );
         let short = rgba_image(2, 2, vec![0; 15]).unwrap_err().to_string();
         assert!(short.contains("needs 16 RGBA bytes, got 15"), "{short}");
+        let padded = rgba_image(2, 2, vec![0; 20]).unwrap_err().to_string();
+        assert!(padded.contains("needs 16 RGBA bytes, got 20"), "{padded}");
+        let huge = rgba_image(100_000, 100_000, vec![])
+            .unwrap_err()
+            .to_string();
+        assert!(huge.contains("100000x100000 is past"), "{huge}");
         let empty = rgba_image(0, 5, vec![]).unwrap_err().to_string();
         assert!(empty.contains("0x5"), "{empty}");
         assert!(rgba_image(-1, 5, vec![]).is_err());

@@ -641,7 +641,7 @@ fn read_screenshot(dir: &Path, step: &StepRecord) -> Result<(Size, Vec<u8>, Stri
 
 /// A recorded UI tree. `Err` names the file.
 pub(crate) fn read_ui_tree(path: &Path) -> Result<UiNode, String> {
-    std::fs::read_to_string(path)
+    agent_core::agent::trajectory::read_ui_tree_file(path)
         .map_err(|e| e.to_string())
         .and_then(|xml| parse_uiautomator_xml(&xml).map_err(|e| e.to_string()))
         .map_err(|e| format!("UI tree {}: {e}", path.display()))
@@ -650,11 +650,20 @@ pub(crate) fn read_ui_tree(path: &Path) -> Result<UiNode, String> {
 /// The screenshot's size, and its bytes to write beside the samples. It is
 /// decoded, so a broken or non-PNG file is refused here rather than in
 /// training, and then kept byte for byte: encoding a phone-sized image again
-/// was most of a conversion's time.
+/// was most of a conversion's time. The size its header claims is checked
+/// before it is decoded: a few kilobytes of PNG can claim gigabytes.
 fn screenshot_png(bytes: Vec<u8>) -> Result<(Size, Vec<u8>), String> {
-    let image = image::load_from_memory_with_format(&bytes, image::ImageFormat::Png)
-        .map_err(|e| e.to_string())?;
-    Ok((Size::new(image.width(), image.height()), bytes))
+    use agent_core::device::{MAX_SCREEN_SIDE, within_screen_pixels};
+    let reader =
+        || image::ImageReader::with_format(std::io::Cursor::new(&bytes), image::ImageFormat::Png);
+    let (width, height) = reader().into_dimensions().map_err(|e| e.to_string())?;
+    if width.max(height) > MAX_SCREEN_SIDE || !within_screen_pixels(width, height) {
+        return Err(format!(
+            "a screen of {width}x{height} is larger than any phone's"
+        ));
+    }
+    reader().decode().map_err(|e| e.to_string())?;
+    Ok((Size::new(width, height), bytes))
 }
 
 #[cfg(test)]
@@ -742,6 +751,52 @@ mod tests {
             id: "ep/step-0003".into(),
             lambda: 5,
         }
+    }
+
+    /// A PNG whose header claims a screen no phone has is refused before
+    /// it is decoded, and a recorded UI tree linked to an endless file is
+    /// refused at its cap.
+    #[test]
+    fn recorded_files_past_their_bounds_are_refused() {
+        let mut png = Vec::new();
+        image::RgbaImage::new(1, 1)
+            .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+            .unwrap();
+        // IHDR's width and height follow the 8-byte signature, the chunk's
+        // length and its type; its CRC covers type and data (13 bytes).
+        png[16..20].copy_from_slice(&100_000u32.to_be_bytes());
+        png[20..24].copy_from_slice(&100_000u32.to_be_bytes());
+        let crc = crc32(&png[12..29]);
+        png[29..33].copy_from_slice(&crc.to_be_bytes());
+        assert_eq!(
+            screenshot_png(png).unwrap_err(),
+            "a screen of 100000x100000 is larger than any phone's"
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        let endless = dir.path().join("step-0001.xml");
+        std::os::unix::fs::symlink("/dev/zero", &endless).unwrap();
+        let e = read_ui_tree(&endless).unwrap_err();
+        assert!(
+            e.ends_with("more than 33554432 bytes, too large for a UI tree"),
+            "{e}"
+        );
+    }
+
+    /// PNG's CRC-32 (ISO 3309, reflected, polynomial 0xEDB88320), bit by bit.
+    fn crc32(bytes: &[u8]) -> u32 {
+        let mut crc = u32::MAX;
+        for &b in bytes {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = if crc & 1 == 1 {
+                    (crc >> 1) ^ 0xEDB8_8320
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        !crc
     }
 
     #[test]

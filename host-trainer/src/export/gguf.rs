@@ -48,6 +48,15 @@ const MAX_DIMS: usize = 4;
 /// Nested arrays are legal but unused in practice; the bound keeps a crafted
 /// file from exhausting the stack.
 const MAX_ARRAY_DEPTH: usize = 8;
+/// The most metadata values a file may hold, array elements included. The
+/// largest vocabularies (262,144 tokens) put under a million in their
+/// token, type and merge arrays; a value in memory takes up to 32 bytes
+/// where its encoding may take one, so the bound keeps a crafted file of
+/// a gigabyte from asking for tens.
+const MAX_METADATA_VALUES: u64 = 1 << 24;
+/// The most records reserved ahead of reading them: a count in the file
+/// is a claim, and the vector grows past this as records do arrive.
+const RESERVE_AHEAD: usize = 1 << 16;
 
 /// The type of a metadata value, with its GGUF id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -360,7 +369,11 @@ pub struct Parsed {
 
 /// Parses and checks a whole GGUF file held in `bytes`. Pure; never panics.
 pub fn parse(bytes: &[u8]) -> std::result::Result<Parsed, ParseError> {
-    let mut r = Reader { bytes, pos: 0 };
+    let mut r = Reader {
+        bytes,
+        pos: 0,
+        values: 0,
+    };
     let magic = r.take(4, &"the magic")?;
     if magic != MAGIC {
         return Err(r.error_at(
@@ -494,6 +507,8 @@ pub fn parse(bytes: &[u8]) -> std::result::Result<Parsed, ParseError> {
 struct Reader<'a> {
     bytes: &'a [u8],
     pos: usize,
+    /// Metadata values read so far, array elements included.
+    values: u64,
 }
 
 /// What a read is of, in words: `the value of` and a key.
@@ -548,9 +563,10 @@ impl<'a> Reader<'a> {
     }
 
     /// A reservation for `count` records of at least `min_size` bytes each
-    /// that the remaining bytes could hold: never trusts the count alone.
+    /// that the remaining bytes could hold, and at most [`RESERVE_AHEAD`]:
+    /// never trusts the count alone.
     fn capacity_for(&self, count: u64, min_size: usize) -> usize {
-        let fit = (self.bytes.len() - self.pos) / min_size;
+        let fit = ((self.bytes.len() - self.pos) / min_size).min(RESERVE_AHEAD);
         usize::try_from(count).map_or(fit, |c| c.min(fit))
     }
 
@@ -571,6 +587,13 @@ impl<'a> Reader<'a> {
         depth: usize,
     ) -> std::result::Result<Value, ParseError> {
         let what = &Of("the value of", key);
+        self.values += 1;
+        if self.values > MAX_METADATA_VALUES {
+            return Err(self.error_at(
+                self.pos,
+                format!("{key}: the metadata holds more than {MAX_METADATA_VALUES} values"),
+            ));
+        }
         Ok(match value_type {
             ValueType::U8 => Value::U8(u8::from_le_bytes(self.array(what)?)),
             ValueType::I8 => Value::I8(i8::from_le_bytes(self.array(what)?)),
@@ -610,7 +633,17 @@ impl<'a> Reader<'a> {
                         format!("{key}: unknown array element type id {id}"),
                     )
                 })?;
+                let len_at = self.pos;
                 let len = self.u64(&Of("the array length of", key))?;
+                if len > MAX_METADATA_VALUES - self.values {
+                    return Err(self.error_at(
+                        len_at,
+                        format!(
+                            "{key}: an array of {len} values takes the metadata past its \
+                             {MAX_METADATA_VALUES}"
+                        ),
+                    ));
+                }
                 let mut items =
                     Vec::with_capacity(self.capacity_for(len, element.min_encoded_size()));
                 for _ in 0..len {

@@ -184,9 +184,8 @@ fn prompt_input(
         });
     };
     let path = item.base.join(image);
-    let rgb = image::open(&path)
-        .map_err(|e| Error::Input(format!("{}: cannot read the image: {e}", path.display())))?
-        .to_rgb8();
+    let rgb = read_sample_image(&path, item.sample.image_sizes.first())
+        .map_err(|why| Error::Input(format!("{}: {why}", path.display())))?;
     let max_pixels = max_pixels.unwrap_or(item.sample.max_pixels);
     image_prompt_input(tokenizer, merge, &item.sample.messages, &rgb, max_pixels).map_err(|e| {
         match e {
@@ -194,6 +193,37 @@ fn prompt_input(
             other => other,
         }
     })
+}
+
+/// A sample's screenshot, refused in words when it is larger than any
+/// phone's screen (checked from its header, before decoding) or not the
+/// size the sample gives it (`size`, its `image_sizes` entry), whose frame
+/// the answer's coordinates are in.
+fn read_sample_image(
+    path: &Path,
+    size: Option<&[u32; 2]>,
+) -> std::result::Result<image::RgbImage, String> {
+    use agent_core::device::{MAX_SCREEN_SIDE, within_screen_pixels};
+    let bytes = agent_core::agent::trajectory::read_screenshot_file(path)
+        .map_err(|e| format!("cannot read the image: {e}"))?;
+    let reader = || {
+        image::ImageReader::new(std::io::Cursor::new(&bytes))
+            .with_guessed_format()
+            .map_err(|e| format!("cannot read the image: {e}"))
+    };
+    let (width, height) = reader()?
+        .into_dimensions()
+        .map_err(|e| format!("cannot read the image: {e}"))?;
+    if width.max(height) > MAX_SCREEN_SIDE || !within_screen_pixels(width, height) {
+        return Err(format!(
+            "the image is {width}x{height}, larger than any phone's screen"
+        ));
+    }
+    agent_core::sample::check_image_size(width, height, size)?;
+    Ok(reader()?
+        .decode()
+        .map_err(|e| format!("cannot read the image: {e}"))?
+        .to_rgb8())
 }
 
 /// The [`PromptInput`]s of several samples, their screenshots decoded and
@@ -1257,5 +1287,29 @@ mod tests {
         if count > 0 {
             assert_eq!(parse_device(Some("cuda")).unwrap(), Device::Cuda(0));
         }
+    }
+
+    /// A screenshot of another size than its sample gives is refused, as
+    /// `btl predict` and the ms-swift export refuse it: the answer's
+    /// coordinates are in the sample's frame.
+    #[test]
+    fn a_screenshot_of_another_size_than_its_sample_s_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.png");
+        image::RgbImage::new(4, 3).save(&path).unwrap();
+        assert_eq!(
+            read_sample_image(&path, Some(&[4, 3]))
+                .unwrap()
+                .dimensions(),
+            (4, 3)
+        );
+        assert_eq!(read_sample_image(&path, None).unwrap().dimensions(), (4, 3));
+        assert_eq!(
+            read_sample_image(&path, Some(&[3, 4])).unwrap_err(),
+            "it is 4×3 but the sample says 3×4: its coordinates would not match"
+        );
+        std::fs::write(&path, b"not a png").unwrap();
+        let e = read_sample_image(&path, None).unwrap_err();
+        assert!(e.starts_with("cannot read the image: "), "{e}");
     }
 }

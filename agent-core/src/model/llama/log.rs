@@ -17,7 +17,11 @@ use std::time::{Duration, Instant};
 /// lines kept; mtmd's always through [`mtmd_log`].
 pub(super) fn install(to_stderr: bool) {
     LOG_TO_STDERR.store(to_stderr, Ordering::Relaxed);
-    if !to_stderr {
+    if to_stderr {
+        // SAFETY: `to_terminal` matches ggml_log_callback, ignores its null
+        // user data and never unwinds.
+        unsafe { sys::llama_log_set(Some(to_terminal), std::ptr::null_mut()) };
+    } else {
         llama_cpp_2::send_logs_to_tracing(
             llama_cpp_2::LogOptions::default().with_logs_enabled(false),
         );
@@ -96,7 +100,7 @@ unsafe extern "C" fn mtmd_log(level: sys::ggml_log_level, text: *const c_char, u
         });
     }
     if LOG_TO_STDERR.load(Ordering::Relaxed) {
-        let _ = std::io::stderr().write_all(line);
+        write_to_terminal(line);
     } else {
         // SAFETY: the arguments are mtmd's, as keep_errors expects them.
         unsafe { keep_errors(level, text, user) };
@@ -110,6 +114,21 @@ pub(super) fn timing_encoder<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     let out = f();
     let clock = ENCODER_CLOCK.with(|clock| clock.borrow_mut().take());
     (out, clock.unwrap_or_default().total)
+}
+
+/// llama.cpp's log sink under [`super::LOG_ENV`]: every line to stderr.
+unsafe extern "C" fn to_terminal(_: sys::ggml_log_level, text: *const c_char, _: *mut c_void) {
+    if !text.is_null() {
+        // SAFETY: llama.cpp passes a NUL-terminated string that outlives the call.
+        write_to_terminal(unsafe { CStr::from_ptr(text) }.to_bytes());
+    }
+}
+
+/// A log line on stderr with its control characters escaped: a model's
+/// metadata (its name, say) is in the log.
+fn write_to_terminal(line: &[u8]) {
+    let shown = crate::terminal::printable(&String::from_utf8_lossy(line));
+    let _ = std::io::stderr().write_all(shown.as_bytes());
 }
 
 /// llama.cpp's log sink: keeps the error lines of a [`llama_errors`] call

@@ -7,7 +7,8 @@ use std::path::Path;
 use proptest::prelude::*;
 
 use super::{
-    ALIGNMENT_KEY, Array, GgmlType, GgufFile, Header, TensorInfo, Value, ValueType, parse, write,
+    ALIGNMENT_KEY, Array, GgmlType, GgufFile, Header, MAX_METADATA_VALUES, TensorInfo, Value,
+    ValueType, parse, write,
 };
 use crate::error::Error;
 
@@ -250,6 +251,51 @@ fn duplicates_and_overlaps_are_refused() {
         text.contains("the data of tensors t and u overlap"),
         "{text}"
     );
+}
+
+/// An array's length counts toward the file's metadata values before its
+/// elements are read: one that would pass the bound is refused at its
+/// length, however few bytes follow, as is one that passes it together
+/// with an earlier array.
+#[test]
+fn arrays_past_the_metadata_value_bound_are_refused_at_their_length() {
+    let array_of = |key: &str, len: u64| {
+        let mut b = Vec::new();
+        b.extend(le64(key.len() as u64));
+        b.extend(key.as_bytes());
+        b.extend(9u32.to_le_bytes()); // array
+        b.extend(0u32.to_le_bytes()); // of u8
+        b.extend(le64(len));
+        b
+    };
+    let file = |pairs: &[Vec<u8>]| {
+        let mut b = b"GGUF".to_vec();
+        b.extend(3u32.to_le_bytes());
+        b.extend(le64(0));
+        b.extend(le64(pairs.len() as u64));
+        for pair in pairs {
+            b.extend(pair);
+        }
+        b
+    };
+    // The array's own value is the first; its elements may be the rest.
+    let text = parse_error(&file(&[array_of("big", MAX_METADATA_VALUES)]));
+    assert_eq!(
+        text,
+        "at byte 43: big: an array of 16777216 values takes the metadata past its 16777216"
+    );
+    let mut first = array_of("a", 3);
+    first.extend([1, 2, 3]);
+    let bytes = file(&[first, array_of("b", MAX_METADATA_VALUES - 4)]);
+    assert_eq!(
+        parse_error(&bytes),
+        "at byte 69: b: an array of 16777212 values takes the metadata past its 16777216"
+    );
+    // One fewer fits: the file is then refused as cut short.
+    let mut first = array_of("a", 3);
+    first.extend([1, 2, 3]);
+    let text = parse_error(&file(&[first, array_of("b", MAX_METADATA_VALUES - 5)]));
+    assert!(text.contains("truncated"), "{text}");
 }
 
 #[test]
