@@ -24,6 +24,6 @@ fuzz_target!(|data: &[u8]| {
     };
     assert!(header.pixel_bytes() as u64 <= MAX_SCREEN_PIXELS * 4);
     if let Ok(image) = header.decode(&data[length..]) {
-        assert_eq!(image.dimensions(), (header.width, header.height));
+        assert_eq!(image.dimensions(), header.dimensions());
     }
 });

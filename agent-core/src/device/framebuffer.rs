@@ -18,23 +18,24 @@ const OPERATION: &str = "framebuffer";
 /// One colour channel's place in a pixel, in bits from the least
 /// significant end of the pixel read as a little-endian number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Channel {
-    pub offset: u32,
-    pub length: u32,
+struct Channel {
+    offset: u32,
+    length: u32,
 }
 
-/// A checked `framebuffer:` header.
+/// A `framebuffer:` header, checked: [`Self::parse`] is the only way to
+/// make one, so its depth, channels and size are always ones
+/// [`Self::decode`] can use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FramebufferHeader {
-    pub version: u32,
-    pub bits_per_pixel: u32,
-    pub width: u32,
-    pub height: u32,
-    pub red: Channel,
-    pub green: Channel,
-    pub blue: Channel,
+    bits_per_pixel: u32,
+    width: u32,
+    height: u32,
+    red: Channel,
+    green: Channel,
+    blue: Channel,
     /// Length 0 for a screen without alpha (RGBX, RGB): opaque.
-    pub alpha: Channel,
+    alpha: Channel,
 }
 
 fn refused(reason: String) -> DeviceError {
@@ -85,7 +86,6 @@ impl FramebufferHeader {
             std::array::from_fn(|i| field(i + 1));
         let channel = |offset, length| Channel { offset, length };
         let header = Self {
-            version,
             bits_per_pixel: bpp,
             width,
             height,
@@ -127,8 +127,13 @@ impl FramebufferHeader {
         Ok(header)
     }
 
-    /// The bytes of pixels that follow the header. At most 128 MiB for
-    /// a checked header ([`super::MAX_SCREEN_PIXELS`] at four bytes).
+    /// The screen's width and height in pixels.
+    pub fn dimensions(&self) -> (u32, u32) {
+        (self.width, self.height)
+    }
+
+    /// The bytes of pixels that follow the header: at most 128 MiB
+    /// ([`super::MAX_SCREEN_PIXELS`] at four bytes).
     pub fn pixel_bytes(&self) -> usize {
         self.width as usize * self.height as usize * (self.bits_per_pixel as usize / 8)
     }
@@ -162,12 +167,17 @@ impl FramebufferHeader {
     }
 }
 
-/// A channel of `value` scaled to 0–255, as screencap's 5- and 6-bit
-/// channels are widened: the largest value maps to 255.
+/// A channel of `value` widened to 8 bits by repeating its bits, as Skia
+/// widens RGB_565 when `screencap -p` encodes it, so the two paths give
+/// the same pixels: 5-bit 3 (00011) is 24 (00011000), 31 is 255.
 fn eight_bits(value: u32, c: Channel) -> u8 {
-    let max = (1u32 << c.length) - 1;
-    let v = (value >> c.offset) & max;
-    ((v * 255 + max / 2) / max) as u8
+    let v = (value >> c.offset) & ((1u32 << c.length) - 1);
+    let (mut wide, mut bits) = (0u32, 0);
+    while bits < 8 {
+        wide = (wide << c.length) | v;
+        bits += c.length;
+    }
+    (wide >> (bits - 8)) as u8
 }
 
 #[cfg(test)]
@@ -208,8 +218,9 @@ mod tests {
     }
 
     /// By hand: BGRA_8888 keeps blue in the first byte; RGBX_8888's alpha
-    /// length 0 is opaque; RGB_565's 0xF800 is full red, 0x07E0 full green
-    /// and 0x0010 is blue 16 of 31, 132 of 255 rounded.
+    /// length 0 is opaque; RGB_565's 0xF800 is full red, 0x07E0 full green,
+    /// 0x0010 is blue 10000 widened to 10000100 (132) and 0x0003 blue
+    /// 00011 to 00011000 (24), Skia's `(v << 3) | (v >> 2)`.
     #[test]
     fn other_layouts_screencap_sends() {
         let bgra = [1, 32, 4, 1, 1, 16, 8, 0, 8, 8, 8, 24, 8];
@@ -226,12 +237,16 @@ mod tests {
             [10, 20, 30, 255]
         );
 
-        let rgb565 = [1, 16, 6, 3, 1, 11, 5, 0, 5, 5, 6, 0, 0];
+        let rgb565 = [1, 16, 8, 4, 1, 11, 5, 0, 5, 5, 6, 0, 0];
         let h = FramebufferHeader::parse(&header_bytes(&rgb565)).unwrap();
-        let pixels = [0xF800u16, 0x07E0, 0x0010].map(u16::to_le_bytes).concat();
+        let pixels = [0xF800u16, 0x07E0, 0x0010, 0x0003]
+            .map(u16::to_le_bytes)
+            .concat();
         assert_eq!(
             h.decode(&pixels).unwrap().into_raw(),
-            [255, 0, 0, 255, 0, 255, 0, 255, 0, 0, 132, 255]
+            [
+                255, 0, 0, 255, 0, 255, 0, 255, 0, 0, 132, 255, 0, 0, 24, 255
+            ]
         );
 
         let rgb888 = [1, 24, 3, 1, 1, 0, 8, 16, 8, 8, 8, 0, 0];
@@ -294,15 +309,46 @@ mod tests {
         );
     }
 
+    /// Headers near the valid ones: either version, depths and channel
+    /// places around the legal ones, sizes that are right half the time.
+    fn near_valid_header() -> impl Strategy<Value = Vec<u32>> {
+        let channel = || (0u32..34, 0u32..10);
+        (
+            1u32..=2,
+            prop_oneof![Just(16u32), Just(24), Just(32), 0u32..64],
+            (1u32..5, 1u32..5, any::<bool>(), any::<u32>()),
+            [channel(), channel(), channel(), channel()],
+        )
+            .prop_map(|(version, bpp, (w, h, right, size), channels)| {
+                let size = if right { w * h * bpp / 8 } else { size };
+                let mut fields = vec![version, bpp];
+                if version == 2 {
+                    fields.push(1);
+                }
+                fields.extend([size, w, h]);
+                fields.extend(channels.iter().flat_map(|&(o, l)| [o, l]));
+                fields
+            })
+    }
+
     proptest! {
-        /// Any bytes: a checked header or a refusal, never a panic, and a
-        /// checked header never promises more pixels than the largest
-        /// screen has.
+        /// A header near the valid ones is checked or refused, never a
+        /// panic; a checked one promises exactly its screen's pixels and
+        /// decodes them to an image of its size.
         #[test]
-        fn any_header_is_checked(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
-            if let Ok(h) = FramebufferHeader::parse(&bytes) {
-                prop_assert!(h.pixel_bytes() as u64 <= super::super::MAX_SCREEN_PIXELS * 4);
+        fn any_header_is_checked(fields in near_valid_header()) {
+            if let Ok(h) = FramebufferHeader::parse(&header_bytes(&fields)) {
+                let (w, h_px) = h.dimensions();
+                prop_assert_eq!(h.pixel_bytes() as u32, w * h_px * fields[1] / 8);
+                let image = h.decode(&vec![0xA5; h.pixel_bytes()]).unwrap();
+                prop_assert_eq!(image.dimensions(), (w, h_px));
             }
+        }
+
+        /// Arbitrary bytes never panic the parser.
+        #[test]
+        fn any_bytes_are_checked(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let _ = FramebufferHeader::parse(&bytes);
         }
 
         /// RGBA in memory order comes back as it went; the same pixels

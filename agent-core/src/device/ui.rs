@@ -235,7 +235,8 @@ pub const MAX_UI_DEPTH: usize = 256;
 pub const MAX_UI_NODES: usize = 20_000;
 
 /// The deepest nesting of elements of any name, unknown wrappers around
-/// nodes included: the XML reader keeps every open element's name.
+/// nodes included: the XML reader keeps every open element's name and an
+/// index to it, several times the three bytes of a tag such as `<x>`.
 pub const MAX_XML_DEPTH: usize = 2 * MAX_UI_DEPTH;
 
 /// The most attributes a node may have. uiautomator writes 17 to 22 (newer

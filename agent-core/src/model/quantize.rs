@@ -241,10 +241,16 @@ pub fn quantize(
     };
     temp.as_file().sync_all().map_err(fail)?;
     // A file that took the name while the model was quantized stays.
-    temp.persist_noclobber(output)
-        .map_err(|e| match e.error.kind() {
-            std::io::ErrorKind::AlreadyExists => QuantizeError::OutputExists(output.to_path_buf()),
-            _ => fail(e.error),
-        })?;
+    match temp.persist_noclobber(output) {
+        Ok(_) => {}
+        Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists || output.exists() => {
+            return Err(QuantizeError::OutputExists(output.to_path_buf()));
+        }
+        // A filesystem with neither a no-replace rename nor hard links
+        // (vfat, some network mounts): the name was free a moment ago.
+        Err(e) => {
+            e.file.persist(output).map_err(|e| fail(e.error))?;
+        }
+    }
     crate::atomic::sync_dir(dir).map_err(fail)
 }
