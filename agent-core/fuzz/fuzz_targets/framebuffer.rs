@@ -23,7 +23,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     assert!(header.pixel_bytes() as u64 <= MAX_SCREEN_PIXELS * 4);
-    if let Ok(image) = header.decode(&data[length..]) {
+    if let Ok(image) = header.decode(data[length..].to_vec()) {
         assert_eq!(image.dimensions(), header.dimensions());
     }
 });

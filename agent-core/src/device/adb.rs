@@ -501,7 +501,7 @@ fn read_framebuffer(
     let header = FramebufferHeader::parse(&header).map_err(HostError::Device)?;
     let mut pixels = vec![0; header.pixel_bytes()];
     connection.read_all(&mut pixels, "framebuffer's pixels")?;
-    header.decode(&pixels).map_err(HostError::Device)
+    header.decode(pixels).map_err(HostError::Device)
 }
 
 /// The fields adb writes after a device's state, each `key:value`.

@@ -140,13 +140,30 @@ impl FramebufferHeader {
 
     /// The pixels as RGBA8888. `pixels` must be [`Self::pixel_bytes`]
     /// long.
-    pub fn decode(&self, pixels: &[u8]) -> Result<RgbaImage, DeviceError> {
+    pub fn decode(&self, mut pixels: Vec<u8>) -> Result<RgbaImage, DeviceError> {
         if pixels.len() != self.pixel_bytes() {
             return Err(refused(format!(
                 "{} bytes of pixels arrived where the header promised {}",
                 pixels.len(),
                 self.pixel_bytes()
             )));
+        }
+        let byte = |offset| Channel { offset, length: 8 };
+        let rgb_in_order = self.bits_per_pixel == 32
+            && [self.red, self.green, self.blue] == [byte(0), byte(8), byte(16)];
+        // RGBA_8888 and RGBX_8888, what phones send: the bytes are the
+        // image already, and a pixel at a time costs more than the
+        // transfer.
+        if rgb_in_order && self.alpha == byte(24) {
+            return Ok(self.image(pixels));
+        }
+        if rgb_in_order && self.alpha.length == 0 {
+            pixels
+                .iter_mut()
+                .skip(3)
+                .step_by(4)
+                .for_each(|a| *a = u8::MAX);
+            return Ok(self.image(pixels));
         }
         let step = self.bits_per_pixel as usize / 8;
         let mut rgba = Vec::with_capacity(self.width as usize * self.height as usize * 4);
@@ -162,8 +179,12 @@ impl FramebufferHeader {
                 eight_bits(value, self.alpha)
             });
         }
-        Ok(RgbaImage::from_raw(self.width, self.height, rgba)
-            .expect("four bytes for every pixel of the checked size"))
+        Ok(self.image(rgba))
+    }
+
+    fn image(&self, rgba: Vec<u8>) -> RgbaImage {
+        RgbaImage::from_raw(self.width, self.height, rgba)
+            .expect("four bytes for every pixel of the checked size")
     }
 }
 
@@ -213,7 +234,7 @@ mod tests {
     #[test]
     fn rgba_v2_decodes_byte_for_byte() {
         let header = FramebufferHeader::parse(&header_bytes(&rgba_v2(2, 1))).unwrap();
-        let image = header.decode(&[1, 2, 3, 4, 250, 251, 252, 253]).unwrap();
+        let image = header.decode(vec![1, 2, 3, 4, 250, 251, 252, 253]).unwrap();
         assert_eq!(image.into_raw(), [1, 2, 3, 4, 250, 251, 252, 253]);
     }
 
@@ -226,14 +247,14 @@ mod tests {
         let bgra = [1, 32, 4, 1, 1, 16, 8, 0, 8, 8, 8, 24, 8];
         let h = FramebufferHeader::parse(&header_bytes(&bgra)).unwrap();
         assert_eq!(
-            h.decode(&[10, 20, 30, 40]).unwrap().into_raw(),
+            h.decode(vec![10, 20, 30, 40]).unwrap().into_raw(),
             [30, 20, 10, 40]
         );
 
         let rgbx = [1, 32, 4, 1, 1, 0, 8, 16, 8, 8, 8, 24, 0];
         let h = FramebufferHeader::parse(&header_bytes(&rgbx)).unwrap();
         assert_eq!(
-            h.decode(&[10, 20, 30, 0]).unwrap().into_raw(),
+            h.decode(vec![10, 20, 30, 0]).unwrap().into_raw(),
             [10, 20, 30, 255]
         );
 
@@ -243,7 +264,7 @@ mod tests {
             .map(u16::to_le_bytes)
             .concat();
         assert_eq!(
-            h.decode(&pixels).unwrap().into_raw(),
+            h.decode(pixels).unwrap().into_raw(),
             [
                 255, 0, 0, 255, 0, 255, 0, 255, 0, 0, 132, 255, 0, 0, 24, 255
             ]
@@ -251,7 +272,7 @@ mod tests {
 
         let rgb888 = [1, 24, 3, 1, 1, 0, 8, 16, 8, 8, 8, 0, 0];
         let h = FramebufferHeader::parse(&header_bytes(&rgb888)).unwrap();
-        assert_eq!(h.decode(&[7, 8, 9]).unwrap().into_raw(), [7, 8, 9, 255]);
+        assert_eq!(h.decode(vec![7, 8, 9]).unwrap().into_raw(), [7, 8, 9, 255]);
     }
 
     #[test]
@@ -301,7 +322,7 @@ mod tests {
     #[test]
     fn pixels_short_of_the_header_s_promise_are_refused() {
         let header = FramebufferHeader::parse(&header_bytes(&rgba_v2(2, 2))).unwrap();
-        let e = header.decode(&[0; 15]).unwrap_err();
+        let e = header.decode(vec![0; 15]).unwrap_err();
         assert_eq!(
             e.to_string(),
             "unexpected reply to framebuffer: 15 bytes of pixels arrived where the header \
@@ -340,7 +361,7 @@ mod tests {
             if let Ok(h) = FramebufferHeader::parse(&header_bytes(&fields)) {
                 let (w, h_px) = h.dimensions();
                 prop_assert_eq!(h.pixel_bytes() as u32, w * h_px * fields[1] / 8);
-                let image = h.decode(&vec![0xA5; h.pixel_bytes()]).unwrap();
+                let image = h.decode(vec![0xA5; h.pixel_bytes()]).unwrap();
                 prop_assert_eq!(image.dimensions(), (w, h_px));
             }
         }
@@ -360,7 +381,7 @@ mod tests {
             })
         ) {
             let h = FramebufferHeader::parse(&header_bytes(&rgba_v2(width, height))).unwrap();
-            prop_assert_eq!(h.decode(&rgba).unwrap().into_raw(), rgba.clone());
+            prop_assert_eq!(h.decode(rgba.clone()).unwrap().into_raw(), rgba.clone());
             let mut bgra = rgba_v2(width, height);
             bgra[6] = 16;
             bgra[8] = 0;
@@ -369,7 +390,7 @@ mod tests {
                 .chunks_exact(4)
                 .flat_map(|p| [p[2], p[1], p[0], p[3]])
                 .collect();
-            prop_assert_eq!(h.decode(&rgba).unwrap().into_raw(), swapped);
+            prop_assert_eq!(h.decode(rgba).unwrap().into_raw(), swapped);
         }
     }
 }
