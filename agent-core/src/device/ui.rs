@@ -217,8 +217,12 @@ pub enum UiXmlError {
     /// Elements of any name are nested deeper than [`MAX_XML_DEPTH`].
     #[error("elements nested deeper than {MAX_XML_DEPTH} levels, at byte {at} of the dump")]
     ElementsTooDeep { at: u64 },
-    /// A node has more than [`MAX_NODE_ATTRIBUTES`] attributes.
-    #[error("a node with more than {MAX_NODE_ATTRIBUTES} attributes, at byte {at} of the dump")]
+    /// A node has more than [`MAX_EXTRA_ATTRIBUTES`] attributes besides
+    /// the ones [`UiNode`] has fields for.
+    #[error(
+        "a node with more than {MAX_EXTRA_ATTRIBUTES} attributes besides uiautomator's own, \
+         at byte {at} of the dump"
+    )]
     TooManyAttributes { at: u64 },
 }
 
@@ -239,11 +243,12 @@ pub const MAX_UI_NODES: usize = 20_000;
 /// index to it, several times the three bytes of a tag such as `<x>`.
 pub const MAX_XML_DEPTH: usize = 2 * MAX_UI_DEPTH;
 
-/// The most attributes a node may have. uiautomator writes 17 to 22 (newer
-/// Android adds `drawing-order`, `hint`, `display-id` and others); a node
-/// of thousands of unknown ones would cost some twenty times their bytes
-/// in memory.
-pub const MAX_NODE_ATTRIBUTES: usize = 64;
+/// The most attributes a node may have besides the 17 [`UiNode`] has
+/// fields for: newer Android adds a few (`drawing-order`, `hint`,
+/// `display-id`, …), and a node of thousands would cost some twenty times
+/// their bytes in memory. Known attributes are not counted, so a dump
+/// written back, which spells all 17 out, reads again.
+pub const MAX_EXTRA_ATTRIBUTES: usize = 64;
 
 /// The dump `uiautomator dump` writes for `root`: one line, the XML
 /// declaration Android's serializer emits, then `<hierarchy rotation="0">`.
@@ -468,11 +473,7 @@ fn node_from_tag(tag: &BytesStart) -> Result<UiNode, UiXmlError> {
         enabled: true,
         ..UiNode::default()
     };
-    for (i, attr) in tag.attributes().with_checks(false).enumerate() {
-        if i == MAX_NODE_ATTRIBUTES {
-            // The caller knows where the tag ends.
-            return Err(UiXmlError::TooManyAttributes { at: 0 });
-        }
+    for attr in tag.attributes().with_checks(false) {
         let attr = attr.map_err(|e| UiXmlError::Xml(e.to_string()))?;
         let name = attr.key.as_ref();
         let value = attr
@@ -506,6 +507,10 @@ fn node_from_tag(tag: &BytesStart) -> Result<UiNode, UiXmlError> {
             "password" => node.password = flag(&value)?,
             "selected" => node.selected = flag(&value)?,
             "bounds" => node.bounds = parse_bounds(&value).ok_or_else(bad)?,
+            // The caller knows where the tag ends.
+            _ if node.extra.len() == MAX_EXTRA_ATTRIBUTES => {
+                return Err(UiXmlError::TooManyAttributes { at: 0 });
+            }
             _ => node.extra.push((name.to_string(), value)),
         }
     }
@@ -652,7 +657,7 @@ mod tests {
     }
 
     /// Unknown elements nested past [`MAX_XML_DEPTH`], and a node of
-    /// more than [`MAX_NODE_ATTRIBUTES`] attributes, are refused where
+    /// more than [`MAX_EXTRA_ATTRIBUTES`] unknown attributes, are refused where
     /// they pass the cap; at the caps they are read.
     #[test]
     fn unknown_nesting_and_attributes_past_their_caps_are_refused() {
@@ -679,9 +684,11 @@ mod tests {
             let extra: String = (0..n).map(|i| format!(" a{i}=\"\"")).collect();
             format!("{head}<node bounds=\"[0,0][1,1]\"{extra} /></hierarchy>")
         };
-        let read = parse_uiautomator_xml(&node(MAX_NODE_ATTRIBUTES - 1)).unwrap();
-        assert_eq!(read.extra.len(), MAX_NODE_ATTRIBUTES - 1);
-        let xml = node(MAX_NODE_ATTRIBUTES);
+        let read = parse_uiautomator_xml(&node(MAX_EXTRA_ATTRIBUTES)).unwrap();
+        assert_eq!(read.extra.len(), MAX_EXTRA_ATTRIBUTES);
+        // Written back with all 17 known attributes spelt out, it reads again.
+        assert_eq!(parse_uiautomator_xml(&to_uiautomator_xml(&read)), Ok(read));
+        let xml = node(MAX_EXTRA_ATTRIBUTES + 1);
         assert_eq!(
             parse_uiautomator_xml(&xml),
             Err(UiXmlError::TooManyAttributes {
