@@ -408,7 +408,11 @@ struct Connection {
 impl Connection {
     fn open(server: SocketAddrV4, timeout: Duration) -> Result<Self, HostError> {
         let patience = timeout.saturating_mul(2);
-        let deadline = Instant::now() + patience;
+        let deadline = Instant::now().checked_add(patience).ok_or_else(|| {
+            HostError::Reply(format!(
+                "a time limit of {timeout:?} is past what the clock counts"
+            ))
+        })?;
         let stream = TcpStream::connect_timeout(&server.into(), patience)?;
         stream.set_write_timeout(Some(patience))?;
         Ok(Self { stream, deadline })
@@ -434,7 +438,15 @@ impl Connection {
                     )));
                 }
                 Ok(n) => filled += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                // A read timeout (which the kernel may round to a tick
+                // either way) sends the loop back to the deadline's check.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::Interrupted
+                            | std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                    ) => {}
                 Err(e) => return Err(HostError::Io(e)),
             }
         }

@@ -251,11 +251,13 @@ mod tests {
             [30, 20, 10, 40]
         );
 
-        let rgbx = [1, 32, 4, 1, 1, 0, 8, 16, 8, 8, 8, 24, 0];
+        let rgbx = [1, 32, 12, 3, 1, 0, 8, 16, 8, 8, 8, 24, 0];
         let h = FramebufferHeader::parse(&header_bytes(&rgbx)).unwrap();
         assert_eq!(
-            h.decode(vec![10, 20, 30, 0]).unwrap().into_raw(),
-            [10, 20, 30, 255]
+            h.decode(vec![10, 20, 30, 0, 1, 2, 3, 4, 5, 6, 7, 8])
+                .unwrap()
+                .into_raw(),
+            [10, 20, 30, 255, 1, 2, 3, 255, 5, 6, 7, 255]
         );
 
         let rgb565 = [1, 16, 8, 4, 1, 11, 5, 0, 5, 5, 6, 0, 0];
@@ -358,9 +360,14 @@ mod tests {
         /// decodes them to an image of its size.
         #[test]
         fn any_header_is_checked(fields in near_valid_header()) {
+            // Size, width and height follow the depth, and version 2's
+            // colour space before them.
+            let at = if fields[0] == 2 { 3 } else { 2 };
+            let (size, w, h_px) = (fields[at], fields[at + 1], fields[at + 2]);
             if let Ok(h) = FramebufferHeader::parse(&header_bytes(&fields)) {
-                let (w, h_px) = h.dimensions();
-                prop_assert_eq!(h.pixel_bytes() as u32, w * h_px * fields[1] / 8);
+                prop_assert_eq!(h.dimensions(), (w, h_px));
+                prop_assert_eq!(h.pixel_bytes() as u32, size);
+                prop_assert_eq!(size, w * h_px * fields[1] / 8);
                 let image = h.decode(vec![0xA5; h.pixel_bytes()]).unwrap();
                 prop_assert_eq!(image.dimensions(), (w, h_px));
             }

@@ -248,9 +248,15 @@ pub fn quantize(
         }
         // A filesystem with neither a no-replace rename nor hard links
         // (vfat, some network mounts): the name was free a moment ago.
-        Err(e) => {
+        Err(e)
+            if matches!(
+                e.error.kind(),
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::Unsupported
+            ) =>
+        {
             e.file.persist(output).map_err(|e| fail(e.error))?;
         }
+        Err(e) => return Err(fail(e.error)),
     }
     crate::atomic::sync_dir(dir).map_err(fail)
 }
