@@ -14,7 +14,6 @@ use super::{Device, DeviceAction, DeviceError, LONG_PRESS_MS};
 use crate::device::ui::{UiNode, parse_uiautomator_xml};
 use crate::protocol::{DevicePoint, Size};
 use adb_client::ADBDeviceExt;
-use adb_client::server::ADBServer;
 use adb_client::server_device::ADBServerDevice;
 use base64::Engine;
 use image::RgbaImage;
@@ -132,9 +131,7 @@ impl AdbDevice {
             None => match serial.parse::<SocketAddrV4>() {
                 Ok(addr) => {
                     within("adb connect", timeout, move || {
-                        ADBServer::new(server)
-                            .connect_device(addr)
-                            .map_err(|e| disconnected("adb connect", e))
+                        connect(server, addr, timeout)
                     })?;
                     list_devices(server, timeout)?
                         .into_iter()
@@ -381,6 +378,21 @@ impl HostError {
 impl From<std::io::Error> for HostError {
     fn from(e: std::io::Error) -> Self {
         Self::Io(e)
+    }
+}
+
+/// `adb connect ADDR`: the server answers `OKAY` either way and says in
+/// words whether it connected.
+fn connect(server: SocketAddrV4, addr: SocketAddrV4, timeout: Duration) -> Result<(), DeviceError> {
+    let reply = host_request(server, &format!("host:connect:{addr}"), timeout)
+        .map_err(|e| e.of("adb connect"))?;
+    let reply = String::from_utf8_lossy(&reply);
+    match reply.starts_with("connected to") || reply.starts_with("already connected to") {
+        true => Ok(()),
+        false => Err(DeviceError::Disconnected {
+            operation: "adb connect".into(),
+            reason: reply.trim().to_owned(),
+        }),
     }
 }
 
@@ -809,6 +821,10 @@ mod tests {
                             return reply(&mut stream, "hostile0 device transport_id:1\n");
                         } else if request == "host:features" {
                             return reply(&mut stream, "");
+                        } else if let Some(addr) = request.strip_prefix("host:connect:") {
+                            let refused =
+                                format!("failed to connect to {addr}: Connection refused");
+                            return reply(&mut stream, &refused);
                         } else if request == "host:transport:hostile0" {
                             let _ = stream.write_all(b"OKAY");
                         } else if let Some(command) = request.strip_prefix("shell:") {
@@ -907,6 +923,22 @@ mod tests {
         assert_eq!(
             device.framebuffer().unwrap_err().to_string(),
             "unexpected reply to framebuffer: the server refused: nope"
+        );
+    }
+
+    /// A TCP serial the server does not list is connected first; the
+    /// server's `OKAY` with words of failure is a failure, in its words.
+    #[test]
+    fn a_refused_adb_connect_is_said_in_the_server_s_words() {
+        let server = fake_server(|_, _| {});
+        let e = AdbDevice::open("127.0.0.1:1", server, Duration::from_secs(20))
+            .err()
+            .unwrap();
+        assert!(
+            matches!(&e, DeviceError::Disconnected { operation, reason }
+                if operation == "adb connect"
+                    && reason == "failed to connect to 127.0.0.1:1: Connection refused"),
+            "{e:?}"
         );
     }
 
