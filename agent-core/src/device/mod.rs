@@ -56,6 +56,12 @@ pub fn within_screen_pixels(width: u32, height: u32) -> bool {
     u64::from(width) * u64::from(height) <= MAX_SCREEN_PIXELS
 }
 
+/// Whether an image of `width` × `height` is within both screen bounds:
+/// [`MAX_SCREEN_SIDE`] a side and [`MAX_SCREEN_PIXELS`] in all.
+pub fn fits_a_screen(width: u32, height: u32) -> bool {
+    width.max(height) <= MAX_SCREEN_SIDE && within_screen_pixels(width, height)
+}
+
 /// Refuses a screen of `width` × `height` no phone has, naming what
 /// reported it.
 pub fn check_screen(operation: &str, width: u32, height: u32) -> Result<Size, DeviceError> {
@@ -64,7 +70,7 @@ pub fn check_screen(operation: &str, width: u32, height: u32) -> Result<Size, De
             operation: operation.into(),
             reason: format!("a screen of {width}x{height} has no pixels"),
         })
-    } else if width.max(height) > MAX_SCREEN_SIDE || !within_screen_pixels(width, height) {
+    } else if !fits_a_screen(width, height) {
         Err(DeviceError::Protocol {
             operation: operation.into(),
             reason: format!(

@@ -653,11 +653,10 @@ pub(crate) fn read_ui_tree(path: &Path) -> Result<UiNode, String> {
 /// was most of a conversion's time. The size its header claims is checked
 /// before it is decoded: a few kilobytes of PNG can claim gigabytes.
 fn screenshot_png(bytes: Vec<u8>) -> Result<(Size, Vec<u8>), String> {
-    use agent_core::device::{MAX_SCREEN_SIDE, within_screen_pixels};
     let reader =
         || image::ImageReader::with_format(std::io::Cursor::new(&bytes), image::ImageFormat::Png);
     let (width, height) = reader().into_dimensions().map_err(|e| e.to_string())?;
-    if width.max(height) > MAX_SCREEN_SIDE || !within_screen_pixels(width, height) {
+    if !agent_core::device::fits_a_screen(width, height) {
         return Err(format!(
             "a screen of {width}x{height} is larger than any phone's"
         ));

@@ -203,7 +203,6 @@ fn read_sample_image(
     path: &Path,
     size: Option<&[u32; 2]>,
 ) -> std::result::Result<image::RgbImage, String> {
-    use agent_core::device::{MAX_SCREEN_SIDE, within_screen_pixels};
     let bytes = agent_core::agent::trajectory::read_screenshot_file(path)
         .map_err(|e| format!("cannot read the image: {e}"))?;
     let reader = || {
@@ -214,7 +213,7 @@ fn read_sample_image(
     let (width, height) = reader()?
         .into_dimensions()
         .map_err(|e| format!("cannot read the image: {e}"))?;
-    if width.max(height) > MAX_SCREEN_SIDE || !within_screen_pixels(width, height) {
+    if !agent_core::device::fits_a_screen(width, height) {
         return Err(format!(
             "the image is {width}x{height}, larger than any phone's screen"
         ));
