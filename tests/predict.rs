@@ -67,6 +67,46 @@ fn predictions_for_every_sample_are_scored_by_btl_metrics() {
     assert_eq!(report["steps"], 2, "{report}");
 }
 
+/// A grounding sample is answered with a point, the link its system
+/// message asks for (spec §2): the decoding grammar follows the prompt,
+/// so `btl metrics` finds the answer's type right whatever the point.
+#[cfg(feature = "llama")]
+#[test]
+fn a_grounding_sample_is_answered_with_a_point() {
+    let dir = Dir::new();
+    samples(&dir);
+    let mut list: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(GROUNDING_SAMPLES).unwrap()).unwrap();
+    // The release writes this sample's screenshot under `image`.
+    list[0]["image"] = serde_json::json!(["images/screen.png"]);
+    list[0]["image_sizes"] = serde_json::json!([[224, 448]]);
+    let samples = dir.write("grounding.json", &serde_json::to_string(&list).unwrap());
+    let (out, lines) = predict(&dir, &samples);
+    assert_eq!(lines.len(), 1);
+    let completion = lines[0]["completion"].as_str().unwrap();
+    let link = completion.split("<link>").nth(1).unwrap();
+    assert!(
+        link.starts_with("```json\n[{\"point_2d\": [") && link.ends_with("]}]\n```</link>"),
+        "{completion}"
+    );
+    let predictions = dir.write("predictions.jsonl", &out);
+    let metrics = dir.btl([
+        "metrics",
+        "--samples",
+        path_str(&samples),
+        "--predictions",
+        path_str(&predictions),
+        "--json",
+    ]);
+    assert!(metrics.status.success(), "{}", stderr(&metrics));
+    let report: Value = serde_json::from_str(stdout(&metrics).trim()).unwrap();
+    assert_eq!(
+        report["type"],
+        serde_json::json!({"correct": 1, "total": 1}),
+        "{report}"
+    );
+}
+
 /// A text-only sample (no image, its prompt without the placeholder, as
 /// `btl-train data augment-typed --text-only` writes) is answered from its
 /// prompt alone, beside one with its screenshot.

@@ -5,6 +5,8 @@
 //! belongs to a named [`Preset`], and every rate carries the number of steps
 //! behind it. Predictions are read with the runtime's tolerant parser: these
 //! metrics measure what the agent would do, not the reward's format check.
+//! The `btl` preset then judges the link as the answer wrote it, by the
+//! released reward's rule (a swipe's case and a Back's extra keys count).
 //!
 //! - Type: the predicted function equals the ground truth's (for grounding
 //!   samples, both are points).
@@ -15,10 +17,11 @@
 //!   model frame to original pixels, lies strictly inside the target box.
 
 use crate::protocol::{
-    Action, BBox, Link, ParseError, ParseMode, Point, Size, parse, parse_link_json, smart_resize,
+    Action, BBox, Link, ParseError, ParseMode, Parsed, Point, Size, parse, parse_link_json,
+    smart_resize,
 };
-use crate::reward::normalized_distance;
 use crate::reward::pyvalue::{token_f1, token_set};
+use crate::reward::{link_rule_holds, normalized_distance};
 use crate::sample::Sample;
 use serde::{Deserialize, Serialize};
 
@@ -76,9 +79,9 @@ struct Truth {
     link: Link,
     /// In original pixels.
     bbox: Option<BBox>,
-    /// As the released link rule compares it with a model-frame point
-    /// ([`Sample::judged`]).
-    btl_bbox: Option<BBox>,
+    /// The sample as the released link rule judges a model-frame answer
+    /// against it ([`Sample::judged`]).
+    judged: Sample,
     image: Size,
     max_pixels: u64,
     /// Model-frame size of the screenshot; `None` if it cannot be resized.
@@ -91,7 +94,7 @@ impl Truth {
         Ok(Self {
             link,
             bbox: sample.gt_bbox(),
-            btl_bbox: sample.judged().gt_bbox(),
+            judged: sample.judged().into_owned(),
             image: sample.image_size(),
             max_pixels: sample.max_pixels,
             resized: smart_resize(sample.image_size(), sample.max_pixels).ok(),
@@ -120,13 +123,16 @@ pub fn evaluate(
     preset: Preset,
 ) -> Result<StepOutcome, ParseError> {
     let truth = Truth::of(sample)?;
-    let predicted = parse(completion, ParseMode::Tolerant)
-        .ok()
-        .map(|p| p.output.link);
+    let predicted = parse(completion, ParseMode::Tolerant).ok();
     Ok(outcome(&truth, predicted.as_ref(), preset))
 }
 
-fn outcome(truth: &Truth, predicted: Option<&Link>, preset: Preset) -> StepOutcome {
+fn outcome(truth: &Truth, parsed: Option<&Parsed>, preset: Preset) -> StepOutcome {
+    let predicted = parsed.map(|p| &p.output.link);
+    // The released rule reads the link as written, so what the tolerant
+    // parse forgave (a swipe's case, `position`, a Back's extra keys)
+    // fails it, as it fails the reward.
+    let released_rule = || parsed.is_some_and(|p| link_rule_holds(&p.link_written, &truth.judged));
     let type_match = match (predicted, &truth.link) {
         (Some(Link::Action { action: p, .. }), Link::Action { action: g, .. }) => {
             p.function() == g.function()
@@ -138,8 +144,8 @@ fn outcome(truth: &Truth, predicted: Option<&Link>, preset: Preset) -> StepOutco
         Link::Point(_) => {
             let p = predicted.and_then(Link::point);
             let ok = match preset {
-                Preset::Btl => p.is_some_and(|p| inside(truth.btl_bbox, p)),
-                _ => p
+                Preset::Btl => released_rule(),
+                Preset::OsAtlas | Preset::GuiR1 => p
                     .and_then(|p| truth.to_original(p))
                     .is_some_and(|p| inside(truth.bbox, p)),
             };
@@ -150,6 +156,7 @@ fn outcome(truth: &Truth, predicted: Option<&Link>, preset: Preset) -> StepOutco
         }
         Link::Action { action: gt, .. } => {
             let args_ok = match predicted {
+                Some(Link::Action { .. }) if type_match && preset == Preset::Btl => released_rule(),
                 Some(Link::Action { action: p, .. }) if type_match => {
                     arguments_match(truth, p, gt, preset)
                 }
@@ -180,26 +187,24 @@ fn inside(bbox: Option<BBox>, p: Point) -> bool {
     bbox.is_some_and(|b| b.contains_strictly(p))
 }
 
-/// Arguments of two actions of the same function, by the preset's rules.
+/// Arguments of two actions of the same function, by OS-Atlas's rules or,
+/// for `gui_r1`, GUI-R1's (the `btl` preset's rule is the released
+/// reward's, on the link as written).
 fn arguments_match(truth: &Truth, p: &Action, g: &Action, preset: Preset) -> bool {
+    let gui_r1 = preset == Preset::GuiR1;
     match (p, g) {
         (Action::Tap { point_2d: p } | Action::LongPress { point_2d: p }, _) => {
             let Some(gp) = g.point() else { return false };
-            let Some(d) = truth.distance(*p, gp) else {
-                return false;
-            };
-            match preset {
-                Preset::Btl => inside(truth.btl_bbox, *p) && d < 0.14,
-                Preset::OsAtlas => d <= 0.14,
-                Preset::GuiR1 => d < 0.14,
-            }
+            truth
+                .distance(*p, gp)
+                .is_some_and(|d| if gui_r1 { d < 0.14 } else { d <= 0.14 })
         }
         (Action::Type { text: p }, Action::Type { text: g }) => {
             let f1 = token_f1(p, g);
-            match preset {
-                Preset::Btl => f1 >= 0.5,
-                Preset::OsAtlas => f1 > 0.5,
-                Preset::GuiR1 => f1 >= 0.5 || single_token_contained(p, g),
+            if gui_r1 {
+                f1 >= 0.5 || single_token_contained(p, g)
+            } else {
+                f1 > 0.5
             }
         }
         (Action::Swipe { direction: p }, Action::Swipe { direction: g }) => p == g,
@@ -390,6 +395,57 @@ mod tests {
             }
         );
         assert_eq!(report.type_match.to_string(), " 50.00% (1/2)");
+    }
+
+    // Spec §8's released link vectors, on a link the tolerant parse reads
+    // as the same action: the runtime would swipe up, go back and tap, but
+    // the released rule (the `btl` preset) judges the JSON as written.
+    #[test]
+    fn btl_judges_the_link_as_written() {
+        let cases = [
+            (
+                r#"[{"Action": {"function": "Swipe", "direction": "up"}}]"#,
+                r#"{"function": "Swipe", "direction": "Up"}"#,
+            ),
+            (
+                r#"[{"Action": {"function": "Back"}}]"#,
+                r#"{"function": "Back", "point_2d": [1, 2]}"#,
+            ),
+            (TAP_GT, r#"{"function": "Tap", "position": [663, 1135]}"#),
+        ];
+        for (gt, action) in cases {
+            let s = nav(gt, BOX.to_vec());
+            let c = answer(action);
+            let btl = evaluate(&s, &c, Preset::Btl).unwrap();
+            assert_eq!(
+                (btl.type_match, btl.success),
+                (true, Some(false)),
+                "{action}"
+            );
+            let atlas = evaluate(&s, &c, Preset::OsAtlas).unwrap();
+            assert_eq!(atlas.success, Some(true), "{action}");
+        }
+        let swipe = nav(cases[0].0, vec![]);
+        let c = answer(r#"{"function": "Swipe", "direction": "up"}"#);
+        assert_eq!(
+            evaluate(&swipe, &c, Preset::Btl).unwrap().success,
+            Some(true)
+        );
+    }
+
+    // The plugin predates Wait and Finish and scores them 0; the preset
+    // matches them on their type, as the paper-mode reward does.
+    #[test]
+    fn btl_matches_finish_on_its_type() {
+        let s = nav(
+            r#"[{"Action": {"function": "Finish", "answer": "done"}}]"#,
+            vec![],
+        );
+        let c = answer(r#"{"function": "Finish"}"#);
+        assert_eq!(evaluate(&s, &c, Preset::Btl).unwrap().success, Some(true));
+        let c = answer(r#"{"function": "Wait"}"#);
+        let wait = evaluate(&s, &c, Preset::Btl).unwrap();
+        assert_eq!((wait.type_match, wait.success), (false, Some(false)));
     }
 
     // Grounding sample of the official example: 2560x1440 -> 2548x1428.

@@ -159,6 +159,10 @@ pub struct AgentArgs {
     /// the checker's verdict when the episode ends.
     #[arg(long)]
     pub until_finish: bool,
+    /// Regions the system prompt asks the model to blink: replaces its
+    /// literal `$N$` [default: kept literal, as BTL-UI was trained].
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=crate::sample::rois::DEFAULT_LAMBDA as i64))]
+    pub roi_count: Option<u8>,
 }
 
 /// [`crate::model::spec::MAX_THREADS`], as clap's ranges take it.
@@ -221,6 +225,7 @@ impl AgentArgs {
                 timeout_ms: self.settle_timeout_ms,
             },
             stop_on_success: !self.until_finish,
+            roi_count: self.roi_count.map(usize::from),
             ..AgentConfig::default()
         })
     }
@@ -1074,5 +1079,26 @@ mod tests {
             .config("g".into(), 0, None)
             .unwrap();
         assert!(!config.stop_on_success);
+    }
+
+    /// `$N$` stays literal unless a count of at most λ = 5 regions is
+    /// given (spec §1).
+    #[test]
+    fn a_region_count_replaces_the_literal_n() {
+        let count = |flags: &[&str]| {
+            agent_args(flags)
+                .config("g".into(), 0, None)
+                .unwrap()
+                .roi_count
+        };
+        assert_eq!(count(&[]), None);
+        assert_eq!(count(&["--roi-count", "0"]), Some(0));
+        assert_eq!(count(&["--roi-count", "5"]), Some(5));
+        for refused in ["6", "-1", "three"] {
+            assert!(
+                Cli::try_parse_from(["btl", "--roi-count", refused]).is_err(),
+                "{refused}"
+            );
+        }
     }
 }

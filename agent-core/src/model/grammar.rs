@@ -5,7 +5,8 @@
 //! tagged parts with their `` ```json `` fences, Python `json.dumps`
 //! separators, keys in the official order, whole-number coordinates bounded
 //! by the model frame (a point or box off the screenshot cannot be sampled),
-//! a bounded `<think>`, and only the actions of the prompt's profile. The
+//! a bounded `<think>`, and only the actions of the prompt's profile (or,
+//! for a grounding prompt, the `[{"point_2d": [x, y]}]` link). The
 //! blink list may be empty, as the oracle writes it for actions without a
 //! target (Type, Back, Home, Swipe). JSON strings hold any character but `"`,
 //! `\`, control characters and `<` (raw UTF-8, as the renderer writes them),
@@ -43,6 +44,23 @@ pub enum GrammarCheck {
     /// chain does: the same greedy tokens, at a cost that grows with the
     /// vocabulary. Kept to measure the lazy check against.
     First,
+}
+
+/// What the `<link>` of an answer holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answering {
+    /// A Plan and one action of the profile's action space: a navigation
+    /// prompt.
+    Action(Profile),
+    /// A point and nothing else: a grounding prompt
+    /// ([`Prompt::asks_for_a_point`](crate::protocol::Prompt::asks_for_a_point)).
+    Point,
+}
+
+impl From<Profile> for Answering {
+    fn from(profile: Profile) -> Self {
+        Self::Action(profile)
+    }
 }
 
 /// Length bounds that keep a constrained answer finite.
@@ -98,14 +116,14 @@ pub struct BudgetTooSmall {
 impl GrammarLimits {
     /// The most bytes an answer that [`btl_grammar`] admits with these
     /// limits can have: the length of [`Self::longest_answer`].
-    pub fn max_answer_bytes(&self, frame: Size, profile: Profile) -> usize {
-        self.longest_answer(frame, profile).len()
+    pub fn max_answer_bytes(&self, frame: Size, answering: impl Into<Answering>) -> usize {
+        self.longest_answer(frame, answering).len()
     }
 
     /// An answer the grammar admits that no admitted answer is longer than
     /// in bytes: every region, the largest coordinates, every string at its
     /// limit in the widest character, and the longest action.
-    pub fn longest_answer(&self, frame: Size, profile: Profile) -> String {
+    pub fn longest_answer(&self, frame: Size, answering: impl Into<Answering>) -> String {
         let fill = |n: usize| WIDEST_CHAR.to_string().repeat(n);
         let (x, y) = (frame.width, frame.height);
         let region = format!(
@@ -113,23 +131,29 @@ impl GrammarLimits {
             fill(self.max_label_chars)
         );
         let blink = vec![region; self.max_regions].join(", ");
-        let text = fill(self.max_string_chars);
-        let mut actions = vec![
-            format!("{{\"function\": \"LongPress\", \"point_2d\": [{x}, {y}]}}"),
-            format!("{{\"function\": \"Type\", \"text\": \"{text}\"}}"),
-            "{\"function\": \"Swipe\", \"direction\": \"right\"}".to_string(),
-        ];
-        if profile.can_finish() {
-            actions.push(format!(
-                "{{\"function\": \"Finish\", \"answer\": \"{text}\"}}"
-            ));
-        }
-        let action = actions
-            .into_iter()
-            .max_by_key(String::len)
-            .unwrap_or_default();
+        let link = match answering.into() {
+            Answering::Point => format!("{{\"point_2d\": [{x}, {y}]}}"),
+            Answering::Action(profile) => {
+                let text = fill(self.max_string_chars);
+                let mut actions = vec![
+                    format!("{{\"function\": \"LongPress\", \"point_2d\": [{x}, {y}]}}"),
+                    format!("{{\"function\": \"Type\", \"text\": \"{text}\"}}"),
+                    "{\"function\": \"Swipe\", \"direction\": \"right\"}".to_string(),
+                ];
+                if profile.can_finish() {
+                    actions.push(format!(
+                        "{{\"function\": \"Finish\", \"answer\": \"{text}\"}}"
+                    ));
+                }
+                let action = actions
+                    .into_iter()
+                    .max_by_key(String::len)
+                    .unwrap_or_default();
+                format!("{{\"Plan\": \"{text}\", \"Action\": {action}}}")
+            }
+        };
         format!(
-            "<blink>```json\n[{blink}]\n```</blink>\n<think>{}</think>\n<link>```json\n[{{\"Plan\": \"{text}\", \"Action\": {action}}}]\n```</link>",
+            "<blink>```json\n[{blink}]\n```</blink>\n<think>{}</think>\n<link>```json\n[{link}]\n```</link>",
             fill(self.max_think_chars)
         )
     }
@@ -141,9 +165,10 @@ impl GrammarLimits {
         &self,
         budget: usize,
         frame: Size,
-        profile: Profile,
+        answering: impl Into<Answering>,
     ) -> Result<Self, BudgetTooSmall> {
-        if self.max_answer_bytes(frame, profile) <= budget {
+        let answering = answering.into();
+        if self.max_answer_bytes(frame, answering) <= budget {
             return Ok(*self);
         }
         // The skeleton with one short region and a few characters of each
@@ -154,7 +179,7 @@ impl GrammarLimits {
             max_think_chars: self.max_think_chars.min(4),
             max_string_chars: self.max_string_chars.min(4),
         };
-        let needed = floor.max_answer_bytes(frame, profile);
+        let needed = floor.max_answer_bytes(frame, answering);
         if needed > budget {
             return Err(BudgetTooSmall {
                 budget,
@@ -176,7 +201,7 @@ impl GrammarLimits {
         let (mut lo, mut hi) = (0usize, 1000usize);
         while lo < hi {
             let mid = (lo + hi).div_ceil(2);
-            if scaled(mid).max_answer_bytes(frame, profile) <= budget {
+            if scaled(mid).max_answer_bytes(frame, answering) <= budget {
                 lo = mid;
             } else {
                 hi = mid - 1;
@@ -192,7 +217,7 @@ impl GrammarLimits {
 /// `grounded_plans`.
 pub fn btl_grammar(
     frame: Size,
-    profile: Profile,
+    answering: impl Into<Answering>,
     limits: &GrammarLimits,
     screen: &[ScreenElement],
 ) -> String {
@@ -204,7 +229,7 @@ pub fn btl_grammar(
     };
     let _ = writeln!(
         g,
-        "root ::= \"<blink>```json\\n[\" {blink} \"]\\n```</blink>\\n<think>\" think \"</think>\\n<link>```json\\n[{{\\\"Plan\\\": \" link \"}}]\\n```</link>\""
+        "root ::= \"<blink>```json\\n[\" {blink} \"]\\n```</blink>\\n<think>\" think \"</think>\\n<link>```json\\n[\" item \"]\\n```</link>\""
     );
     let _ = writeln!(
         g,
@@ -216,16 +241,37 @@ pub fn btl_grammar(
         "label ::= \"\\\"\" char{{0,{}}} \"\\\"\"",
         limits.max_label_chars
     );
-    let _ = writeln!(
-        g,
-        "string ::= \"\\\"\" char{{0,{}}} \"\\\"\"",
-        limits.max_string_chars
-    );
     // Any character but `"`, `\`, `<` and the control characters, or an
     // escape as json.dumps writes them (`\uXXXX` is left out: the renderer
     // writes it only for control characters, and it would triple a
     // character's worst-case length).
     g.push_str("char ::= [^\"\\\\<\\x00-\\x1F] | \"\\\\\" [\"\\\\/bfnrt]\n");
+    match answering.into() {
+        Answering::Point => {
+            g.push_str("item ::= \"{\\\"point_2d\\\": [\" x \", \" y \"]}\"\n");
+        }
+        Answering::Action(profile) => action_item(&mut g, profile, frame, limits, screen),
+    }
+    let _ = writeln!(g, "x ::= {}", int_upto(frame.width));
+    let _ = writeln!(g, "y ::= {}", int_upto(frame.height));
+    g
+}
+
+/// The rules of a navigation answer's link item: its Plan (grounded in
+/// `screen` where the profile lists one) and the profile's actions.
+fn action_item(
+    g: &mut String,
+    profile: Profile,
+    frame: Size,
+    limits: &GrammarLimits,
+    screen: &[ScreenElement],
+) {
+    g.push_str("item ::= \"{\\\"Plan\\\": \" link \"}\"\n");
+    let _ = writeln!(
+        g,
+        "string ::= \"\\\"\" char{{0,{}}} \"\\\"\"",
+        limits.max_string_chars
+    );
     let then_action = "\", \\\"Action\\\": \" action";
     if profile.lists_screen() && !screen.is_empty() {
         let quoted = grounded_plans(screen, frame, limits);
@@ -247,7 +293,7 @@ pub fn btl_grammar(
         let prefixes: Vec<&[Unit]> = prefixes.iter().map(Vec::as_slice).collect();
         let mut rules = 0;
         string_without(
-            &mut g,
+            g,
             "free-plan",
             &prefixes,
             limits.max_string_chars,
@@ -273,9 +319,6 @@ pub fn btl_grammar(
         );
     }
     let _ = writeln!(g, "action ::= {}", actions.join(" | "));
-    let _ = writeln!(g, "x ::= {}", int_upto(frame.width));
-    let _ = writeln!(g, "y ::= {}", int_upto(frame.height));
-    g
 }
 
 /// The grounded link's quoting alternatives, as GBNF literals of the text

@@ -187,6 +187,11 @@ pub struct ParseError {
 pub struct Parsed {
     pub output: BtlOutput,
     pub tolerances: Vec<Tolerance>,
+    /// The `<link>` body as the answer wrote it, read as JSON (or as a
+    /// Python literal) but not yet forgiven: a swipe direction keeps its
+    /// case, `position` and extra keys stay. What the released link rule
+    /// judges (the `btl` metrics preset).
+    pub link_written: Value,
 }
 
 /// Parses a raw model answer.
@@ -195,11 +200,12 @@ pub fn parse(text: &str, mode: ParseMode) -> Result<Parsed, ParseError> {
         text,
         tolerances: Vec::new(),
     };
-    let output = cx.answer()?;
+    let (output, link_written) = cx.answer()?;
     cx.check_mode(mode)?;
     Ok(Parsed {
         output,
         tolerances: cx.tolerances,
+        link_written,
     })
 }
 
@@ -253,7 +259,7 @@ impl<'a> Cx<'a> {
         self.tolerances.push(Tolerance { part, offset, kind });
     }
 
-    fn answer(&mut self) -> Result<BtlOutput, ParseError> {
+    fn answer(&mut self) -> Result<(BtlOutput, Value), ParseError> {
         let text = self.text;
         let blink_open = text.find("<blink>").ok_or(error(
             Part::Blink,
@@ -276,11 +282,16 @@ impl<'a> Cx<'a> {
             return Err(error(Part::Envelope, at, ParseErrorKind::AnotherLink));
         }
 
-        Ok(BtlOutput {
-            blink: self.blink(blink)?,
-            think: think.text.to_string(),
-            link: self.link(link)?,
-        })
+        let blink = self.blink(blink)?;
+        let (link, written) = self.link(link)?;
+        Ok((
+            BtlOutput {
+                blink,
+                think: think.text.to_string(),
+                link,
+            },
+            written,
+        ))
     }
 
     fn surrounding(&mut self, outside: &str, offset: usize) {
@@ -480,11 +491,12 @@ impl<'a> Cx<'a> {
         }
     }
 
-    fn link(&mut self, body: Span<'a>) -> Result<Link, ParseError> {
+    /// The link and its body as written.
+    fn link(&mut self, body: Span<'a>) -> Result<(Link, Value), ParseError> {
         let content = self.unfence(body, Part::Link);
         let start = content.start + (content.text.len() - content.text.trim_start().len());
         let value = self.json_or_python(content.text, content.start, Part::Link)?;
-        self.link_value(value, start)
+        Ok((self.link_value(value.clone(), start)?, value))
     }
 
     fn link_value(&mut self, value: Value, offset: usize) -> Result<Link, ParseError> {

@@ -445,6 +445,14 @@ pub struct Prompt {
 }
 
 impl Prompt {
+    /// Whether the system message asks for a point as the whole link, as
+    /// a grounding prompt's does (spec §2), rather than a Plan and an
+    /// action.
+    pub fn asks_for_a_point(&self) -> bool {
+        self.system
+            .ends_with(&[SYSTEM_GROUNDING_LINK, SYSTEM_END].concat())
+    }
+
     /// Builds the prompt for one step. `roi_count` replaces the literal `$N$`
     /// when given.
     pub fn new(task: &Task, profile: Profile, roi_count: Option<usize>) -> Self {

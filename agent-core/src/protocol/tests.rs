@@ -165,6 +165,46 @@ fn a_user_prompt_tells_its_profile() {
     assert_eq!(Profile::of_user_prompt(user), Some(Profile::BtlUi));
 }
 
+#[test]
+fn a_grounding_prompt_asks_for_a_point() {
+    let official = |text: &str| {
+        let samples: Vec<serde_json::Value> = serde_json::from_str(text).unwrap();
+        let content = |k: usize| {
+            samples[0]["messages"][k]["content"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        Prompt {
+            system: content(0),
+            user: content(1),
+        }
+    };
+    let grounding = official(include_str!(
+        "../../../tests/data/btl-ui-examples/grounding_meta_format.json"
+    ));
+    let navigation = official(include_str!(
+        "../../../tests/data/btl-ui-examples/navigation_meta_format.json"
+    ));
+    assert!(grounding.asks_for_a_point());
+    assert!(!navigation.asks_for_a_point());
+    let ours = Prompt::new(
+        &Task::Grounding { instruction: "x" },
+        Profile::BtlUi,
+        Some(3),
+    );
+    assert!(ours.asks_for_a_point());
+    let task = Task::Navigation {
+        goal: "g",
+        step_instruction: None,
+        history: &[],
+        screen: &[],
+    };
+    for profile in [Profile::BtlUi, Profile::BtlExtended, Profile::BtlScreenText] {
+        assert!(!Prompt::new(&task, profile, None).asks_for_a_point());
+    }
+}
+
 /// A listed element labelled `label` at (1, 2), not a switch.
 fn line_at_1_2(label: &str) -> ScreenElement {
     ScreenElement {
@@ -1079,9 +1119,25 @@ proptest! {
         prop_assert_eq!(parsed.output, out);
     }
 
+    /// Canonical answers with a fragment put in anywhere (nothing, a space,
+    /// a quote, a fence, a tag, an alias): where the strict parse still
+    /// succeeds, the tolerant one agrees and forgave nothing.
     #[test]
-    fn strict_success_implies_tolerant_success_without_tolerances(text in ".*") {
-        if let Ok(strict) = parse(&text, ParseMode::Strict) {
+    fn strict_success_implies_tolerant_success_without_tolerances(
+        out in output(),
+        at in any::<proptest::sample::Index>(),
+        fragment in proptest::sample::select(vec![
+            "", " ", "\n", "'", "\"", "None", "```", "```json\n", "<think>", "</link>", "x",
+            "\"position\": [1, 2], ", "\"Up\"", "é", "\\",
+        ]),
+    ) {
+        let rendered = render(&out).unwrap();
+        let cuts: Vec<usize> = rendered.char_indices().map(|(i, _)| i).chain([rendered.len()]).collect();
+        let cut = *at.get(&cuts);
+        let text = format!("{}{fragment}{}", &rendered[..cut], &rendered[cut..]);
+        let strict = parse(&text, ParseMode::Strict);
+        prop_assert!(!fragment.is_empty() || strict.is_ok());
+        if let Ok(strict) = strict {
             let tolerant = parse(&text, ParseMode::Tolerant).unwrap();
             prop_assert!(tolerant.tolerances.is_empty());
             prop_assert_eq!(strict, tolerant);

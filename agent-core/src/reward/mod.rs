@@ -15,7 +15,7 @@ pub(crate) mod pyjson;
 pub(crate) mod pyvalue;
 mod released;
 
-pub(crate) use released::normalized_distance;
+pub(crate) use released::{link_rule_holds, normalized_distance};
 
 use crate::sample::Sample;
 use serde::{Deserialize, Serialize};

@@ -129,6 +129,17 @@ pub fn link(completion: &str, sample: &Sample) -> f64 {
     body_json(&LINK_BODY, completion).map_or(0.0, |link| link_value(&link, sample, Rules::RELEASED))
 }
 
+/// Whether a link body, as an answer wrote it, passes the released link
+/// rule against `sample` (the `btl` metrics preset, spec §5). Wait and
+/// Finish, which the plugin predates, match on their type.
+pub(crate) fn link_rule_holds(link: &Value, sample: &Sample) -> bool {
+    let rules = Rules {
+        extended_actions: true,
+        ..Rules::RELEASED
+    };
+    link_value(link, sample, rules) > 0.0
+}
+
 /// Where `paper` mode relaxes the released link rule.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Rules {

@@ -22,7 +22,7 @@ mod log;
 mod projector;
 mod sampling;
 
-use super::grammar::{GrammarLimits, btl_grammar};
+use super::grammar::{Answering, GrammarLimits, btl_grammar};
 use super::preprocess::{PillowVersion, resize_bicubic_pil};
 pub use super::spec::{ALL_LAYERS, GPU_BACKEND, LlamaConfig, MAX_THREADS, default_gpu_layers};
 use super::{GenerationStats, ModelSettings, Observation, Policy, PolicyError, PolicyOutput};
@@ -724,10 +724,15 @@ impl LlamaPolicy {
         let grammar = if self.config.grammar {
             // Limits whose longest answer fits the budget, so a constrained
             // answer always closes before decoding stops.
+            let answering = if obs.prompt.asks_for_a_point() {
+                Answering::Point
+            } else {
+                Answering::Action(obs.profile)
+            };
             let limits = GrammarLimits::default()
-                .fit(self.config.max_tokens as usize, frame, obs.profile)
+                .fit(self.config.max_tokens as usize, frame, answering)
                 .map_err(|e| PolicyError::Backend(e.to_string()))?;
-            Some(btl_grammar(frame, obs.profile, &limits, obs.screen))
+            Some(btl_grammar(frame, answering, &limits, obs.screen))
         } else {
             None
         };
@@ -1484,13 +1489,18 @@ mod tests {
 
     /// The longest answer the limits describe is one the grammar admits
     /// (so `max_answer_bytes` is reached, not only a bound), on both
-    /// profiles, and the default limits' fits the CLI's budget.
+    /// profiles and for a grounding prompt's point, and the default
+    /// limits' fits the CLI's budget.
     #[test]
     fn the_longest_admitted_answer_is_admitted_and_fits_the_default_budget() {
         use crate::protocol::{Profile, Size};
         let p = policy("tiny-qwen25vl-f16.gguf");
         let model = p.loaded.borrow_owner();
-        for profile in [Profile::BtlUi, Profile::BtlExtended] {
+        for profile in [
+            Answering::Action(Profile::BtlUi),
+            Answering::Action(Profile::BtlExtended),
+            Answering::Point,
+        ] {
             for frame in [Size::new(224, 448), Size::new(9999, 9999)] {
                 let limits = GrammarLimits::default();
                 let longest = limits.longest_answer(frame, profile);
@@ -1513,6 +1523,40 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A grounding prompt's grammar admits the canonical point answer
+    /// (spec §2's `[{"point_2d": [x, y]}]`) and no Plan and action; a
+    /// navigation prompt's admits no bare point.
+    #[test]
+    fn a_grounding_answer_is_a_point_and_only_a_point() {
+        use crate::protocol::{Action, BtlOutput, Link, Point, Profile, Size, render};
+        let p = policy("tiny-qwen25vl-f16.gguf");
+        let model = p.loaded.borrow_owner();
+        let frame = Size::new(224, 448);
+        let limits = GrammarLimits::default();
+        let answer = |link| {
+            render(&BtlOutput {
+                blink: Vec::new(),
+                think: "The search box.".into(),
+                link,
+            })
+            .unwrap()
+        };
+        let point = answer(Link::Point(Point::new(120.0, 40.0)));
+        let tap = answer(Link::Action {
+            plan: "Tap the search box.".into(),
+            action: Action::Tap {
+                point_2d: Point::new(120.0, 40.0),
+            },
+        });
+        let grounding = btl_grammar(frame, Answering::Point, &limits, &[]);
+        let navigation = btl_grammar(frame, Profile::BtlUi, &limits, &[]);
+        grammar_admits(model, &grounding, &point).unwrap_or_else(|e| panic!("{e}\n{point}"));
+        assert!(grammar_admits(model, &grounding, &tap).is_err());
+        assert!(grammar_admits(model, &navigation, &point).is_err());
+        let off_frame = answer(Link::Point(Point::new(225.0, 40.0)));
+        assert!(grammar_admits(model, &grounding, &off_frame).is_err());
     }
 
     /// In `btl-screen-text` a Plan that quotes a listed line is bound to
