@@ -146,7 +146,9 @@ fn the_tiny_random_model_runs_the_suite_without_errors() {
     ];
     args.extend_from_slice(&TINY_MODEL);
     let result = bench(&dir, &args);
-    for task in result["tasks"].as_array().unwrap() {
+    let tasks = result["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 2, "{result}");
+    for task in tasks {
         assert_eq!(task["errors"], 0, "{task}");
     }
     // The random model cannot solve anything, and it did use the model:
@@ -222,7 +224,9 @@ fn bench_over_adb_runs_only_the_tasks_settings_can_check() {
             "wifi_off,brightness_set,location_on",
         ],
     );
-    for task in result["tasks"].as_array().unwrap() {
+    let tasks = result["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 3, "{result}");
+    for task in tasks {
         assert_eq!(
             task["success_by_repeat"],
             serde_json::json!([1.0]),

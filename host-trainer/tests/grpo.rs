@@ -113,6 +113,7 @@ fn case_loss(g: &Golden, model: &Qwen25Vl, precision: Option<Kind>) -> (Tensor, 
     let rewards: Vec<f64> = serde_json::from_value(c["rewards"].clone()).unwrap();
     let advantages = group_advantages(&rewards).unwrap();
     let expected: Vec<f64> = serde_json::from_value(c["advantages"].clone()).unwrap();
+    assert_eq!(advantages.len(), expected.len());
     for (a, e) in advantages.iter().zip(&expected) {
         assert!(
             (a - e).abs() <= 1e-12 * e.abs().max(1.0),

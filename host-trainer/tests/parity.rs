@@ -52,6 +52,7 @@ fn positions_equal_get_rope_index() {
         let grids = g.grids(&format!("/positions/{case}/grids"));
         let ours = model.positions(&[ids], &grids).unwrap().remove(0);
         let rows = g.id_rows(&format!("/positions/{case}/rows"));
+        assert_eq!(ours.rows.len(), rows.len(), "{case}: position rows");
         for (r, (ours, theirs)) in ours.rows.iter().zip(&rows).enumerate() {
             assert_eq!(ours, theirs, "{case}: position row {r}");
         }

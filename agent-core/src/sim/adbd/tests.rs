@@ -3,13 +3,17 @@
 //! raw bytes, asserting the device's exact replies. Expected messages are
 //! built by this file's own `frame`, never by the encoder under test.
 
-use super::message::{A_VERSION, MAX_PAYLOAD};
 use super::{Adbd, EMULATOR_PORTS, Faults, MAX_STREAMS_PER_CONNECTION, run, run_with_faults};
 use crate::sim::backend::{AdbBackend, Framebuffer, ShellOutput};
 use crate::sim::memory_phone::MemoryPhone;
 use std::net::SocketAddr;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
+
+/// AOSP adb.h's protocol version and largest payload, written out here
+/// rather than taken from the device under test.
+const A_VERSION: u32 = 0x0100_0001;
+const MAX_PAYLOAD: u32 = 1024 * 1024;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;

@@ -346,13 +346,23 @@ mod tests {
             let _ = parse_line(&line);
         }
 
+        /// A name is taken exactly when it is 1 to 64 of the safe
+        /// characters and does not start with a dot (names near the
+        /// alphabet and the length limit, and any text).
         #[test]
-        fn env_names_are_kept_to_the_safe_alphabet(name in "\\PC{0,80}") {
+        fn env_names_are_kept_to_the_safe_alphabet(
+            name in prop_oneof!["[A-Za-z0-9_.-]{0,70}", "[a-z./]{0,4}", "\\PC{0,80}"],
+        ) {
+            let safe = regex::Regex::new("^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$").unwrap();
             let line = serde_json::to_string(&json!({"op": "close", "env": name})).unwrap();
-            if let Ok(Envelope { request: Request::Close { env }, .. }) = parse(&line) {
-                prop_assert!(env.0.len() <= 64 && !env.0.starts_with('.'));
-                prop_assert!(env.0.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b)));
-            }
+            let taken = match parse(&line) {
+                Ok(Envelope { request: Request::Close { env }, .. }) => {
+                    prop_assert_eq!(&env.0, &name);
+                    true
+                }
+                _ => false,
+            };
+            prop_assert_eq!(taken, safe.is_match(&name), "{:?}", name);
         }
     }
 }
