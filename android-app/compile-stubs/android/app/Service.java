@@ -27,4 +27,6 @@ public abstract class Service extends android.content.ContextWrapper {
     public final void stopForeground(int notificationBehavior) { throw new RuntimeException("stub"); }
 
     public final void stopSelf() { throw new RuntimeException("stub"); }
+
+    public final void stopSelf(int startId) { throw new RuntimeException("stub"); }
 }

@@ -4,6 +4,8 @@
  * step in progress and carries a Stop button, and a sensitive action (the
  * safety gate's "ask") posts a notification with Allow / Decline buttons
  * that the agent's thread waits on; no answer within five minutes declines.
+ * Stop holds from the moment it is pressed, the model's loading included; an
+ * episode that fails leaves a notification saying why.
  *
  * Intents: ACTION_START (extras: the session JSON and the trajectory
  * directory), ACTION_STOP, ACTION_ANSWER (extra: allow).
@@ -39,14 +41,25 @@ public final class AgentService extends Service {
     private static final String CHANNEL_CONFIRM = "confirm";
     private static final int ID_PROGRESS = 1;
     private static final int ID_CONFIRM = 2;
+    private static final int ID_FAILED = 3;
     private static final long CONFIRM_TIMEOUT_S = 300;
 
     /** The last episode's end, as MainActivity shows it; null while one runs. */
     public static volatile String lastResult;
+    /** Whether an episode runs, so MainActivity refuses a second Start in words. */
+    public static volatile boolean running;
 
     private final SynchronousQueue<Boolean> answers = new SynchronousQueue<>();
     private NativeAgent agent;
     private Thread worker;
+    /**
+     * Stop was asked for before the agent existed: loading a model takes
+     * seconds to minutes, and a Stop then must still end the episode before
+     * its first action.
+     */
+    private boolean stopRequested;
+    /** The latest start request seen, so the episode's end stops only a service no newer request needs. */
+    private int lastStartId;
 
     @Override
     public IBinder onBind(Intent intent) {
@@ -65,6 +78,9 @@ public final class AgentService extends Service {
 
     @Override
     public int onStartCommand(Intent intent, int flags, int startId) {
+        synchronized (this) {
+            lastStartId = startId;
+        }
         String action = intent == null ? "" : intent.getAction();
         if (ACTION_START.equals(action)) {
             start(intent.getStringExtra(EXTRA_SESSION), intent.getStringExtra(EXTRA_DIR));
@@ -91,12 +107,15 @@ public final class AgentService extends Service {
             startForeground(ID_PROGRESS, first);
         }
         lastResult = null;
+        running = true;
+        stopRequested = false;
+        getSystemService(NotificationManager.class).cancel(ID_FAILED);
         worker = new Thread(() -> runEpisode(session, dir), "btl-episode");
         worker.start();
     }
 
     private void runEpisode(String session, String dir) {
-        String result;
+        String result = null;
         try {
             BtlAccessibilityService device = BtlAccessibilityService.current();
             if (device == null) {
@@ -105,27 +124,46 @@ public final class AgentService extends Service {
             NativeAgent created = NativeAgent.create(session, dir, device, new Listener());
             synchronized (this) {
                 agent = created;
+                if (stopRequested) {
+                    created.cancel();
+                }
             }
             result = created.run();
         } catch (RuntimeException e) {
             Log.e(TAG, "the episode failed", e);
             result = "{\"error\": " + com.btl.agent.core.Json.quote(String.valueOf(e.getMessage())) + "}";
+            failed(String.valueOf(e.getMessage()));
         } finally {
+            // One block with start(): a Start that comes in meanwhile finds
+            // the service either still running this episode or done with it.
             synchronized (this) {
                 if (agent != null) {
                     agent.close();
                     agent = null;
                 }
                 worker = null;
+                running = false;
+                lastResult = result;
+                getSystemService(NotificationManager.class).cancel(ID_CONFIRM);
+                stopForeground(STOP_FOREGROUND_REMOVE);
+                stopSelf(lastStartId);
             }
         }
-        lastResult = result;
-        getSystemService(NotificationManager.class).cancel(ID_CONFIRM);
-        stopForeground(STOP_FOREGROUND_REMOVE);
-        stopSelf();
+    }
+
+    /** A notification that outlives the episode: it failed (no model, no accessibility service…), and why. */
+    private void failed(String why) {
+        Notification shown = new Notification.Builder(this, CHANNEL_PROGRESS)
+                .setSmallIcon(android.R.drawable.ic_dialog_alert)
+                .setContentTitle("btl agent: the episode failed")
+                .setContentText(why)
+                .setStyle(new Notification.BigTextStyle().bigText(why))
+                .build();
+        getSystemService(NotificationManager.class).notify(ID_FAILED, shown);
     }
 
     private synchronized void stopEpisode() {
+        stopRequested = true;
         if (agent != null) {
             agent.cancel();
         }

@@ -132,6 +132,10 @@ public final class MainActivity extends Activity {
     }
 
     private void start() {
+        if (AgentService.running) {
+            status.setText("An episode is running: Stop it (in its notification) before starting another.");
+            return;
+        }
         Map<String, String> values = values();
         SharedPreferences.Editor editor = getSharedPreferences(PREFS, MODE_PRIVATE).edit();
         for (Map.Entry<String, String> v : values.entrySet()) {
