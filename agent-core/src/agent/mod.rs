@@ -734,6 +734,7 @@ impl Agent {
             let Some((index, plan, action, verdict)) = chosen else {
                 continue;
             };
+            record.reward = record.attempts.get(index).and_then(|a| a.reward);
             return self.settle_verdict(record, index, plan, action, verdict);
         }
         Err((
@@ -808,6 +809,7 @@ impl Agent {
             raw,
             stats,
             overruled,
+            reward,
             ..
         } = answer;
         let parsed = match parse(&raw, self.config().parse_mode) {
@@ -825,6 +827,7 @@ impl Agent {
                     },
                     verdict: None,
                     overruled,
+                    reward,
                 };
                 return (record, Judged::Unusable(message));
             }
@@ -864,6 +867,7 @@ impl Agent {
             },
             verdict: Some(verdict),
             overruled,
+            reward,
         };
         (record, judged)
     }

@@ -137,7 +137,10 @@ pub struct StepRecord {
     /// task was done the model said Finish.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_done: Option<bool>,
-    /// Filled in by offline scoring; the agent does not know it.
+    /// The executed answer's reward, where the policy's environment scored
+    /// it: `btl sim env`'s process reward against the teacher's answer, or
+    /// what online GRPO's advantages compared (that plus its outcome term);
+    /// `None` elsewhere.
     #[serde(default)]
     pub reward: Option<f64>,
 }
@@ -210,6 +213,10 @@ pub struct AttemptRecord {
     /// says which steps the student did not take.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overruled: Option<String>,
+    /// What the policy's environment scored this answer, where one does
+    /// (`btl sim env`, online GRPO).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reward: Option<f64>,
 }
 
 /// The parser's word on an answer.

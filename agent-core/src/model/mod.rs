@@ -117,6 +117,9 @@ pub struct PolicyOutput {
     /// The student's own answer when [`Relabelled`] executes the teacher's
     /// instead (then `raw` is the teacher's).
     pub overruled: Option<String>,
+    /// What the policy's environment scored this answer, where one does
+    /// (`btl sim env`, online GRPO); the agent records it with the attempt.
+    pub reward: Option<f64>,
 }
 
 /// Why a policy produced no answer at all (an unusable answer is not an

@@ -63,6 +63,7 @@ impl Policy for OraclePolicy {
             stats: GenerationStats::default(),
             target: None,
             overruled: None,
+            reward: None,
         })
     }
 }

@@ -60,6 +60,7 @@ impl Policy for ScriptedPolicy {
             stats: GenerationStats::default(),
             target: None,
             overruled: None,
+            reward: None,
         })
     }
 }

@@ -263,17 +263,25 @@ pub struct EpisodeResult {
     pub outcome: Outcome,
 }
 
-type Reply = mpsc::Sender<std::result::Result<String, String>>;
+/// The completion a state's episode goes on with, and what it earned
+/// (recorded with the step).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    pub completion: String,
+    pub reward: f64,
+}
+
+type Reply = mpsc::Sender<std::result::Result<Answer, String>>;
 
 /// Runs `plans` at once, one thread each, answering every state on this
-/// thread with `answer` (which returns the completion to execute). The
+/// thread with `answer` (the completion to execute and its reward). The
 /// episodes' results in slot order. The first error, of `answer` or of an
 /// episode, cancels the others (the agent's cancel flag: they stop before
 /// their next step) and is returned.
 pub fn run_episodes(
     plans: Vec<EpisodePlan>,
     settings: &EpisodeSettings,
-    mut answer: impl FnMut(StateRequest) -> Result<String>,
+    mut answer: impl FnMut(StateRequest) -> Result<Answer>,
 ) -> Result<Vec<EpisodeResult>> {
     let (tx, rx) = mpsc::channel::<(StateRequest, Reply)>();
     let cancel = Arc::new(AtomicBool::new(false));
@@ -444,15 +452,16 @@ impl Policy for StatePolicy {
         let (reply, answer) = mpsc::channel();
         let gone = || PolicyError::Backend("the trainer stopped answering".to_owned());
         self.tx.send((request, reply)).map_err(|_| gone())?;
-        let raw = answer
+        let answer = answer
             .recv()
             .map_err(|_| gone())?
             .map_err(PolicyError::Backend)?;
         Ok(PolicyOutput {
-            raw,
+            raw: answer.completion,
             stats: GenerationStats::default(),
             target: Some(target),
             overruled: None,
+            reward: Some(answer.reward),
         })
     }
 }
@@ -631,13 +640,29 @@ mod tests {
                 .iter()
                 .map(|&d| score(&reward, &request, &candidates[d], 1.0).total)
                 .collect();
+            let answer = Answer {
+                completion: candidates[draws[0]].clone(),
+                reward: rewards[0],
+            };
             groups.push(rewards);
-            Ok(candidates[draws[0]].clone())
+            Ok(answer)
         })
         .unwrap();
         assert_eq!(ended.len(), 1);
         assert_eq!(groups.len(), 1, "one state in a one-step episode");
         let rewards = &groups[0];
+        // The episode's step records what the executed draw earned.
+        let episode = std::fs::read_dir(dir.path())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let steps = agent_core::agent::trajectory::read_trajectory(&episode)
+            .unwrap()
+            .steps;
+        assert_eq!(steps[0].reward, Some(rewards[0]));
+        assert_eq!(steps[0].attempts[0].reward, Some(rewards[0]));
         let (r_right, r_wrong) = (rewards[1], rewards[0]);
         // The oracle's own answer earns the whole reward; Home on the home
         // screen gets the format term and no link.

@@ -1122,7 +1122,10 @@ impl Trainer {
             let totals: Vec<f64> = scores.iter().map(|s| s.total).collect();
             let pick = online.continue_with.pick(&totals);
             groups.push(((request.slot, request.index), prompt, completions, scores));
-            Ok(texts.swap_remove(pick))
+            Ok(online::Answer {
+                completion: texts.swap_remove(pick),
+                reward: totals[pick],
+            })
         })?;
         groups.sort_by_key(|group| group.0);
         let total_sequences = (groups.len() * g.num_generations).max(1) as f64;

@@ -812,6 +812,7 @@ impl Policy for LlamaPolicy {
                 stats: g.stats,
                 target: None,
                 overruled: None,
+                reward: None,
             })
             .collect())
     }

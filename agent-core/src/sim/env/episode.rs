@@ -537,6 +537,7 @@ impl Policy for ClientPolicy {
                     stats: GenerationStats::default(),
                     target: Some(target),
                     overruled: None,
+                    reward: Some(reward.total),
                 })
             }
             other => {

@@ -444,9 +444,18 @@ fn a_reset_mid_episode_starts_over_and_recorded_episodes_are_trajectories() {
         first_episode.episode.outcome.unwrap().stop,
         StopReason::Cancelled
     );
+    // The step the client was answered for records the process reward the
+    // response gave it.
+    assert_eq!(
+        first_episode.steps[0].reward,
+        second["reward"]["process"]["total"].as_f64()
+    );
     let second_episode = read_trajectory(&dir.path().join("r/episode-0002")).unwrap();
     assert_eq!(second_episode.steps.len(), responses.len());
     assert!(second_episode.steps.iter().all(|s| s.target.is_some()));
+    for (step, response) in second_episode.steps.iter().zip(&responses) {
+        assert_eq!(step.reward, response["reward"]["process"]["total"].as_f64());
+    }
     assert_eq!(second_episode.episode.outcome.unwrap().success, Some(true));
 }
 
