@@ -224,6 +224,20 @@ impl Config {
                 return Err(format!("{name} must be positive, got {value}"));
             }
         }
+        // A rotary base or a norm epsilon at 0, below or NaN makes every
+        // logit NaN, found only as a diverged first step.
+        let positive_reals = [
+            ("rms_norm_eps", t.rms_norm_eps),
+            ("rope_theta", t.rope_theta),
+            ("vision_config.rope_theta", v.rope_theta),
+        ];
+        for (name, value) in positive_reals {
+            if !(value > 0.0 && value.is_finite()) {
+                return Err(format!(
+                    "{name} must be a positive finite number, got {value}"
+                ));
+            }
+        }
         if t.hidden_size % t.num_attention_heads != 0 {
             return Err(format!(
                 "hidden_size {} is not a multiple of num_attention_heads {}",

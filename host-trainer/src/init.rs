@@ -457,10 +457,22 @@ pub fn model_config(spec: &ModelSpec, vocab_size: i64, path: &Path) -> Result<Co
             v.full_attention_every, v.depth
         )));
     }
-    if !(spec.init_std.is_finite() && spec.init_std > 0.0) {
+    // A rotary base or a norm epsilon at 0, below or NaN makes every logit
+    // NaN, found only as a diverged first step of training.
+    for (key, value) in [
+        ("init_std", spec.init_std),
+        ("text.rope_theta", t.rope_theta),
+        ("text.rms_norm_eps", t.rms_norm_eps),
+    ] {
+        if !(value.is_finite() && value > 0.0) {
+            return Err(bad(format!(
+                "{key} is {value}; it must be a positive number"
+            )));
+        }
+    }
+    if vocab_size <= 0 {
         return Err(bad(format!(
-            "init_std is {}; it must be a positive number",
-            spec.init_std
+            "vocab_size is {vocab_size}; it must be positive"
         )));
     }
     Ok(Config {

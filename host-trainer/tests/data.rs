@@ -965,6 +965,30 @@ fn typing_steps_are_copied_with_random_values_the_goal_names() {
             "{answer}"
         );
     }
+    // Inputs that make nothing (no typing step; no sample at all) leave an
+    // earlier output as it was rather than an empty list in its place.
+    let none = tmp.path().join("none.json");
+    std::fs::write(&none, "[]").unwrap();
+    let earlier = std::fs::read(&out).unwrap();
+    for (command, input, says) in [
+        ("augment-typed", &none, "holds no typing sample"),
+        ("text-only", &none, "holds no sample"),
+    ] {
+        let run = btl_train(&[
+            "data",
+            command,
+            input.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{command}: {stderr}");
+        assert!(
+            stderr.contains(says) && stderr.contains("nothing was written"),
+            "{stderr}"
+        );
+        assert_eq!(std::fs::read(&out).unwrap(), earlier, "{command}");
+    }
 }
 
 /// Runs `btl-train data tap-text` with `flags` on `episode`, every target

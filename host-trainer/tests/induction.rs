@@ -118,6 +118,12 @@ fn the_induction_command_trains_and_resumes() {
         std::fs::read_to_string(out_dir.join("checkpoint-000003/trainer_state.json")).unwrap();
     assert!(state.contains("\"objective\": \"induction\""), "{state}");
 
+    // A stop behind the checkpoint would train nothing: refused by name.
+    let behind = btl_train(&[&run[..], &["--steps", "6", "--stop-at", "2", "--resume"]].concat());
+    let said = String::from_utf8_lossy(&behind.stderr);
+    assert_eq!(behind.status.code(), Some(2), "{said}");
+    assert!(said.contains("at step 3, past run.stop_at = 2"), "{said}");
+
     let stdout = btl_train_succeeds(&[&run[..], &["--steps", "6", "--resume"]].concat());
     assert!(
         stdout.contains("resumed at step 3") && stdout.contains("trained 6 steps"),

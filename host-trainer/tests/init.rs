@@ -346,6 +346,22 @@ fn the_cli_writes_the_model_and_refuses_bad_specs_by_key() {
         String::from_utf8_lossy(&over.stderr)
     );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "kept");
+    // --force replaces a directory whole: never the one holding the spec.
+    let mine = btl_train(&[
+        "init",
+        "--config",
+        spec_arg,
+        "--out",
+        dir.path().to_str().unwrap(),
+        "--force",
+    ]);
+    assert_eq!(mine.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&mine.stderr).contains("which this command reads"),
+        "{}",
+        String::from_utf8_lossy(&mine.stderr)
+    );
+    assert!(spec.is_file() && out.join("model-f16.gguf").is_file());
 
     let text = std::fs::read_to_string(&spec).unwrap();
     for (from, to, named) in [
@@ -364,6 +380,23 @@ fn the_cli_writes_the_model_and_refuses_bad_specs_by_key() {
             "init_std = 0.3",
             "init_std = inf",
             "init_std is inf; it must be a positive number",
+        ),
+        // Values that make every logit NaN are named, not found as a
+        // diverged first step.
+        (
+            "kv_heads = 2",
+            "kv_heads = 2\nrope_theta = nan",
+            "text.rope_theta is NaN; it must be a positive number",
+        ),
+        (
+            "kv_heads = 2",
+            "kv_heads = 2\nrms_norm_eps = -1.0",
+            "text.rms_norm_eps is -1; it must be a positive number",
+        ),
+        (
+            "seed = 7",
+            "seed = 7\nvocab_size = 0",
+            "vocab_size is 0; it must be positive",
         ),
         // Sizes whose weights no machine holds are refused before a byte
         // of them is made, not ended by the out-of-memory killer (the

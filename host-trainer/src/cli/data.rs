@@ -161,6 +161,12 @@ fn text_only_cmd(args: &TextOnlyArgs) -> Outcome {
     super::apart_from_inputs(&args.out, [args.samples.as_path()])?;
     let samples = load_samples(&args.samples).map_err(failure)?;
     let copies = text_only_copies(&samples);
+    if copies.is_empty() {
+        return Err(failure(Error::NoSamples {
+            out: args.out.clone(),
+            why: format!(" ({} holds no sample)", args.samples.display()),
+        }));
+    }
     write_samples(&args.out, &copies).map_err(failure)?;
     println!(
         "{} text-only copies in {}",
@@ -207,6 +213,12 @@ fn augment_typed_cmd(args: &AugmentTypedArgs) -> Outcome {
     let samples = load_samples(&args.samples).map_err(failure)?;
     let (mut copies, report) =
         augment_typed(&samples, args.copies, args.seed, &args.samples).map_err(failure)?;
+    if copies.is_empty() {
+        return Err(failure(Error::NoSamples {
+            out: args.out.clone(),
+            why: format!(" ({} holds no typing sample)", args.samples.display()),
+        }));
+    }
     if args.text_only {
         copies.iter_mut().for_each(without_screenshot);
     }

@@ -192,6 +192,23 @@ fn set(table: &mut Table, section: &str, key: &str, value: Value) {
     }
 }
 
+/// The official recipe's learning rate for GRPO that updates every weight.
+const FULL_GRPO_LR: f64 = 1e-6;
+
+/// Whether the table trains every weight (`model.mode = "full"`).
+fn updates_every_weight(table: &Table) -> bool {
+    table
+        .get("model")
+        .and_then(|m| m.get("mode"))
+        .and_then(Value::as_str)
+        == Some("full")
+}
+
+/// Whether the table sets `optim.lr`.
+fn has_lr(table: &Table) -> bool {
+    table.get("optim").and_then(|o| o.get("lr")).is_some()
+}
+
 /// A path given on the command line is relative to the working directory.
 fn path_value(path: &Path) -> Result<Value, Failure> {
     let absolute = std::path::absolute(path)
@@ -340,6 +357,11 @@ impl GrpoArgs {
         }
         if let Some(p) = &self.output_dir {
             set(t, "run", "output_dir", path_value(p)?);
+        }
+        if objective == TrainObjective::Grpo && updates_every_weight(t) && !has_lr(t) {
+            // The recipe's rate (spec §7) is for GRPO on every weight; the
+            // default is LoRA's, whose adapters start at zero.
+            set(t, "optim", "lr", Value::Float(FULL_GRPO_LR));
         }
         let mut config = merged_config(table, file_text.as_deref())
             .map_err(|e| Failure::BadInput(anyhow!("{origin}: {e}")))?;
@@ -508,4 +530,51 @@ fn run_training(args: &GrpoArgs, objective: TrainObjective) -> Outcome {
         println!("profile: {}", summary.display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: GrpoArgs,
+    }
+
+    fn lr(flags: &[&str], objective: TrainObjective) -> f64 {
+        let flags = [
+            "btl-train",
+            "--checkpoint",
+            "model",
+            "--steps",
+            "10",
+            "--output-dir",
+            "out",
+            "--samples",
+            "samples.json",
+        ]
+        .iter()
+        .chain(flags);
+        Cli::parse_from(flags)
+            .args
+            .config(objective)
+            .unwrap()
+            .optim
+            .lr
+    }
+
+    /// Spec §7: GRPO on every weight defaults to the recipe's 1e-6; LoRA
+    /// and SFT keep 1e-4; a rate given always wins.
+    #[test]
+    fn full_grpo_takes_the_recipes_learning_rate() {
+        assert_eq!(lr(&["--mode", "full"], TrainObjective::Grpo), 1e-6);
+        assert_eq!(lr(&[], TrainObjective::Grpo), 1e-4);
+        assert_eq!(lr(&["--mode", "full"], TrainObjective::Sft), 1e-4);
+        assert_eq!(
+            lr(&["--mode", "full", "--lr", "3e-5"], TrainObjective::Grpo),
+            3e-5
+        );
+    }
 }

@@ -69,6 +69,17 @@ pub fn run_init(args: &InitArgs) -> Outcome {
         InitPrecision::F32 => Precision::F32,
     };
     let spec = ModelSpec::from_file(&args.config).map_err(|e| Failure::BadInput(e.into()))?;
+    // --force replaces the directory whole: it must not hold what init reads.
+    let inputs = [
+        Some(&args.config),
+        Some(&spec.tokenizer),
+        args.from_gguf.as_ref(),
+        args.from_mmproj.as_ref(),
+    ];
+    super::apart_from_inputs(
+        &args.out,
+        inputs.into_iter().flatten().map(PathBuf::as_path),
+    )?;
     let weights = match (&args.from_gguf, &args.from_mmproj) {
         (Some(text), Some(projector)) if args.grow => Weights::Grown { text, projector },
         (Some(text), Some(projector)) => Weights::Gguf { text, projector },

@@ -218,6 +218,14 @@ fn bad_configs_name_the_field() {
             "mrope_section [9223372036854775807, 1, 0] must be three sizes",
         ),
         (
+            QWEN25VL_3B_4X.replace("\"rope_theta\": 1000000.0", "\"rope_theta\": 0.0"),
+            "rope_theta must be a positive finite number, got 0",
+        ),
+        (
+            QWEN25VL_3B_4X.replace("\"rms_norm_eps\": 1e-06", "\"rms_norm_eps\": -1e-06"),
+            "rms_norm_eps must be a positive finite number, got -0.000001",
+        ),
+        (
             QWEN25VL_3B_4X.replace("\"out_hidden_size\": 2048", "\"out_hidden_size\": 1024"),
             "vision out_hidden_size 1024 differs from the text hidden_size 2048",
         ),

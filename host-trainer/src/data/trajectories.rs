@@ -23,8 +23,8 @@
 //! # What a sample holds
 //! - `messages`: the system and user prompt the step actually sent (its
 //!   profile, goal and history), `<image>` included;
-//! - `images`: the step's screenshot, decoded, checked and re-encoded
-//!   losslessly next to the sample file, under `STEM-images/EPISODE/`,
+//! - `images`: the step's screenshot, decoded to check it and copied byte
+//!   for byte next to the sample file, under `STEM-images/EPISODE/`,
 //!   referenced relative to the sample file;
 //! - `image_sizes`: the screenshot's size; `max_pixels`: the episode's;
 //! - `solution`: the executed link item in model-frame coordinates, as the

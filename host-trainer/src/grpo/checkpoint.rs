@@ -209,6 +209,17 @@ pub fn resume(dir: &Path, config: TrainConfig, trainer: &mut Trainer) -> Result<
             ),
         ));
     }
+    if let Some(stop) = config.run.stop_at
+        && state.steps_done > stop
+    {
+        return Err(corrupt(
+            &state_path,
+            format!(
+                "the checkpoint is at step {}, past run.stop_at = {stop}: nothing would train",
+                state.steps_done
+            ),
+        ));
+    }
     match config.model.mode {
         TrainMode::Lora => load_adapter(trainer.model(), &dir)?,
         TrainMode::Full => {

@@ -226,6 +226,11 @@ pub enum Batching {
     Padded,
 }
 
+/// A bound on a warm-up sequence's tokens, far above any warm-up's (the
+/// default's longest is under a hundred), so that a mistyped size is
+/// refused by name instead of allocating without end.
+pub const MAX_COPY_SEQUENCE: usize = 32_768;
+
 /// The copying warm-up's strings ([`crate::induction`]); the defaults are
 /// the ones the default model's warm-up used.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -281,8 +286,8 @@ pub struct RewardSection {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OptimSection {
-    /// Peak learning rate (the recipe's 1e-6 is for full fine-tuning; LoRA
-    /// needs a larger one).
+    /// Peak learning rate: 1e-4, a rate for LoRA, unless set; `btl-train
+    /// grpo` with `model.mode = "full"` takes the recipe's 1e-6 instead.
     pub lr: f64,
     #[serde(flatten)]
     pub adamw: AdamWConfig,
@@ -533,6 +538,20 @@ impl TrainConfig {
                 "sequences_per_step, max_len and max_copies must each be at least 1".into(),
             );
         }
+        let longest = i
+            .max_noise
+            .checked_add(i.max_len)
+            .and_then(|run| run.checked_add(2))
+            .and_then(|run| run.checked_mul(i.max_copies.checked_add(1)?));
+        if longest.is_none_or(|tokens| tokens > MAX_COPY_SEQUENCE) {
+            return bad(
+                "induction",
+                format!(
+                    "(max_noise + max_len + 2) × (max_copies + 1) tokens must be at most \
+                     {MAX_COPY_SEQUENCE}: a sequence that long is a mistyped size"
+                ),
+            );
+        }
         if !(i.sft_weight.is_finite() && i.sft_weight >= 0.0) {
             return bad(
                 "induction.sft_weight",
@@ -691,6 +710,17 @@ output_dir = "out"
         c.induction.max_len = 0;
         let e = c.validate().unwrap_err().to_string();
         assert!(e.contains("induction") && e.contains("max_len"), "{e}");
+        // (1,000 + 30 + 2) × (31 + 1) = 33,024 tokens a sequence, one past
+        // the bound at most; usize's end, without overflowing.
+        for (noise, copies) in [(1_000, 31), (usize::MAX, 1)] {
+            let mut c = TrainConfig::from_toml(MINIMAL).unwrap();
+            (c.induction.max_noise, c.induction.max_copies) = (noise, copies);
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains("at most 32768: a sequence that long"), "{e}");
+        }
+        let mut c = TrainConfig::from_toml(MINIMAL).unwrap();
+        (c.induction.max_noise, c.induction.max_copies) = (990, 31);
+        assert!(c.validate().is_ok());
         let mut c = TrainConfig::from_toml(MINIMAL).unwrap();
         c.lora.target_modules = vec!["qkv".into()];
         let e = c.validate().unwrap_err().to_string();
