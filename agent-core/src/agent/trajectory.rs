@@ -137,8 +137,9 @@ pub struct StepRecord {
     /// task was done the model said Finish.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_done: Option<bool>,
-    /// The executed answer's reward, where the policy's environment scored
-    /// it: `btl sim env`'s process reward against the teacher's answer, or
+    /// The chosen answer's reward (the one executed, or the one the safety
+    /// gate stopped), where the policy's environment scored it: `btl sim
+    /// env`'s process reward against the teacher's answer, or
     /// what online GRPO's advantages compared (that plus its outcome term);
     /// `None` elsewhere.
     #[serde(default)]

@@ -159,9 +159,10 @@ pub struct AgentArgs {
     /// the checker's verdict when the episode ends.
     #[arg(long)]
     pub until_finish: bool,
-    /// Regions the system prompt asks the model to blink: replaces its
-    /// literal `$N$` [default: kept literal, as BTL-UI was trained].
-    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=crate::sample::rois::DEFAULT_LAMBDA as i64))]
+    /// Regions the system prompt asks the model to blink, at most the 3 the
+    /// decoding grammar admits: replaces its literal `$N$` [default: kept
+    /// literal, as BTL-UI was trained].
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=crate::model::grammar::DEFAULT_MAX_REGIONS as i64))]
     pub roi_count: Option<u8>,
 }
 
@@ -1081,8 +1082,8 @@ mod tests {
         assert!(!config.stop_on_success);
     }
 
-    /// `$N$` stays literal unless a count of at most λ = 5 regions is
-    /// given (spec §1).
+    /// `$N$` stays literal unless a count is given (spec §1), at most the
+    /// regions the decoding grammar admits.
     #[test]
     fn a_region_count_replaces_the_literal_n() {
         let count = |flags: &[&str]| {
@@ -1093,8 +1094,8 @@ mod tests {
         };
         assert_eq!(count(&[]), None);
         assert_eq!(count(&["--roi-count", "0"]), Some(0));
-        assert_eq!(count(&["--roi-count", "5"]), Some(5));
-        for refused in ["6", "-1", "three"] {
+        assert_eq!(count(&["--roi-count", "3"]), Some(3));
+        for refused in ["4", "-1", "three"] {
             assert!(
                 Cli::try_parse_from(["btl", "--roi-count", refused]).is_err(),
                 "{refused}"

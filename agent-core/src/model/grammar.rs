@@ -89,13 +89,17 @@ impl Default for GrammarLimits {
     /// any frame up to 9999 pixels a side.
     fn default() -> Self {
         Self {
-            max_regions: 3,
+            max_regions: DEFAULT_MAX_REGIONS,
             max_label_chars: crate::device::ui::MAX_LABEL_CHARS,
             max_think_chars: 128,
             max_string_chars: 96,
         }
     }
 }
+
+/// Blink regions the default limits admit, so the most a prompt's `$N$`
+/// may ask for.
+pub const DEFAULT_MAX_REGIONS: usize = 3;
 
 /// The decoding budget that holds the longest answer the default limits
 /// admit, for CLIs and configs.

@@ -214,9 +214,16 @@ fn augment_typed_cmd(args: &AugmentTypedArgs) -> Outcome {
     let (mut copies, report) =
         augment_typed(&samples, args.copies, args.seed, &args.samples).map_err(failure)?;
     if copies.is_empty() {
+        let why = match report.unnamed {
+            0 => format!(" ({} holds no typing sample)", args.samples.display()),
+            n => format!(
+                " (no goal of the {n} typing samples of {} names the text it types)",
+                args.samples.display()
+            ),
+        };
         return Err(failure(Error::NoSamples {
             out: args.out.clone(),
-            why: format!(" ({} holds no typing sample)", args.samples.display()),
+            why,
         }));
     }
     if args.text_only {

@@ -227,8 +227,8 @@ pub enum Batching {
 }
 
 /// A bound on a warm-up sequence's tokens, far above any warm-up's (the
-/// default's longest is under a hundred), so that a mistyped size is
-/// refused by name instead of allocating without end.
+/// default's longest is 105), so that a mistyped size is refused by name
+/// instead of allocating without end.
 pub const MAX_COPY_SEQUENCE: usize = 32_768;
 
 /// The copying warm-up's strings ([`crate::induction`]); the defaults are
@@ -538,16 +538,19 @@ impl TrainConfig {
                 "sequences_per_step, max_len and max_copies must each be at least 1".into(),
             );
         }
+        // The pad, then the source and each copy: noise, a mark, the
+        // string, a mark.
         let longest = i
             .max_noise
             .checked_add(i.max_len)
             .and_then(|run| run.checked_add(2))
-            .and_then(|run| run.checked_mul(i.max_copies.checked_add(1)?));
+            .and_then(|run| run.checked_mul(i.max_copies.checked_add(1)?))
+            .and_then(|runs| runs.checked_add(1));
         if longest.is_none_or(|tokens| tokens > MAX_COPY_SEQUENCE) {
             return bad(
                 "induction",
                 format!(
-                    "(max_noise + max_len + 2) × (max_copies + 1) tokens must be at most \
+                    "1 + (max_noise + max_len + 2) × (max_copies + 1) tokens must be at most \
                      {MAX_COPY_SEQUENCE}: a sequence that long is a mistyped size"
                 ),
             );
@@ -710,8 +713,9 @@ output_dir = "out"
         c.induction.max_len = 0;
         let e = c.validate().unwrap_err().to_string();
         assert!(e.contains("induction") && e.contains("max_len"), "{e}");
-        // (1,000 + 30 + 2) × (31 + 1) = 33,024 tokens a sequence, one past
-        // the bound at most; usize's end, without overflowing.
+        // 1 + (1,000 + 30 + 2) × (31 + 1) = 33,025 tokens a sequence, past
+        // the bound; usize's end, without overflowing; 1 + 1,022 × 32 =
+        // 32,705 within it.
         for (noise, copies) in [(1_000, 31), (usize::MAX, 1)] {
             let mut c = TrainConfig::from_toml(MINIMAL).unwrap();
             (c.induction.max_noise, c.induction.max_copies) = (noise, copies);

@@ -9,16 +9,16 @@ use crate::sim::memory_phone::MemoryPhone;
 use std::net::SocketAddr;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
-
-/// AOSP adb.h's protocol version and largest payload, written out here
-/// rather than taken from the device under test.
-const A_VERSION: u32 = 0x0100_0001;
-const MAX_PAYLOAD: u32 = 1024 * 1024;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
+
+/// AOSP adb.h's protocol version and largest payload, written out here
+/// rather than taken from the device under test.
+const A_VERSION: u32 = 0x0100_0001;
+const MAX_PAYLOAD: u32 = 1024 * 1024;
 
 const BANNER: &str = "device::ro.product.name=vphone;ro.product.model=VirtualPhone;\
                       ro.product.device=vphone;features=shell_v2,cmd";

@@ -78,19 +78,28 @@ public final class AgentService extends Service {
 
     @Override
     public int onStartCommand(Intent intent, int flags, int startId) {
+        String action = intent == null ? "" : intent.getAction();
+        // One block with the episode's end, which stops the service for the
+        // latest request it has seen: a request is either seen there or
+        // handled here with the episode's state as it ends.
         synchronized (this) {
             lastStartId = startId;
-        }
-        String action = intent == null ? "" : intent.getAction();
-        if (ACTION_START.equals(action)) {
-            start(intent.getStringExtra(EXTRA_SESSION), intent.getStringExtra(EXTRA_DIR));
-        } else if (ACTION_STOP.equals(action)) {
-            stopEpisode();
-        } else if (ACTION_ANSWER.equals(action)) {
-            // offer() only succeeds while the agent waits for an answer, so a
-            // stale tap on an old notification changes nothing.
-            answers.offer(intent.getBooleanExtra(EXTRA_ALLOW, false));
-            getSystemService(NotificationManager.class).cancel(ID_CONFIRM);
+            if (ACTION_START.equals(action)) {
+                start(intent.getStringExtra(EXTRA_SESSION), intent.getStringExtra(EXTRA_DIR));
+                return START_NOT_STICKY;
+            }
+            if (ACTION_STOP.equals(action)) {
+                stopEpisode();
+            } else if (ACTION_ANSWER.equals(action)) {
+                // offer() only succeeds while the agent waits for an answer,
+                // so a stale tap on an old notification changes nothing.
+                answers.offer(intent.getBooleanExtra(EXTRA_ALLOW, false));
+                getSystemService(NotificationManager.class).cancel(ID_CONFIRM);
+            }
+            // A Stop or an answer that arrives after the episode ended.
+            if (worker == null) {
+                stopSelf(startId);
+            }
         }
         return START_NOT_STICKY;
     }

@@ -155,6 +155,9 @@ public final class MainActivity extends Activity {
             return;
         }
         File dir = Trajectories.newEpisodeDir(root, System.currentTimeMillis());
+        // Claimed here, on the UI thread, so a second tap before the service
+        // starts is refused too; the episode's end releases it.
+        AgentService.running = true;
         startForegroundService(new Intent(this, AgentService.class)
                 .setAction(AgentService.ACTION_START)
                 .putExtra(AgentService.EXTRA_SESSION, session)
