@@ -42,6 +42,23 @@ fn predict(dir: &Dir, samples: &std::path::Path) -> (String, Vec<Value>) {
     (stdout(&run), lines)
 }
 
+/// `btl metrics --json` of `predictions` (what `btl predict` printed)
+/// against `samples`, which must succeed.
+#[cfg(feature = "llama")]
+fn metrics(dir: &Dir, samples: &std::path::Path, predictions: &str) -> Value {
+    let predictions = dir.write("predictions.jsonl", predictions);
+    let run = dir.btl([
+        "metrics",
+        "--samples",
+        path_str(samples),
+        "--predictions",
+        path_str(&predictions),
+        "--json",
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    serde_json::from_str(stdout(&run).trim()).unwrap()
+}
+
 #[cfg(feature = "llama")]
 #[test]
 fn predictions_for_every_sample_are_scored_by_btl_metrics() {
@@ -53,17 +70,7 @@ fn predictions_for_every_sample_are_scored_by_btl_metrics() {
     assert_eq!(lines[1]["sample"], 1);
     // Greedy decoding: the same sample gives the same answer.
     assert_eq!(lines[0]["completion"], lines[1]["completion"]);
-    let predictions = dir.write("predictions.jsonl", &out);
-    let metrics = dir.btl([
-        "metrics",
-        "--samples",
-        path_str(&samples),
-        "--predictions",
-        path_str(&predictions),
-        "--json",
-    ]);
-    assert!(metrics.status.success(), "{}", stderr(&metrics));
-    let report: Value = serde_json::from_str(stdout(&metrics).trim()).unwrap();
+    let report = metrics(&dir, &samples, &out);
     assert_eq!(report["steps"], 2, "{report}");
 }
 
@@ -89,17 +96,7 @@ fn a_grounding_sample_is_answered_with_a_point() {
         link.starts_with("```json\n[{\"point_2d\": [") && link.ends_with("]}]\n```</link>"),
         "{completion}"
     );
-    let predictions = dir.write("predictions.jsonl", &out);
-    let metrics = dir.btl([
-        "metrics",
-        "--samples",
-        path_str(&samples),
-        "--predictions",
-        path_str(&predictions),
-        "--json",
-    ]);
-    assert!(metrics.status.success(), "{}", stderr(&metrics));
-    let report: Value = serde_json::from_str(stdout(&metrics).trim()).unwrap();
+    let report = metrics(&dir, &samples, &out);
     assert_eq!(
         report["type"],
         serde_json::json!({"correct": 1, "total": 1}),

@@ -127,6 +127,7 @@ fn a_user_prompt_tells_its_profile() {
     for profile in [Profile::BtlUi, Profile::BtlExtended, Profile::BtlScreenText] {
         let prompt = Prompt::new(&task, profile, None);
         assert_eq!(Profile::of_user_prompt(&prompt.user), Some(profile));
+        assert!(!prompt.asks_for_a_point());
         assert_eq!(profile.name().parse::<Profile>(), Ok(profile));
     }
     let grounding = Prompt::new(&Task::Grounding { instruction: "x" }, Profile::BtlUi, None);
@@ -194,15 +195,6 @@ fn a_grounding_prompt_asks_for_a_point() {
         Some(3),
     );
     assert!(ours.asks_for_a_point());
-    let task = Task::Navigation {
-        goal: "g",
-        step_instruction: None,
-        history: &[],
-        screen: &[],
-    };
-    for profile in [Profile::BtlUi, Profile::BtlExtended, Profile::BtlScreenText] {
-        assert!(!Prompt::new(&task, profile, None).asks_for_a_point());
-    }
 }
 
 /// A listed element labelled `label` at (1, 2), not a switch.
