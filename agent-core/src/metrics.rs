@@ -24,6 +24,7 @@ use crate::reward::pyvalue::{token_f1, token_set};
 use crate::reward::{link_rule_holds, normalized_distance};
 use crate::sample::Sample;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -75,26 +76,26 @@ pub struct StepOutcome {
 }
 
 /// The ground truth of a sample in typed form.
-struct Truth {
+struct Truth<'a> {
     link: Link,
     /// In original pixels.
     bbox: Option<BBox>,
     /// The sample as the released link rule judges a model-frame answer
-    /// against it ([`Sample::judged`]).
-    judged: Sample,
+    /// against it ([`Sample::judged`]): borrowed unless its boxes scale.
+    judged: Cow<'a, Sample>,
     image: Size,
     max_pixels: u64,
     /// Model-frame size of the screenshot; `None` if it cannot be resized.
     resized: Option<Size>,
 }
 
-impl Truth {
-    fn of(sample: &Sample) -> Result<Self, ParseError> {
+impl<'a> Truth<'a> {
+    fn of(sample: &'a Sample) -> Result<Self, ParseError> {
         let (link, _) = parse_link_json(&sample.solution, ParseMode::Tolerant)?;
         Ok(Self {
             link,
             bbox: sample.gt_bbox(),
-            judged: sample.judged().into_owned(),
+            judged: sample.judged(),
             image: sample.image_size(),
             max_pixels: sample.max_pixels,
             resized: smart_resize(sample.image_size(), sample.max_pixels).ok(),
@@ -127,7 +128,7 @@ pub fn evaluate(
     Ok(outcome(&truth, predicted.as_ref(), preset))
 }
 
-fn outcome(truth: &Truth, parsed: Option<&Parsed>, preset: Preset) -> StepOutcome {
+fn outcome(truth: &Truth<'_>, parsed: Option<&Parsed>, preset: Preset) -> StepOutcome {
     let predicted = parsed.map(|p| &p.output.link);
     // The released rule reads the link as written, so what the tolerant
     // parse forgave (a swipe's case, `position`, a Back's extra keys)
@@ -190,7 +191,7 @@ fn inside(bbox: Option<BBox>, p: Point) -> bool {
 /// Arguments of two actions of the same function, by OS-Atlas's rules or,
 /// for `gui_r1`, GUI-R1's (the `btl` preset's rule is the released
 /// reward's, on the link as written).
-fn arguments_match(truth: &Truth, p: &Action, g: &Action, preset: Preset) -> bool {
+fn arguments_match(truth: &Truth<'_>, p: &Action, g: &Action, preset: Preset) -> bool {
     let gui_r1 = preset == Preset::GuiR1;
     match (p, g) {
         (Action::Tap { point_2d: p } | Action::LongPress { point_2d: p }, _) => {
