@@ -58,6 +58,12 @@ impl JavaSide {
         self.stopped.clone()
     }
 
+    /// Progress reports count on from `steps` already recorded: a resumed
+    /// episode's notification shows the episode's step, not the run's.
+    pub fn count_from(&self, steps: u32) {
+        self.performed.store(steps, Ordering::SeqCst);
+    }
+
     pub fn is_stopped(&self) -> bool {
         self.stopped.load(Ordering::SeqCst)
     }

@@ -1,5 +1,6 @@
 //! What the app hands the native side to start an episode: one JSON object
-//! with the agent's settings, the policy to load and the voting width.
+//! with the agent's settings, the policy to load and the voting width; and
+//! to resume one, only the policy (the settings are the episode's own).
 //!
 //! The agent settings are agent-core's own [`AgentConfig`] (unknown fields
 //! are errors there too), so the app and `btl run` share one vocabulary and
@@ -18,6 +19,25 @@ pub struct SessionConfig {
     /// Candidates sampled per step for test-time voting; 1 means no voting.
     #[serde(default = "one")]
     pub vote: u32,
+}
+
+/// The whole request of `NativeAgent.resume`: the policy to go on with.
+/// Everything else (goal, profile, vote, step budget) is the interrupted
+/// episode's, as its `episode.json` records it, so the request cannot
+/// carry settings that would silently not apply.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResumeConfig {
+    pub policy: PolicyConfig,
+}
+
+impl ResumeConfig {
+    /// Parses and checks a request; every refusal names the setting.
+    pub fn from_json(text: &str) -> Result<Self, ConfigError> {
+        let config: Self = serde_json::from_str(text)?;
+        config.policy.validate()?;
+        Ok(config)
+    }
 }
 
 /// The most candidates per step: as `btl run --vote` allows.
@@ -94,13 +114,19 @@ impl SessionConfig {
         if let Err(reason) = self.agent.check() {
             return invalid(format!("agent.{reason}"));
         }
+        self.policy.validate()
+    }
+}
+
+impl PolicyConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
         let most = agent_core::model::spec::MAX_THREADS;
-        if let PolicyConfig::Llama { threads, .. } = &self.policy
+        if let Self::Llama { threads, .. } = self
             && !(1..=most).contains(&i32::try_from(*threads).unwrap_or(i32::MAX))
         {
-            return invalid(format!(
+            return Err(ConfigError::Invalid(format!(
                 "policy.threads is {threads}, and must be 1 to {most}"
-            ));
+            )));
         }
         Ok(())
     }
@@ -212,6 +238,44 @@ mod tests {
         assert!(
             error(r#"{"agent": {"goal": "x"}, "policy": {"kind": "llama", "model": "m", "mmproj": "p", "backend": "metal"}}"#)
                 .contains("metal")
+        );
+    }
+
+    #[test]
+    fn a_resume_request_is_the_policy_alone() {
+        let config = ResumeConfig::from_json(
+            r#"{"policy": {"kind": "llama", "model": "/m.gguf", "mmproj": "/p.gguf"}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            config.policy,
+            PolicyConfig::Llama {
+                threads: 4,
+                backend: Backend::Cpu,
+                ..
+            }
+        ));
+        let error = |json: &str| ResumeConfig::from_json(json).unwrap_err().to_string();
+        // The episode's own settings apply; a request naming others is
+        // refused rather than ignored.
+        assert!(
+            error(r#"{"agent": {"goal": "x"}, "policy": {"kind": "scripted", "answers": []}}"#)
+                .contains("unknown field `agent`")
+        );
+        assert!(
+            error(r#"{"policy": {"kind": "scripted", "answers": []}, "vote": 3}"#)
+                .contains("unknown field `vote`")
+        );
+        assert!(error("{}").contains("missing field `policy`"));
+        assert!(
+            error(r#"{"policy": {"kind": "llama", "model": "m", "mmproj": "p", "threads": 0}}"#)
+                .contains("policy.threads is 0, and must be 1 to 512")
+        );
+        assert!(
+            error(
+                r#"{"policy": {"kind": "llama", "model": "m", "mmproj": "p", "backend": "metal"}}"#
+            )
+            .contains("metal")
         );
     }
 }

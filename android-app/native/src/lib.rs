@@ -7,6 +7,9 @@
 //! `NativeAgent` (static natives, one `long` handle per episode):
 //! - `nativeCreate(String configJson, String trajectoryDir, DeviceBridge,
 //!   AgentListener) -> long`: see [`config::SessionConfig`];
+//! - `nativeResume(String requestJson, String trajectoryDir, DeviceBridge,
+//!   AgentListener) -> long`: an interrupted episode, see
+//!   [`config::ResumeConfig`] and [`Session::resume`];
 //! - `nativeRun(long) -> String`: blocks until the episode ends; the JSON
 //!   outcome as `episode.json` records it;
 //! - `nativeCancel(long)`: from any thread, while `nativeRun` runs;
@@ -150,6 +153,30 @@ pub extern "system" fn Java_com_btl_agent_core_NativeAgent_nativeCreate<'local>(
         let config = config.try_to_string(env)?;
         let dir = trajectory_dir.try_to_string(env)?;
         let session = Session::create(env, &config, Path::new(&dir), &device, &listener)?;
+        Ok(Box::into_raw(Box::new(session)) as jlong)
+    })
+    .resolve::<ThrowAgentException>()
+}
+
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_com_btl_agent_core_NativeAgent_nativeResume<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    request: JString<'local>,
+    trajectory_dir: JString<'local>,
+    device: JObject<'local>,
+    listener: JObject<'local>,
+) -> jlong {
+    env.with_env(|env| -> Result<jlong, BridgeError> {
+        init_logging();
+        if request.is_null() || trajectory_dir.is_null() {
+            return Err(BridgeError::Usage(
+                "NativeAgent.resume needs a request and a trajectory directory, got null".into(),
+            ));
+        }
+        let request = request.try_to_string(env)?;
+        let dir = trajectory_dir.try_to_string(env)?;
+        let session = Session::resume(env, &request, Path::new(&dir), &device, &listener)?;
         Ok(Box::into_raw(Box::new(session)) as jlong)
     })
     .resolve::<ThrowAgentException>()

@@ -1,9 +1,9 @@
 //! One episode as the app holds it: created from a JSON request and the
-//! Java device and listener, run once on a worker thread, stoppable from
-//! any thread, then freed.
+//! Java device and listener (or resumed from its trajectory), run once on a
+//! worker thread, stoppable from any thread, then freed.
 
 use crate::bridge::{JavaConfirmer, JavaDevice, JavaSide, StoppablePolicy};
-use crate::config::{Backend, PolicyConfig, SessionConfig};
+use crate::config::{Backend, PolicyConfig, ResumeConfig, SessionConfig};
 use agent_core::agent::{Agent, AgentConfig, AgentError};
 use agent_core::model::spec::{ALL_LAYERS, GPU_BACKEND};
 use agent_core::model::{LlamaConfig, Policy, PolicySpec};
@@ -47,13 +47,8 @@ impl Session {
         device: &JObject,
         listener: &JObject,
     ) -> Result<Self, BridgeError> {
-        if device.is_null() || listener.is_null() {
-            return Err(BridgeError::Usage(
-                "NativeAgent.create needs a device and a listener, got null".into(),
-            ));
-        }
+        let side = java_side(env, "create", device, listener)?;
         let config = SessionConfig::from_json(config_json)?;
-        let side = Arc::new(JavaSide::new(env, device, listener)?);
         let policy = StoppablePolicy::new(load_policy(&config.policy)?, side.clone());
         let agent_config = AgentConfig {
             vote: config.vote,
@@ -64,14 +59,42 @@ impl Session {
             agent_config,
             Box::new(JavaDevice::new(side.clone())),
             Box::new(policy),
-        )?
-        .with_confirmer(JavaConfirmer::new(side.clone()))
-        .with_cancel(side.stop_flag());
-        Ok(Self {
+        )?;
+        Ok(Self::holding(agent, side, dir))
+    }
+
+    /// Goes on with the episode in `dir` that ended without an outcome (the
+    /// app's process was killed) or on a device failure (the accessibility
+    /// service went away): agent-core's [`Agent::resume`], with the policy
+    /// the request names, which must be the one that recorded it.
+    pub fn resume(
+        env: &mut Env,
+        request_json: &str,
+        dir: &Path,
+        device: &JObject,
+        listener: &JObject,
+    ) -> Result<Self, BridgeError> {
+        let side = java_side(env, "resume", device, listener)?;
+        let request = ResumeConfig::from_json(request_json)?;
+        let policy = StoppablePolicy::new(load_policy(&request.policy)?, side.clone());
+        let agent = Agent::resume(
+            dir,
+            Box::new(JavaDevice::new(side.clone())),
+            Box::new(policy),
+        )?;
+        Ok(Self::holding(agent, side, dir))
+    }
+
+    fn holding(agent: Agent, side: Arc<JavaSide>, dir: &Path) -> Self {
+        side.count_from(agent.steps());
+        let agent = agent
+            .with_confirmer(JavaConfirmer::new(side.clone()))
+            .with_cancel(side.stop_flag());
+        Self {
             side,
             agent: Mutex::new(Some(agent)),
             dir: dir.to_path_buf(),
-        })
+        }
     }
 
     /// Runs the episode to its end; returns `{"trajectory": DIR, "outcome":
@@ -90,6 +113,22 @@ impl Session {
     pub fn stop(&self) {
         self.side.stop();
     }
+}
+
+/// The Java side of an episode; `call` names the `NativeAgent` method in
+/// the refusal of a null argument.
+fn java_side(
+    env: &mut Env,
+    call: &str,
+    device: &JObject,
+    listener: &JObject,
+) -> Result<Arc<JavaSide>, BridgeError> {
+    if device.is_null() || listener.is_null() {
+        return Err(BridgeError::Usage(format!(
+            "NativeAgent.{call} needs a device and a listener, got null"
+        )));
+    }
+    Ok(Arc::new(JavaSide::new(env, device, listener)?))
 }
 
 /// The policy a request names, if this build has it.

@@ -119,6 +119,7 @@ fn episodes_run_across_the_jni_boundary_without_jni_warnings() {
             "unicode",
             "cancel",
             "device-exception",
+            "resume",
             "misuse-4"
         ]
     );
@@ -145,6 +146,13 @@ fn episodes_run_across_the_jni_boundary_without_jni_warnings() {
             assert!(dir.join(xml).is_file(), "{scenario}");
         }
     }
+    let resumed = read_trajectory(&episodes.join("resume")).unwrap();
+    let failed_at = resumed.episode.resumed_at_steps.as_slice();
+    assert!(
+        matches!(failed_at, [n] if *n >= 1 && (*n as usize) < resumed.steps.len()),
+        "one resumption, after the recorded steps and before the last: {failed_at:?} of {}",
+        resumed.steps.len()
+    );
     let oracle = read_trajectory(&episodes.join("oracle")).unwrap();
     assert_eq!(
         oracle.episode.device,

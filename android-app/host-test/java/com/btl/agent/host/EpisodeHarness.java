@@ -58,6 +58,7 @@ public final class EpisodeHarness {
         unicodeCrossesTheBoundaryBothWays();
         cancelStopsARunningEpisode();
         javaExceptionsEndTheEpisodeCleanly();
+        resumeGoesOnAfterADeviceFailure();
         misuseBecomesJavaExceptions();
         System.out.println("ALL PASSED");
     }
@@ -203,6 +204,43 @@ public final class EpisodeHarness {
         }
     }
 
+    static String resumeRequest(String policy) {
+        return "{\"policy\": " + policy + "}";
+    }
+
+    static void resumeGoesOnAfterADeviceFailure() {
+        String s = "resume";
+        try (SimPhone phone = new SimPhone("note_create", 6)) {
+            SimDeviceBridge device = new SimDeviceBridge(phone);
+            device.failOn = "typeText";
+            String first;
+            try (NativeAgent agent = NativeAgent.create(config("Create the note", oracle("note_create", 6), "ask"),
+                    dir(s), device, new Listener())) {
+                first = agent.run();
+            }
+            check(s, first.contains("\"reason\":\"device_failed\"") && !phone.taskSucceeded(),
+                    "the first run stopped when typing failed: " + first);
+            int before = device.performed.size();
+            // The accessibility service is back: the same episode goes on.
+            device.failOn = "";
+            Listener listener = new Listener();
+            String outcome;
+            try (NativeAgent agent = NativeAgent.resume(resumeRequest(oracle("note_create", 6)), dir(s), device,
+                    listener)) {
+                outcome = agent.run();
+            }
+            System.out.println("RESULT " + s + " " + outcome);
+            check(s, outcome.contains("\"reason\":\"finished\"") && phone.taskSucceeded(),
+                    "the resumed episode finished the task: " + outcome);
+            check(s, device.performed.subList(before, device.performed.size()).contains("typeText"),
+                    "the resumed run typed: " + device.performed);
+            int recorded = before + 1;
+            check(s, !listener.progress.isEmpty()
+                    && listener.progress.get(0).equals((recorded + 1) + ": thinking"),
+                    "progress counts on from the " + recorded + " recorded steps: " + listener.progress);
+        }
+    }
+
     static void misuseBecomesJavaExceptions() {
         String s = "misuse";
         try (SimPhone phone = new SimPhone("", 0)) {
@@ -218,6 +256,16 @@ public final class EpisodeHarness {
             expect(s, "already holds an episode", () -> NativeAgent.create(
                     config("x", scripted, "ask"), dir("oracle"), device, new Listener()));
             expect(s, "Rust panic", () -> SimPhone.nativePanic("boom 42"));
+            expect(s, "already ended", () -> NativeAgent.resume(resumeRequest(oracle("note_create", 3)),
+                    dir("oracle"), device, new Listener()));
+            // Refused before anything is written: the trajectory still reads
+            // back with its device failure (checked by the Rust side).
+            expect(s, "resume it with the policy that recorded it", () -> NativeAgent.resume(
+                    resumeRequest(scripted), dir("device-exception"), device, new Listener()));
+            expect(s, "unknown field `agent`", () -> NativeAgent.resume(config("x", scripted, "ask"),
+                    dir("device-exception"), device, new Listener()));
+            expect(s, "NativeAgent.resume needs a device and a listener", () -> NativeAgent.resume(
+                    resumeRequest(scripted), dir("device-exception"), device, null));
             try (NativeAgent agent = NativeAgent.create(config("x", scripted, "ask"), dir("misuse-4"), device,
                     new Listener())) {
                 String outcome = agent.run();

@@ -8,7 +8,8 @@
  * episode that fails leaves a notification saying why.
  *
  * Intents: ACTION_START (extras: the session JSON and the trajectory
- * directory), ACTION_STOP, ACTION_ANSWER (extra: allow).
+ * directory; with EXTRA_RESUME, the resume request and the directory of an
+ * interrupted episode), ACTION_STOP, ACTION_ANSWER (extra: allow).
  */
 package com.btl.agent;
 
@@ -35,6 +36,8 @@ public final class AgentService extends Service {
     public static final String EXTRA_SESSION = "session";
     public static final String EXTRA_DIR = "dir";
     public static final String EXTRA_ALLOW = "allow";
+    /** With ACTION_START: EXTRA_SESSION is a resume request and EXTRA_DIR the episode to go on with. */
+    public static final String EXTRA_RESUME = "resume";
 
     private static final String TAG = "btl";
     private static final String CHANNEL_PROGRESS = "progress";
@@ -85,7 +88,8 @@ public final class AgentService extends Service {
         synchronized (this) {
             lastStartId = startId;
             if (ACTION_START.equals(action)) {
-                start(intent.getStringExtra(EXTRA_SESSION), intent.getStringExtra(EXTRA_DIR));
+                start(intent.getStringExtra(EXTRA_SESSION), intent.getStringExtra(EXTRA_DIR),
+                        intent.getBooleanExtra(EXTRA_RESUME, false));
                 return START_NOT_STICKY;
             }
             if (ACTION_STOP.equals(action)) {
@@ -104,7 +108,7 @@ public final class AgentService extends Service {
         return START_NOT_STICKY;
     }
 
-    private synchronized void start(String session, String dir) {
+    private synchronized void start(String session, String dir, boolean resume) {
         if (worker != null) {
             Log.w(TAG, "an episode is already running");
             return;
@@ -119,18 +123,19 @@ public final class AgentService extends Service {
         running = true;
         stopRequested = false;
         getSystemService(NotificationManager.class).cancel(ID_FAILED);
-        worker = new Thread(() -> runEpisode(session, dir), "btl-episode");
+        worker = new Thread(() -> runEpisode(session, dir, resume), "btl-episode");
         worker.start();
     }
 
-    private void runEpisode(String session, String dir) {
+    private void runEpisode(String session, String dir, boolean resume) {
         String result = null;
         try {
             BtlAccessibilityService device = BtlAccessibilityService.current();
             if (device == null) {
                 throw new AgentException("enable the btl accessibility service in Settings > Accessibility first");
             }
-            NativeAgent created = NativeAgent.create(session, dir, device, new Listener());
+            NativeAgent created = resume ? NativeAgent.resume(session, dir, device, new Listener())
+                    : NativeAgent.create(session, dir, device, new Listener());
             synchronized (this) {
                 agent = created;
                 if (stopRequested) {

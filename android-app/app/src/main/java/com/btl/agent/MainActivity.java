@@ -1,7 +1,8 @@
 /*
  * The app's one screen: the goal, the model files (picked from storage, or
- * pushed with adb to the app's external files dir), the settings, Start and
- * Stop, and where the latest trajectory is. Views are built in code so the
+ * pushed with adb to the app's external files dir), the settings, Start,
+ * Resume (the latest episode, if it was interrupted) and Stop, and where the
+ * latest trajectory is. Views are built in code so the
  * Java sources need no generated R class; settings are kept as the strings
  * the user typed and checked by AgentSettings before anything starts.
  */
@@ -62,6 +63,7 @@ public final class MainActivity extends Activity {
         field(column, AgentSettings.CONFIRM, "sensitive actions: ask, deny or allow", InputType.TYPE_CLASS_TEXT);
 
         button(column, "Start", this::start);
+        button(column, "Resume latest episode", this::resume);
         button(column, "Stop", () -> startService(new Intent(this, AgentService.class)
                 .setAction(AgentService.ACTION_STOP)));
         button(column, "Latest trajectory", this::showLatest);
@@ -131,10 +133,11 @@ public final class MainActivity extends Activity {
         return values;
     }
 
-    private void start() {
+    /** The settings as typed, saved for the next launch; null (and said why) while an episode runs. */
+    private Map<String, String> takeValues() {
         if (AgentService.running) {
             status.setText("An episode is running: Stop it (in its notification) before starting another.");
-            return;
+            return null;
         }
         Map<String, String> values = values();
         SharedPreferences.Editor editor = getSharedPreferences(PREFS, MODE_PRIVATE).edit();
@@ -142,6 +145,14 @@ public final class MainActivity extends Activity {
             editor.putString(v.getKey(), v.getValue());
         }
         editor.apply();
+        return values;
+    }
+
+    private void start() {
+        Map<String, String> values = takeValues();
+        if (values == null) {
+            return;
+        }
         String session;
         try {
             session = AgentSettings.parse(values).toSessionJson(values.get(GOAL));
@@ -155,14 +166,45 @@ public final class MainActivity extends Activity {
             return;
         }
         File dir = Trajectories.newEpisodeDir(root, System.currentTimeMillis());
+        launch(session, dir, false);
+        status.setText("Running; trajectory in " + dir);
+    }
+
+    /**
+     * Goes on with the latest episode where it stopped, with the model files
+     * set now; the native side refuses (and the failure notification says
+     * why) an episode that ended or that another model recorded.
+     */
+    private void resume() {
+        Map<String, String> values = takeValues();
+        if (values == null) {
+            return;
+        }
+        File latest = Trajectories.latest(trajectoriesDir());
+        if (latest == null) {
+            status.setText("No trajectory yet.");
+            return;
+        }
+        String request;
+        try {
+            request = AgentSettings.parse(values).toResumeJson();
+        } catch (IllegalArgumentException e) {
+            status.setText(e.getMessage());
+            return;
+        }
+        launch(request, latest, true);
+        status.setText("Resuming; trajectory in " + latest);
+    }
+
+    private void launch(String request, File dir, boolean resume) {
         // Claimed here, on the UI thread, so a second tap before the service
         // starts is refused too; the episode's end releases it.
         AgentService.running = true;
         startForegroundService(new Intent(this, AgentService.class)
                 .setAction(AgentService.ACTION_START)
-                .putExtra(AgentService.EXTRA_SESSION, session)
-                .putExtra(AgentService.EXTRA_DIR, dir.getPath()));
-        status.setText("Running; trajectory in " + dir);
+                .putExtra(AgentService.EXTRA_SESSION, request)
+                .putExtra(AgentService.EXTRA_DIR, dir.getPath())
+                .putExtra(AgentService.EXTRA_RESUME, resume));
     }
 
     private void showLatest() {

@@ -61,19 +61,32 @@ public final class AgentSettings {
         if (goal == null || goal.trim().isEmpty()) {
             throw new IllegalArgumentException("the goal is empty");
         }
-        if (model.isEmpty() || mmproj.isEmpty()) {
-            throw new IllegalArgumentException("choose the model file and the mmproj file first");
-        }
         return "{\"agent\": {\"goal\": " + Json.quote(goal.trim())
                 + ", \"max_pixels\": " + maxPixels
                 + ", \"max_steps\": " + maxSteps
                 + ", \"profile\": " + Json.quote(profile)
                 + ", \"safety\": {\"on_sensitive\": " + Json.quote(confirm) + "}}"
-                + ", \"policy\": {\"kind\": \"llama\", \"model\": " + Json.quote(model)
+                + ", \"policy\": " + policyJson()
+                + ", \"vote\": " + vote + "}";
+    }
+
+    /**
+     * The native request to resume an interrupted episode with the llama.cpp
+     * policy: the policy alone, since the goal and the other settings are the
+     * episode's own, as its episode.json records them.
+     */
+    public String toResumeJson() {
+        return "{\"policy\": " + policyJson() + "}";
+    }
+
+    private String policyJson() {
+        if (model.isEmpty() || mmproj.isEmpty()) {
+            throw new IllegalArgumentException("choose the model file and the mmproj file first");
+        }
+        return "{\"kind\": \"llama\", \"model\": " + Json.quote(model)
                 + ", \"mmproj\": " + Json.quote(mmproj)
                 + ", \"threads\": " + threads
-                + ", \"backend\": " + Json.quote(backend) + "}"
-                + ", \"vote\": " + vote + "}";
+                + ", \"backend\": " + Json.quote(backend) + "}";
     }
 
     private static String raw(Map<String, String> values, String key) {

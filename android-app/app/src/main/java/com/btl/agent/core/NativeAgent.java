@@ -33,6 +33,21 @@ public final class NativeAgent implements AutoCloseable {
     }
 
     /**
+     * Goes on with the episode recorded in {@code trajectoryDir} that ended
+     * without an outcome (the app's process was killed) or because the device
+     * failed: its goal, settings, Plan history and step count come from the
+     * trajectory; {@code requestJson} names the policy, which must be the one
+     * that recorded it.
+     *
+     * @throws AgentException when the episode already ended, another policy
+     *     recorded it, or the request is invalid or the model does not load
+     */
+    public static NativeAgent resume(String requestJson, String trajectoryDir, DeviceBridge device,
+            AgentListener listener) {
+        return new NativeAgent(nativeResume(requestJson, trajectoryDir, device, listener));
+    }
+
+    /**
      * Runs the episode to its end on the calling thread (never the UI thread)
      * and returns {"trajectory": DIR, "outcome": {...}} as JSON.
      */
@@ -89,6 +104,9 @@ public final class NativeAgent implements AutoCloseable {
     }
 
     private static native long nativeCreate(String configJson, String trajectoryDir, DeviceBridge device,
+            AgentListener listener);
+
+    private static native long nativeResume(String requestJson, String trajectoryDir, DeviceBridge device,
             AgentListener listener);
 
     private static native String nativeRun(long handle);

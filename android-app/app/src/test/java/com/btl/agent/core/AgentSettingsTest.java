@@ -75,6 +75,17 @@ public class AgentSettingsTest {
     }
 
     @Test
+    public void aResumeRequestNamesThePolicyAlone() {
+        AgentSettings s = AgentSettings.parse(values("model", "/m/model.gguf", "mmproj", "/m/mmproj.gguf",
+                "backend", "vulkan", "max_steps", "12", "vote", "3"));
+        assertEquals("{\"policy\": {\"kind\": \"llama\", \"model\": \"/m/model.gguf\","
+                + " \"mmproj\": \"/m/mmproj.gguf\", \"threads\": 4, \"backend\": \"vulkan\"}}", s.toResumeJson());
+        assertEquals("choose the model file and the mmproj file first",
+                assertThrows(IllegalArgumentException.class,
+                        () -> AgentSettings.parse(values("model", "/a")).toResumeJson()).getMessage());
+    }
+
+    @Test
     public void aSessionNeedsAGoalAndModelFiles() {
         AgentSettings none = AgentSettings.parse(values());
         assertEquals("choose the model file and the mmproj file first",
