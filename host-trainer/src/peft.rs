@@ -208,6 +208,7 @@ fn kind_of(dtype: Dtype) -> Option<Kind> {
         Dtype::F32 => Some(Kind::Float),
         Dtype::F16 => Some(Kind::Half),
         Dtype::BF16 => Some(Kind::BFloat16),
+        Dtype::F64 => Some(Kind::Double),
         _ => None,
     }
 }
@@ -217,6 +218,7 @@ fn dtype_of(kind: Kind) -> Option<Dtype> {
         Kind::Float => Some(Dtype::F32),
         Kind::Half => Some(Dtype::F16),
         Kind::BFloat16 => Some(Dtype::BF16),
+        Kind::Double => Some(Dtype::F64),
         _ => None,
     }
 }
@@ -263,7 +265,7 @@ impl PeftAdapter {
             };
             let kind = kind_of(view.dtype()).ok_or_else(|| {
                 bad(format!(
-                    "tensor {key} is stored as {:?}; expected F32, F16 or BF16",
+                    "tensor {key} is stored as {:?}; expected F32, F64, F16 or BF16",
                     view.dtype()
                 ))
             })?;
@@ -296,7 +298,7 @@ impl PeftAdapter {
     }
 
     /// Writes the adapter directory atomically, replacing any previous one.
-    /// Tensors keep their dtype (F32, F16 or BF16) and go to the CPU.
+    /// Tensors keep their dtype (F32, F64, F16 or BF16) and go to the CPU.
     pub fn write(&self, dir: &Path) -> Result<()> {
         let invalid = |message: String| Error::Adapter {
             path: dir.to_owned(),
@@ -315,7 +317,7 @@ impl PeftAdapter {
                 let t = t.f_detach()?.f_to_device(Device::Cpu)?.f_contiguous()?;
                 let dtype = dtype_of(t.kind()).ok_or_else(|| {
                     invalid(format!(
-                        "module {}: tensors of kind {:?} cannot be written; use F32, F16 or BF16",
+                        "module {}: tensors of kind {:?} cannot be written; use F32, F64, F16 or BF16",
                         m.module,
                         t.kind()
                     ))

@@ -6,7 +6,7 @@ use agent_core::reward::RewardBreakdown;
 use agent_core::sample::Sample;
 use host_trainer::grpo::checkpoint;
 use host_trainer::grpo::log::read_metrics;
-use host_trainer::grpo::run::{Progress, run};
+use host_trainer::grpo::run::{LOCK_FILE, Progress, run};
 use host_trainer::grpo::{Reward, TrainConfig, Trainer};
 
 use crate::util::{btl_train, btl_train_succeeds, checkpoint_dir, tokenizer_file};
@@ -135,7 +135,7 @@ fn a_resumed_run_continues_bit_for_bit() {
     let mut second = Trainer::new(config.clone(), Box::new(Digits)).unwrap();
     let from =
         checkpoint::resume(split_dir.path().join("out").as_path(), config, &mut second).unwrap();
-    assert_eq!(from, saved);
+    assert_eq!((from.dir, from.steps_done, from.saved_steps), (saved, 3, 6));
     assert_eq!(second.steps_done(), 3);
     let mut tail = Vec::new();
     for _ in 0..3 {
@@ -185,17 +185,81 @@ fn the_run_loop_writes_metrics_checkpoints_and_a_plot_and_resumes() {
         vec![1, 2, 3, 4]
     );
 
+    // While a run holds the directory, a second one is refused before it
+    // touches the log or the checkpoints.
+    let held = std::fs::File::open(out.join(LOCK_FILE)).unwrap();
+    held.try_lock().unwrap();
+    let err = run(config.clone(), Box::new(Digits), Some(&out), |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("another btl-train run is training into it now"),
+        "{err}"
+    );
+    drop(held);
+    assert_eq!(read_metrics(&outcome.metrics).unwrap().len(), 4);
+
+    // An older checkpoint than the directory's latest is refused: its
+    // resumption would cut the log back to step 3 and leave checkpoint 4
+    // for the next --resume.
+    let err = run(
+        config.clone(),
+        Box::new(Digits),
+        Some(&out.join("checkpoint-000003")),
+        |_| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("holds a later checkpoint"), "{err}");
+    assert!(err.contains("checkpoint-000004"), "{err}");
+    assert_eq!(read_metrics(&outcome.metrics).unwrap().len(), 4);
+
     // A longer run resumed from the output directory: the metrics of steps
-    // 1–4 stay once, the new ones follow.
+    // 1–4 stay once, the new ones follow, and the resumption says that the
+    // schedule now runs over 6 steps, not the checkpoint's 4.
     let mut longer = config;
     longer.run.steps = 6;
-    let outcome = run(longer, Box::new(Digits), Some(&out), |_| {}).unwrap();
+    let mut resumed = None;
+    let outcome = run(longer, Box::new(Digits), Some(&out), |p| {
+        if let Progress::Resumed(r) = p {
+            resumed = Some((r.dir.clone(), r.steps_done, r.saved_steps));
+        }
+    })
+    .unwrap();
+    assert_eq!(resumed, Some((out.join("checkpoint-000004"), 4, 4)));
     assert_eq!((outcome.resumed_at, outcome.steps_done), (4, 6));
     let lines = read_metrics(&outcome.metrics).unwrap();
     assert_eq!(
         lines.iter().map(|m| m.step).collect::<Vec<_>>(),
         vec![1, 2, 3, 4, 5, 6]
     );
+}
+
+/// float64 LoRA adapters are written as F64 and come back exactly.
+#[test]
+fn f64_adapters_checkpoint_and_resume() {
+    use host_trainer::grpo::config::Precision;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = toy_config(dir.path(), 2);
+    config.model.precision = Some(Precision::F64);
+    let mut first = Trainer::new(config.clone(), Box::new(Digits)).unwrap();
+    first.step().unwrap();
+    checkpoint::save(&first).unwrap();
+    let mut second = Trainer::new(config.clone(), Box::new(Digits)).unwrap();
+    let out = config.run.output_dir.clone();
+    checkpoint::resume(&out, config, &mut second).unwrap();
+    let values = |trainer: &Trainer| -> Vec<Vec<f64>> {
+        let lora = trainer.model().lora().unwrap();
+        lora.modules()
+            .iter()
+            .flat_map(|(_, a, b)| [a, b])
+            .map(|t| {
+                assert_eq!(t.kind(), tch::Kind::Double);
+                Vec::<f64>::try_from(t.detach().flatten(0, -1)).unwrap()
+            })
+            .collect()
+    };
+    assert_eq!(values(&second), values(&first));
 }
 
 #[test]

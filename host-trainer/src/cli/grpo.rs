@@ -451,6 +451,24 @@ fn run_training(args: &GrpoArgs, objective: TrainObjective) -> Outcome {
                 });
                 return;
             }
+            Progress::Resumed(resumed) => {
+                bar.suspend(|| {
+                    eprintln!(
+                        "btl-train: resuming from {} at step {}",
+                        resumed.dir.display(),
+                        resumed.steps_done
+                    );
+                    if resumed.saved_steps != config.run.steps {
+                        eprintln!(
+                            "btl-train: warning: run.steps is {} now and was {} in the \
+                             checkpoint's run: the learning-rate schedule (warm-up and decay) \
+                             runs over {} steps from here, unlike either uninterrupted run",
+                            config.run.steps, resumed.saved_steps, config.run.steps
+                        );
+                    }
+                });
+                return;
+            }
             Progress::Step(m) => m,
         };
         if objective == TrainObjective::Grpo

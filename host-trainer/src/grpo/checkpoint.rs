@@ -68,12 +68,7 @@ pub fn latest(output_dir: &Path) -> Result<Option<PathBuf>> {
     let mut best: Option<(u64, PathBuf)> = None;
     for entry in std::fs::read_dir(output_dir).map_err(io(output_dir))? {
         let path = entry.map_err(io(output_dir))?.path();
-        let steps = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(|n| n.strip_prefix(PREFIX))
-            .and_then(|n| n.parse::<u64>().ok());
-        if let Some(steps) = steps
+        if let Some(steps) = steps_in_name(&path)
             && path.join(STATE_FILE).is_file()
             && best.as_ref().is_none_or(|(b, _)| steps > *b)
         {
@@ -158,12 +153,28 @@ fn read_tensors(path: &Path) -> Result<HashMap<String, Tensor>> {
         .collect())
 }
 
+/// Where [`resume`] continued from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resumed {
+    /// The checkpoint directory.
+    pub dir: PathBuf,
+    pub steps_done: u64,
+    /// `run.steps` as the checkpoint's run had it; the learning-rate
+    /// schedule runs over the new `run.steps` from here when they differ.
+    pub saved_steps: u64,
+}
+
 /// Continues the run saved in `dir` (a checkpoint directory, or an output
 /// directory whose latest checkpoint is taken). `config` must describe the
-/// same run; only `run.steps` may grow (the schedule then differs from an
-/// uninterrupted run of the new length) and `run.stop_at` change.
-pub fn resume(dir: &Path, config: TrainConfig, trainer: &mut Trainer) -> Result<PathBuf> {
-    let dir = if dir.join(STATE_FILE).is_file() {
+/// same run; only `run.steps` may change (the schedule then differs from an
+/// uninterrupted run of the new length, which [`Resumed::saved_steps`]
+/// lets the caller say) and `run.stop_at`. A checkpoint older than the
+/// output directory's latest is refused: training from it would cut the
+/// metrics log back and leave the later checkpoints for the next resume to
+/// pick up.
+pub fn resume(dir: &Path, config: TrainConfig, trainer: &mut Trainer) -> Result<Resumed> {
+    let named = dir.join(STATE_FILE).is_file();
+    let dir = if named {
         dir.to_owned()
     } else {
         latest(dir)?.ok_or_else(|| {
@@ -181,6 +192,22 @@ pub fn resume(dir: &Path, config: TrainConfig, trainer: &mut Trainer) -> Result<
         return Err(corrupt(
             &state_path,
             format!("format {} (expected {FORMAT})", state.format),
+        ));
+    }
+    if named
+        && let Some(last) = latest(&config.run.output_dir)?
+        && steps_in_name(&last).is_some_and(|steps| steps > state.steps_done)
+    {
+        return Err(corrupt(
+            &dir,
+            format!(
+                "{} holds a later checkpoint ({}): resuming from this one would drop the log \
+                 of the steps after it and leave the later checkpoints for the next --resume \
+                 to continue; move the later checkpoints out of the output directory first, \
+                 or resume from the directory",
+                config.run.output_dir.display(),
+                last.display()
+            ),
         ));
     }
     let mut saved = state.config.clone();
@@ -234,7 +261,19 @@ pub fn resume(dir: &Path, config: TrainConfig, trainer: &mut Trainer) -> Result<
         .load_optimizer_state(&read_tensors(&path)?, state.optimizer_steps)
         .map_err(|e| corrupt(&path, e.to_string()))?;
     trainer.set_steps_done(state.steps_done);
-    Ok(dir)
+    Ok(Resumed {
+        dir,
+        steps_done: state.steps_done,
+        saved_steps: state.config.run.steps,
+    })
+}
+
+/// The steps in a checkpoint directory's name (`checkpoint-NNNNNN`).
+fn steps_in_name(dir: &Path) -> Option<u64> {
+    dir.file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix(PREFIX))
+        .and_then(|n| n.parse().ok())
 }
 
 /// Takes `now`'s spelling of each path of `saved` that names the same file

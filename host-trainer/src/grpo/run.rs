@@ -40,9 +40,14 @@ pub enum Progress<'a> {
     /// in the same directory, stopped before its first checkpoint, was
     /// moved here. Said before training, which may take hours or fail.
     KeptEarlierLog(&'a Path),
+    /// Before the first step of a resumed run: where it goes on from.
+    Resumed(&'a checkpoint::Resumed),
     /// After every step.
     Step(&'a StepMetrics),
 }
+
+/// The lock file a run holds in its output directory while it trains.
+pub const LOCK_FILE: &str = ".btl-train.lock";
 
 /// Trains from scratch, or from the checkpoint `resume` names (a checkpoint
 /// or an output directory), telling `progress` how it goes.
@@ -53,6 +58,11 @@ pub fn run(
     mut progress: impl FnMut(Progress<'_>),
 ) -> Result<Outcome> {
     let out = &config.run.output_dir;
+    std::fs::create_dir_all(out).map_err(|source| Error::Io {
+        path: out.clone(),
+        source,
+    })?;
+    let _lock = lock_output_dir(out)?;
     // Starting afresh over a run's checkpoints would rewrite its metrics
     // log from step 0 and its checkpoints one by one: forgetting --resume
     // after a kill must not cost the run.
@@ -68,12 +78,9 @@ pub fn run(
     }
     let mut trainer = Trainer::new(config.clone(), reward)?;
     if let Some(dir) = resume {
-        checkpoint::resume(dir, config.clone(), &mut trainer)?;
+        let resumed = checkpoint::resume(dir, config.clone(), &mut trainer)?;
+        progress(Progress::Resumed(&resumed));
     }
-    std::fs::create_dir_all(out).map_err(|source| Error::Io {
-        path: out.clone(),
-        source,
-    })?;
     let resumed_at = trainer.steps_done();
     let earlier_log = match resume {
         None => keep_stopped_log(out)?,
@@ -140,6 +147,27 @@ pub fn run(
         profile: profiled.summary,
         earlier_log,
     })
+}
+
+/// Holds `out` for this run: a second run on the same directory would
+/// replace the metrics log this one appends to (its lines after that lost)
+/// and write over the same checkpoints. Where the file system cannot lock,
+/// runs go on unlocked, as the conversions do.
+fn lock_output_dir(out: &Path) -> Result<std::fs::File> {
+    let path = out.join(LOCK_FILE);
+    let file = std::fs::File::create(&path).map_err(|source| Error::Io {
+        path: path.clone(),
+        source,
+    })?;
+    if let Err(std::fs::TryLockError::WouldBlock) = agent_core::atomic::try_lock(&file) {
+        return Err(Error::Input(format!(
+            "{}: another btl-train run is training into it now (it holds {}); wait for it \
+             to end, or give another run.output_dir",
+            out.display(),
+            path.display()
+        )));
+    }
+    Ok(file)
 }
 
 /// Where a run stopped before its first checkpoint left only its log in

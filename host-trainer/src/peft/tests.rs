@@ -254,7 +254,7 @@ fn unsupported_or_broken_adapters_are_refused() {
             )],
         )
     });
-    assert!(text.contains("expected F32, F16 or BF16"), "{text}");
+    assert!(text.contains("expected F32, F64, F16 or BF16"), "{text}");
 }
 
 #[test]
