@@ -300,3 +300,38 @@ fn the_oracle_completes_the_injection_suite_unmisled() {
         stderr(&refused)
     );
 }
+
+/// Counts that size what is made before the first episode (a slot per
+/// repeat, a worker per phone) are bounded; past the bound they are refused
+/// with the flag named, before anything runs.
+#[test]
+fn counts_past_their_bounds_are_refused() {
+    let dir = Dir::new();
+    let repeats = bench_into(&dir, &["--policy", "oracle", "--repeats", "10001"]);
+    assert_eq!(repeats.status.code(), Some(2));
+    assert!(
+        stderr(&repeats).contains("'--repeats <REPEATS>'")
+            && stderr(&repeats).contains("10001 is not in 1..=10000"),
+        "{}",
+        stderr(&repeats)
+    );
+    let out = dir.path("collect");
+    let sim = dir.btl([
+        "collect",
+        "--sim",
+        "1025",
+        "--policy",
+        "oracle",
+        "--tasks",
+        "wifi_on",
+        "--out",
+        path_str(&out),
+    ]);
+    assert_eq!(sim.status.code(), Some(2));
+    assert!(
+        stderr(&sim).contains("'--sim <SIM>'") && stderr(&sim).contains("1025 is not in 0..=1024"),
+        "{}",
+        stderr(&sim)
+    );
+    assert!(!out.exists());
+}

@@ -224,7 +224,12 @@ fn render_step(html: &mut String, step: &StepRecord, screenshot: &Shot) {
         "<p><b>Time</b> observe {} ms, policy {} ms, perform {} ms{settle}</p>",
         t.observe_ms, t.policy_ms, t.perform_ms
     );
-    let tokens: u32 = step.attempts.iter().map(|a| a.stats.generated_tokens).sum();
+    // Summed wide: the counts come from a file that may have been edited.
+    let tokens: u64 = step
+        .attempts
+        .iter()
+        .map(|a| u64::from(a.stats.generated_tokens))
+        .sum();
     if tokens > 0 {
         let (encode, prefill, decode) = step.attempts.iter().fold((0.0, 0.0, 0.0), |acc, a| {
             (
@@ -245,7 +250,7 @@ fn render_step(html: &mut String, step: &StepRecord, screenshot: &Shot) {
             "<p><b>Vote</b> {} answers, groups {}; executed answer {}</p>",
             step.attempts.len(),
             escape(&groups.join(" ")),
-            vote.chosen + 1
+            vote.chosen.saturating_add(1)
         );
     }
     if let Some(reward) = step.reward {
@@ -403,6 +408,28 @@ mod tests {
             assert!(!section.contains(mark), "step {i}");
             assert!(!section.contains("class=\"overruled\""), "step {i}");
         }
+    }
+
+    /// Numbers an edited step log carries at their limits are shown, not
+    /// overflowed (a debug build would panic on the sum or the +1).
+    #[test]
+    fn counts_at_their_limits_render() {
+        use crate::agent::trajectory::{old_oracle_trajectory, parse_trajectory};
+        use crate::agent::vote::VoteRecord;
+        let (episode, log) = old_oracle_trajectory();
+        let mut trajectory = parse_trajectory(Path::new("old"), episode, log).unwrap();
+        let step = &mut trajectory.steps[0];
+        step.attempts.push(step.attempts[0].clone());
+        for attempt in &mut step.attempts {
+            attempt.stats.generated_tokens = u32::MAX;
+        }
+        step.vote = Some(VoteRecord {
+            clusters: Vec::new(),
+            chosen: usize::MAX,
+        });
+        let html = render(&trajectory, &[]);
+        assert!(html.contains("<b>Model</b> 8589934590 tokens generated"));
+        assert!(html.contains(&format!("executed answer {}", usize::MAX)));
     }
 
     /// Past the page's budget a screenshot is linked by its file name,

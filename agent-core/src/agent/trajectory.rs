@@ -187,8 +187,33 @@ pub fn read_ui_tree_file(path: &Path) -> std::io::Result<String> {
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
+/// The most bytes `episode.json` is read to: its settings and goal take a
+/// few kilobytes.
+pub const MAX_EPISODE_BYTES: u64 = 16 << 20;
+
+/// The most bytes `steps.jsonl` is read to: a step takes kilobytes (with
+/// 32 votes of 32 attempts, a few megabytes), so this bound is tens of
+/// thousands of steps; past it the log is refused, not read until memory
+/// runs out.
+pub const MAX_STEP_LOG_BYTES: u64 = 1 << 30;
+
+/// The step log at `path`, refused past [`MAX_STEP_LOG_BYTES`].
+pub fn read_step_log_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    read_within(path, MAX_STEP_LOG_BYTES, "a step log")
+}
+
+/// Reads the regular file at `path` (a link to one counts) to at most
+/// `max` bytes. Anything else is refused before it is opened: a device
+/// such as `/dev/zero` never ends, and a pipe's open blocks until a writer
+/// comes.
 fn read_within(path: &Path, max: u64, what: &str) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("not a regular file, so not {what}"),
+        ));
+    }
     let mut bytes = Vec::new();
     File::open(path)?.take(max + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > max {
@@ -528,9 +553,14 @@ impl Trajectory {
 /// [`Trajectory::truncated_tail`].
 pub fn read_trajectory(dir: &Path) -> Result<Trajectory, TrajectoryError> {
     let episode_path = dir.join(EPISODE_FILE);
-    let episode = std::fs::read_to_string(&episode_path).map_err(io_error(&episode_path))?;
+    let episode = read_within(&episode_path, MAX_EPISODE_BYTES, "an episode record")
+        .and_then(|bytes| {
+            String::from_utf8(bytes)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+        })
+        .map_err(io_error(&episode_path))?;
     let steps_path = dir.join(STEPS_FILE);
-    let steps = std::fs::read(&steps_path).map_err(io_error(&steps_path))?;
+    let steps = read_step_log_file(&steps_path).map_err(io_error(&steps_path))?;
     parse_trajectory(dir, &episode, &steps)
 }
 
@@ -722,6 +752,34 @@ mod tests {
         assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
         file.set_len(3).unwrap();
         assert_eq!(read_screenshot_file(&path).unwrap(), [0, 0, 0]);
+    }
+
+    /// What is not a regular file is refused before it is opened: a link
+    /// to `/dev/zero` as the step log would be read until memory ran out,
+    /// a pipe as a screenshot would block its reader for good.
+    #[test]
+    fn only_regular_files_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let episode: EpisodeRecord = serde_json::from_str(old_oracle_trajectory().0).unwrap();
+        drop(TrajectoryWriter::create(dir.path(), &episode).unwrap());
+        let steps = dir.path().join(STEPS_FILE);
+        std::fs::remove_file(&steps).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &steps).unwrap();
+        let e = read_trajectory(dir.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("steps.jsonl") && e.contains("not a regular file, so not a step log"),
+            "{e}"
+        );
+        let pipe = dir.path().join("step-0001.png");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&pipe)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let e = read_screenshot_file(&pipe).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+        let e = read_ui_tree_file(dir.path()).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
     }
 
     /// A trajectory the oracle wrote before steps recorded an overruled

@@ -63,7 +63,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     episodes: u32,
     /// Independent repeats; the spread is over these.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     repeats: u32,
     /// First seed.
     #[arg(long, default_value_t = 0)]

@@ -38,8 +38,8 @@ pub struct Args {
     /// adb device serials, comma-separated.
     #[arg(long, value_delimiter = ',')]
     devices: Vec<String>,
-    /// In-process virtual phones to add.
-    #[arg(long, default_value_t = 0)]
+    /// In-process virtual phones to add, each driven by a worker thread.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=1024))]
     sim: u32,
     /// Port of the adb server on 127.0.0.1 [default: 5037].
     #[arg(long)]

@@ -600,10 +600,11 @@ impl EpisodeNames {
 /// 1-based line numbers of the complete, non-empty lines of `steps.jsonl`:
 /// the k-th step record was read from the k-th of them.
 fn step_lines(path: &Path) -> Result<Vec<usize>> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let bytes =
+        agent_core::agent::trajectory::read_step_log_file(path).map_err(|source| Error::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
     let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     Ok(bytes[..complete]
         .split(|&b| b == b'\n')

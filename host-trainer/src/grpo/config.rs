@@ -55,6 +55,10 @@ pub enum TrainMode {
     Full,
 }
 
+/// The most completions per prompt, and samples per SFT step, a run
+/// takes.
+pub const MAX_BATCH: usize = 65_536;
+
 /// Numeric precision of the weights and activations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -410,6 +414,14 @@ impl TrainConfig {
                 ),
             );
         }
+        // Sizes that are allocated before the first step: past these bounds
+        // a typo would abort on allocation rather than be refused.
+        if g.num_generations > MAX_BATCH {
+            return bad(
+                "grpo.num_generations",
+                format!("must be at most {MAX_BATCH}, not {}", g.num_generations),
+            );
+        }
         if let Err(message) = g.sampling().validate() {
             return bad("grpo", message);
         }
@@ -428,8 +440,14 @@ impl TrainConfig {
                 format!("must be in (0, 1), not {}", g.epsilon),
             );
         }
-        if self.sft.samples_per_step == 0 {
-            return bad("sft.samples_per_step", "must be at least 1".into());
+        if !(1..=MAX_BATCH).contains(&self.sft.samples_per_step) {
+            return bad(
+                "sft.samples_per_step",
+                format!(
+                    "must be between 1 and {MAX_BATCH}, not {}",
+                    self.sft.samples_per_step
+                ),
+            );
         }
         if self.sft.micro_batch == 0 || self.sft.micro_batch > self.sft.samples_per_step {
             return bad(
@@ -685,6 +703,20 @@ output_dir = "out"
         c.grpo.num_generations = 1;
         let e = c.validate().unwrap_err().to_string();
         assert!(e.contains("grpo.num_generations"), "{e}");
+        c.grpo.num_generations = 65_537;
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("grpo.num_generations: must be at most 65536, not 65537"),
+            "{e}"
+        );
+        c.grpo.num_generations = 65_536;
+        c.validate().unwrap();
+        c.sft.samples_per_step = 1_000_000_000_000_000;
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("sft.samples_per_step: must be between 1 and 65536, not 1000000000000000"),
+            "{e}"
+        );
         // AdamW's and the reward's numbers that would train a NaN model.
         type Spoil = fn(&mut TrainConfig);
         let cases: [(&str, Spoil); 8] = [
