@@ -52,14 +52,21 @@ fn two_virtual_phones_collect_everything_while_a_dead_device_is_skipped() {
         let episode = episode_json(&out.join(line["dir"].as_str().unwrap()));
         assert_eq!(episode["task"]["name"], line["task"]);
     }
-    // Both phones worked, one episode at a time each.
-    let devices: std::collections::BTreeSet<&str> = index
+    // Both phones worked, one episode at a time each; every line names its
+    // device as its trajectory does.
+    let workers: std::collections::BTreeSet<&str> = index
         .iter()
-        .map(|l| l["device"].as_str().unwrap())
+        .map(|l| l["worker"].as_str().unwrap())
         .collect();
     assert_eq!(
-        devices.into_iter().collect::<Vec<_>>(),
+        workers.into_iter().collect::<Vec<_>>(),
         ["virtual phone 2", "virtual phone 3"]
+    );
+    assert!(
+        index
+            .iter()
+            .all(|l| l["device"] == "virtual phone (in-process)"),
+        "{index:?}"
     );
 
     // Running it again finds everything done.
@@ -70,13 +77,13 @@ fn two_virtual_phones_collect_everything_while_a_dead_device_is_skipped() {
         "{}",
         stderr(&again)
     );
-    // Each line without its device, in order.
+    // Each line without its worker, in order.
     let lines = |index: &str| {
         let mut lines: Vec<String> = index
             .lines()
             .map(|l| {
                 let mut line: Value = serde_json::from_str(l).unwrap();
-                line["device"].take();
+                line.as_object_mut().unwrap().remove("worker");
                 line.to_string()
             })
             .collect();
@@ -87,7 +94,7 @@ fn two_virtual_phones_collect_everything_while_a_dead_device_is_skipped() {
     assert_eq!(lines(&listed).len(), 6, "{listed}");
     // A run killed between an episode's end and its index line, and a
     // line a crash cut short: the next run lists both episodes again, as
-    // they were but for the device, which their trajectories name.
+    // they were but for the worker, which this run does not know.
     let kept: Vec<&str> = listed.lines().collect();
     let cut = format!("{}\n{}", kept[..4].join("\n"), &kept[4][..10]);
     std::fs::write(out.join("collect.jsonl"), cut).unwrap();
@@ -100,12 +107,17 @@ fn two_virtual_phones_collect_everything_while_a_dead_device_is_skipped() {
     );
     let relisted = std::fs::read_to_string(out.join("collect.jsonl")).unwrap();
     assert_eq!(lines(&relisted), lines(&listed));
-    let devices: Vec<String> = relisted
+    let relisted_workers: Vec<Option<Value>> = relisted
         .lines()
         .skip(4)
-        .map(|l| serde_json::from_str::<Value>(l).unwrap()["device"].to_string())
+        .map(|l| {
+            serde_json::from_str::<Value>(l)
+                .unwrap()
+                .get("worker")
+                .cloned()
+        })
         .collect();
-    assert_eq!(devices, ["\"virtual phone (in-process)\""; 2]);
+    assert_eq!(relisted_workers, [None, None]);
     // A line in the middle that is no record (edited) is said and passed
     // over; its episode is listed again.
     let mut edited: Vec<&str> = relisted.lines().collect();

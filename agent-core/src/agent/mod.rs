@@ -337,13 +337,15 @@ impl Agent {
         trajectory.episode.outcome = None;
         writer.cut_partial_line(trajectory.valid_len)?;
         let history = trajectory.history();
+        let keep = (trajectory.episode.settings.repeat_limit as usize).saturating_sub(1);
+        let recent = recent_keys(dir, &trajectory.steps, keep);
         let steps = u32::try_from(trajectory.steps.len()).unwrap_or(u32::MAX);
         let mut episode = trajectory.episode;
         episode.resumed_at_steps.push(steps);
         writer.write_episode(&episode)?;
-        Ok(Self::assemble(
-            device, policy, writer, episode, history, steps,
-        ))
+        let mut agent = Self::assemble(device, policy, writer, episode, history, steps);
+        agent.recent = recent;
+        Ok(agent)
     }
 
     fn assemble(
@@ -890,6 +892,41 @@ pub fn is_uniform(image: &RgbaImage) -> bool {
         return true;
     };
     pixels.all(|p| p.0[..3] == first.0[..3])
+}
+
+/// The repeat check's keys of the last `keep` performed steps, read back
+/// from their screenshots (lossless PNGs), so that a resumed episode stops
+/// on a repeated action where the uninterrupted one would. A screenshot
+/// that cannot be read ends the look-back there, as the keys must be the
+/// latest ones in a row; the check then starts afresh, as it did before
+/// keys were read back.
+fn recent_keys(dir: &Path, steps: &[StepRecord], keep: usize) -> Vec<(u64, DeviceAction)> {
+    let mut keys: Vec<_> = steps
+        .iter()
+        .rev()
+        .filter(|s| s.outcome == StepOutcome::Performed)
+        .take(keep)
+        .map_while(|s| {
+            let action = s.executed.as_ref()?.device.clone()?;
+            let screenshot = recorded_screenshot(&dir.join(&s.screenshot))?;
+            Some((hash_image(&screenshot), action))
+        })
+        .collect();
+    keys.reverse();
+    keys
+}
+
+/// A step's recorded screenshot, or `None` when it is missing, not a PNG,
+/// or claims more pixels than a screen (checked before decoding).
+fn recorded_screenshot(path: &Path) -> Option<RgbaImage> {
+    let bytes = trajectory::read_screenshot_file(path).ok()?;
+    let reader =
+        || image::ImageReader::with_format(std::io::Cursor::new(&bytes), image::ImageFormat::Png);
+    let (width, height) = reader().into_dimensions().ok()?;
+    if !crate::device::fits_a_screen(width, height) {
+        return None;
+    }
+    Some(reader().decode().ok()?.to_rgba8())
 }
 
 fn hash_image(image: &RgbaImage) -> u64 {

@@ -899,6 +899,64 @@ fn an_episode_its_device_failed_resumes_with_its_steps_intact() {
     assert_consistent(&resumed);
 }
 
+/// The repeat check goes on across a resumption: the steps it looks at are
+/// read back, so the episode stops on the third Home in a row whether or
+/// not a device failure came between them.
+#[test]
+fn a_resumed_episode_still_stops_on_a_repeated_action() {
+    let dir = tempfile::tempdir().unwrap();
+    let phone = new_phone();
+    let home = || answer("Go home", Action::Home, None);
+    let outcome = Agent::new(
+        dir.path(),
+        config("Stay home"),
+        Box::new(Unplugged {
+            device: SimDevice::new(phone.clone()),
+            actions_left: 2,
+        }),
+        Box::new(ScriptedPolicy::new(vec![home(), home()])),
+    )
+    .unwrap()
+    .with_clock(ManualClock::default())
+    .run()
+    .unwrap();
+    assert!(matches!(outcome.stop, StopReason::DeviceFailed { .. }));
+
+    let outcome = Agent::resume(
+        dir.path(),
+        Box::new(SimDevice::new(phone)),
+        Box::new(ScriptedPolicy::new(vec![home(); 4])),
+    )
+    .unwrap()
+    .with_clock(ManualClock::default())
+    .run()
+    .unwrap();
+    assert_eq!(
+        (outcome.stop, outcome.steps),
+        (
+            StopReason::RepeatedAction {
+                action: Action::Home,
+                times: 3
+            },
+            4
+        )
+    );
+    let t = read_trajectory(dir.path()).unwrap();
+    let outcomes: Vec<_> = t.steps.iter().map(|s| &s.outcome).collect();
+    assert!(
+        matches!(
+            outcomes[..],
+            [
+                StepOutcome::Performed,
+                StepOutcome::DeviceFailed { .. },
+                StepOutcome::Performed,
+                StepOutcome::Repeated
+            ]
+        ),
+        "{outcomes:?}"
+    );
+}
+
 /// A scripted policy under another name and fingerprint.
 struct Disguised {
     name: &'static str,

@@ -99,6 +99,8 @@ struct Job {
 enum Report {
     Done {
         device: String,
+        /// The device as the episode's trajectory names it.
+        recorded_device: String,
         job: Job,
         outcome: EpisodeOutcome,
         /// Steps where a relabelling teacher ran its answer in place of the
@@ -152,6 +154,7 @@ pub fn run(args: &Args) -> Outcome {
                 let line = index_line(
                     &job,
                     &recorded.episode.device,
+                    None,
                     &outcome,
                     taken_over(&recorded),
                 );
@@ -215,6 +218,7 @@ pub fn run(args: &Args) -> Outcome {
             match report {
                 Report::Done {
                     device,
+                    recorded_device,
                     job,
                     outcome,
                     taken_over,
@@ -234,7 +238,9 @@ pub fn run(args: &Args) -> Outcome {
                         printable(&outcome.stop.to_string()),
                         outcome.steps
                     );
-                    append_line(&index, &index_line(&job, &device, &outcome, taken_over))?;
+                    let line =
+                        index_line(&job, &recorded_device, Some(&device), &outcome, taken_over);
+                    append_line(&index, &line)?;
                 }
                 Report::JobFailed { device, job, error } => {
                     failed_jobs += 1;
@@ -450,16 +456,15 @@ fn worker(
                     return;
                 }
                 _ => {
+                    let recorded = crate::agent::trajectory::read_trajectory(&dir).ok();
                     let _ = tx.send(Report::Done {
+                        recorded_device: recorded
+                            .as_ref()
+                            .map_or_else(|| device.clone(), |t| t.episode.device.clone()),
                         device,
                         job,
                         outcome,
-                        // Only a teacher that takes over leaves steps to count.
-                        taken_over: if choice.take_over_early_finish {
-                            taken_over_steps(&dir)
-                        } else {
-                            0
-                        },
+                        taken_over: recorded.as_ref().map_or(0, taken_over),
                     });
                 }
             },
@@ -487,10 +492,6 @@ fn worker(
 /// How many recorded steps of the episode in `dir` ran a relabelling
 /// teacher's answer in place of the policy's; an unreadable trajectory
 /// counts none (the episode itself was already reported done).
-fn taken_over_steps(dir: &Path) -> usize {
-    crate::agent::trajectory::read_trajectory(dir).map_or(0, |t| taken_over(&t))
-}
-
 fn taken_over(t: &Trajectory) -> usize {
     t.steps
         .iter()
@@ -498,10 +499,14 @@ fn taken_over(t: &Trajectory) -> usize {
         .count()
 }
 
-/// The index's line for a finished episode of `job`.
+/// The index's line for a finished episode of `job`: its `device` as its
+/// trajectory names it, so lines of one phone group together whether this
+/// run or a later one listed them, and the `worker` that ran it
+/// (`virtual phone 2`) where this run knows it.
 fn index_line(
     job: &Job,
     device: &str,
+    worker: Option<&str>,
     outcome: &EpisodeOutcome,
     taken_over: usize,
 ) -> serde_json::Value {
@@ -512,6 +517,9 @@ fn index_line(
         "device": device,
         "outcome": outcome,
     });
+    if let Some(worker) = worker {
+        line["worker"] = worker.into();
+    }
     if taken_over > 0 {
         line["taken_over"] = taken_over.into();
     }
@@ -703,6 +711,9 @@ mod tests {
             }
             std::fs::write(dir.path().join(EPISODE_FILE), episode).unwrap();
             std::fs::write(dir.path().join(STEPS_FILE), log).unwrap();
+        };
+        let taken_over_steps = |dir: &Path| {
+            crate::agent::trajectory::read_trajectory(dir).map_or(0, |t| taken_over(&t))
         };
         write(&trajectory.steps);
         assert_eq!(taken_over_steps(dir.path()), 0);
