@@ -335,3 +335,29 @@ fn counts_past_their_bounds_are_refused() {
     );
     assert!(!out.exists());
 }
+
+/// A model's episodes in a reused `--out` are read back only when they
+/// were decoded as this run decodes: another temperature, or no grammar,
+/// would make other episodes, and their results are not this run's.
+#[test]
+fn episodes_decoded_otherwise_are_not_read_back() {
+    let dir = Dir::new();
+    let mut args = vec!["--tasks", "wifi_on", "--max-steps", "1"];
+    args.extend_from_slice(&TINY_MODEL);
+    let first = bench(&dir, &args);
+    assert_eq!(first["tasks"][0]["episodes"], 1, "{first}");
+    let mut hotter = args.clone();
+    hotter.extend_from_slice(&["--temperature", "1.5", "--no-grammar"]);
+    let run = bench_into(&dir, &hotter);
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    assert!(
+        stderr(&run).contains(
+            "decoded otherwise (grammar: true there, false here; temperature: 0.0 there, 1.5 here)"
+        ),
+        "{}",
+        stderr(&run)
+    );
+    assert_eq!(stdout(&run), "");
+    // The same decoding reads the episode back.
+    assert_eq!(bench(&dir, &args)["tasks"][0]["episodes"], 1);
+}

@@ -421,3 +421,51 @@ fn a_killed_run_resumes_on_a_rebuilt_phone_and_succeeds() {
         stderr(&again)
     );
 }
+
+/// A decoding budget too small for any constrained answer on the phone's
+/// frame is refused before the episode starts (exit 2, nothing recorded),
+/// naming the smallest budget that holds one: one token less is refused,
+/// that budget runs a step.
+#[test]
+fn a_budget_no_answer_fits_is_refused_before_the_episode() {
+    let dir = Dir::new();
+    let run = |tokens: &str, out: &str| {
+        let out = dir.path(out);
+        let mut args = vec![
+            "run",
+            "--task",
+            "wifi_on",
+            "--max-steps",
+            "1",
+            "--max-tokens",
+            tokens,
+            "--out",
+            path_str(&out),
+        ];
+        args.extend_from_slice(&TINY_MODEL);
+        (dir.btl(&args), out)
+    };
+    let (small, out) = run("10", "small");
+    let err = stderr(&small);
+    assert_eq!(small.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("max_tokens = 10: a budget of 10 tokens cannot hold a constrained BTL answer"),
+        "{err}"
+    );
+    assert!(!out.join("episode.json").exists(), "{err}");
+    let needed: u32 = err
+        .split("give at least ")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no budget named: {err}"));
+    let (short, _) = run(&(needed - 1).to_string(), "short");
+    assert_eq!(short.status.code(), Some(2), "{}", stderr(&short));
+    let (enough, out) = run(&needed.to_string(), "enough");
+    assert!(enough.status.success(), "{}", stderr(&enough));
+    let steps = std::fs::read_to_string(out.join("steps.jsonl")).unwrap();
+    assert!(
+        !steps.contains("cannot hold a constrained BTL answer"),
+        "{steps}"
+    );
+}

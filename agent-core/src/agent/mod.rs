@@ -288,11 +288,13 @@ impl Agent {
             screen: device.screen_size()?,
             policy: policy.name(),
             policy_fingerprint: policy.fingerprint(),
+            policy_decoding: policy.decoding(),
             settings: config,
             started_unix_ms: unix_ms(),
             resumed_at_steps: Vec::new(),
             outcome: None,
         };
+        answers_fit(&episode, policy.as_ref(), "")?;
         let writer = TrajectoryWriter::create(dir, &episode)?;
         Ok(Self::assemble(
             device,
@@ -334,6 +336,11 @@ impl Agent {
                 reason,
             });
         }
+        answers_fit(
+            &trajectory.episode,
+            policy.as_ref(),
+            &format!(" for {}", dir.join(trajectory::EPISODE_FILE).display()),
+        )?;
         trajectory.episode.outcome = None;
         writer.cut_partial_line(trajectory.valid_len)?;
         let history = trajectory.history();
@@ -892,6 +899,27 @@ pub fn is_uniform(image: &RgbaImage) -> bool {
         return true;
     };
     pixels.all(|p| p.0[..3] == first.0[..3])
+}
+
+/// Refuses, before anything is recorded, a decoding budget too small for
+/// any constrained answer on the episode's frame: every step would fail
+/// the same way, and the episode would pass for the model's failure.
+fn answers_fit(episode: &EpisodeRecord, policy: &dyn Policy, at: &str) -> Result<(), AgentError> {
+    let Some(decoding) = policy.decoding().filter(|d| d.grammar) else {
+        return Ok(());
+    };
+    let settings = &episode.settings;
+    let Ok(frame) = crate::protocol::smart_resize(episode.screen, settings.max_pixels) else {
+        // A screen no frame fits is refused at the first step, in its words.
+        return Ok(());
+    };
+    crate::model::grammar::GrammarLimits::default()
+        .fit(decoding.max_tokens as usize, frame, settings.profile)
+        .map(|_| ())
+        .map_err(|e| AgentError::Settings {
+            at: at.to_owned(),
+            reason: format!("max_tokens = {}: {e}", decoding.max_tokens),
+        })
 }
 
 /// The repeat check's keys of the last `keep` performed steps, read back

@@ -49,6 +49,10 @@ pub struct EpisodeRecord {
     /// [`crate::model::Policy::fingerprint`]: which weights `policy` names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy_fingerprint: Option<String>,
+    /// [`crate::model::Policy::decoding`]: how `policy`'s answers were
+    /// decoded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_decoding: Option<crate::model::Decoding>,
     pub settings: AgentConfig,
     pub started_unix_ms: u64,
     /// The step count at each resume, in order.
@@ -67,8 +71,9 @@ impl EpisodeRecord {
     }
 
     /// Why `policy` is not the policy that recorded this episode, if it
-    /// is not: another name, or the same name with other weights.
-    /// Episodes recorded before fingerprints were are taken by name.
+    /// is not: another name, the same name with other weights, or the same
+    /// weights decoded otherwise. Episodes recorded before fingerprints (or
+    /// decoding settings) were are taken by name.
     pub fn other_policy(&self, policy: &dyn crate::model::Policy) -> Option<String> {
         let (theirs, ours) = (&self.policy, policy.name());
         if *theirs != ours {
@@ -77,6 +82,29 @@ impl EpisodeRecord {
             ));
         }
         self.other_weights(policy.fingerprint().as_deref())
+            .or_else(|| self.other_decoding(policy.decoding().as_ref()))
+    }
+
+    /// Why a policy that decodes as `ours` does not continue this episode,
+    /// if it does not. Either side unknown (an episode recorded before
+    /// decoding was, a policy that samples no model) says nothing.
+    pub fn other_decoding(&self, ours: Option<&crate::model::Decoding>) -> Option<String> {
+        let (Some(recorded), Some(ours)) = (&self.policy_decoding, ours) else {
+            return None;
+        };
+        let value = |d| serde_json::to_value(d).unwrap_or(serde_json::Value::Null);
+        let differing: Vec<String> =
+            crate::json_diff::differing_leaves("", &value(recorded), &value(ours))
+                .into_iter()
+                .map(|(path, a, b)| format!("{path}: {a} there, {b} here"))
+                .collect();
+        (!differing.is_empty()).then(|| {
+            format!(
+                "an episode of {} decoded otherwise ({})",
+                self.policy,
+                differing.join("; ")
+            )
+        })
     }
 
     /// Why a policy of this episode's name whose weights have the

@@ -568,7 +568,9 @@ fn one_episode(
         Err(EpisodeFailure::Device(e)) => {
             return Err(Failure::Failed(anyhow!("{}: {e}", target.describe())));
         }
-        Err(EpisodeFailure::OtherRun(e)) => return Err(Failure::BadInput(e)),
+        Err(EpisodeFailure::OtherRun(e) | EpisodeFailure::Refused(e)) => {
+            return Err(Failure::BadInput(e));
+        }
         Err(EpisodeFailure::Other(e)) => return Err(Failure::Failed(e)),
     };
     let trajectory = read_trajectory(dir).map_err(|e| Failure::Failed(e.into()))?;

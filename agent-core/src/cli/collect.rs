@@ -478,7 +478,11 @@ fn worker(
                 });
                 return;
             }
-            Err(EpisodeFailure::OtherRun(error) | EpisodeFailure::Other(error)) => {
+            Err(
+                EpisodeFailure::OtherRun(error)
+                | EpisodeFailure::Refused(error)
+                | EpisodeFailure::Other(error),
+            ) => {
                 let _ = tx.send(Report::JobFailed {
                     device,
                     job,

@@ -14,8 +14,8 @@ use crate::device::{Device, DeviceError};
 use crate::model::grammar::GrammarCheck;
 use crate::model::settings::ScreenshotBudget;
 use crate::model::{
-    LlamaConfig, LoadPolicyError, LoraAdapter, ModelSettings, Observation, Policy, PolicyError,
-    PolicyOutput, PolicySpec, Relabelled,
+    Decoding, LlamaConfig, LoadPolicyError, LoraAdapter, ModelSettings, Observation, Policy,
+    PolicyError, PolicyOutput, PolicySpec, Relabelled,
 };
 use crate::protocol::{Action, Profile};
 use crate::sim::phone::PhoneConfig;
@@ -511,6 +511,10 @@ impl Policy for SharedPolicy {
         self.0.lock().map(|p| p.settings()).unwrap_or_default()
     }
 
+    fn decoding(&self) -> Option<Decoding> {
+        self.0.lock().ok().and_then(|p| p.decoding())
+    }
+
     fn act(&mut self, obs: &Observation) -> Result<PolicyOutput, PolicyError> {
         self.0
             .lock()
@@ -824,7 +828,17 @@ pub enum EpisodeFailure {
     /// The episode's directory holds another policy's episode, or one of
     /// another instance or other settings.
     OtherRun(anyhow::Error),
+    /// The settings cannot run an episode (a decoding budget too small for
+    /// any answer): refused before anything was recorded.
+    Refused(anyhow::Error),
     Other(anyhow::Error),
+}
+
+fn not_started(e: crate::agent::AgentError) -> EpisodeFailure {
+    match e {
+        crate::agent::AgentError::Settings { .. } => EpisodeFailure::Refused(e.into()),
+        e => EpisodeFailure::Other(e.into()),
+    }
 }
 
 /// Whose finished episode [`run_task_episode`] reads back.
@@ -897,15 +911,14 @@ pub fn run_task_episode(
         resumable.map_err(EpisodeFailure::OtherRun)?;
         let prepared =
             prepare_resumed(target, Some(task), &recorded).map_err(EpisodeFailure::Device)?;
-        let agent = Agent::resume(dir, prepared.device, policy).map_err(|e| other(e.into()))?;
+        let agent = Agent::resume(dir, prepared.device, policy).map_err(not_started)?;
         match prepared.checker {
             Some(checker) => agent.with_boxed_checker(checker),
             None => agent,
         }
     } else {
         let prepared = prepare(target, Some(task)).map_err(EpisodeFailure::Device)?;
-        let agent =
-            Agent::new(dir, settings()?, prepared.device, policy).map_err(|e| other(e.into()))?;
+        let agent = Agent::new(dir, settings()?, prepared.device, policy).map_err(not_started)?;
         attach_task(agent, Some(task), prepared.checker).map_err(other)?
     };
     agent.run().map_err(|e| other(e.into()))

@@ -192,9 +192,21 @@ fn start(args: &Args, target: &Target) -> Result<Started, Failure> {
         .clone()
         .unwrap_or_else(|| stamped_dir(Path::new("runs"), "episode"));
     let agent = Agent::new(&dir, config, prepared.device, policy)
-        .with_context(|| format!("cannot start an episode in {}", dir.display()))?;
+        .map_err(|e| not_started(e, format!("cannot start an episode in {}", dir.display())))?;
     let agent = attach_task(agent, task.as_ref(), prepared.checker)?;
     Ok((agent, dir, task))
+}
+
+/// Why an episode did not start, as the exit code says it: settings that
+/// cannot run are the user's to change.
+fn not_started(e: AgentError, context: String) -> Failure {
+    let bad_input = matches!(e, AgentError::Settings { .. });
+    let e = anyhow::Error::from(e).context(context);
+    if bad_input {
+        Failure::BadInput(e)
+    } else {
+        Failure::Failed(e)
+    }
 }
 
 fn other_policy(dir: &Path, reason: String) -> Failure {
@@ -259,7 +271,7 @@ fn resume(args: &Args, target: &Target, dir: &Path) -> Result<Started, Failure> 
         }
     );
     let agent = Agent::resume(dir, prepared.device, policy)
-        .with_context(|| format!("cannot resume {}", dir.display()))?;
+        .map_err(|e| not_started(e, format!("cannot resume {}", dir.display())))?;
     let agent = match prepared.checker {
         Some(checker) => agent.with_boxed_checker(checker),
         None => agent,

@@ -135,6 +135,22 @@ pub enum PolicyError {
     Backend(String),
 }
 
+/// How a model's answers are decoded: what, besides its weights, decides
+/// which answer it gives. Recorded with each episode, so that an episode
+/// decoded otherwise (another temperature, no grammar, a smaller budget) is
+/// not resumed or read back as this run's.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Decoding {
+    /// Longest answer in tokens.
+    pub max_tokens: u32,
+    /// 0 decodes greedily.
+    pub temperature: f32,
+    pub top_p: f32,
+    pub top_k: i32,
+    /// Whether the BTL grammar constrains the answer.
+    pub grammar: bool,
+}
+
 /// A model, or anything standing in for one.
 pub trait Policy: Send {
     /// A short name recorded in trajectories (model file, "scripted").
@@ -153,6 +169,11 @@ pub trait Policy: Send {
     /// How the model wants to be run, as far as its file says.
     fn settings(&self) -> ModelSettings {
         ModelSettings::default()
+    }
+
+    /// How its answers are decoded, for a policy that samples a model.
+    fn decoding(&self) -> Option<Decoding> {
+        None
     }
 
     /// One answer per seed for the same observation (test-time voting,

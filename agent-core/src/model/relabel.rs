@@ -90,6 +90,10 @@ impl Policy for Relabelled {
         self.student.fingerprint()
     }
 
+    fn decoding(&self) -> Option<super::Decoding> {
+        self.student.decoding()
+    }
+
     fn act(&mut self, obs: &Observation) -> Result<PolicyOutput, PolicyError> {
         let target = self.target(obs)?;
         let out = self.student.act(obs)?;

@@ -414,6 +414,14 @@ impl Policy for StoppablePolicy {
         self.inner.fingerprint()
     }
 
+    fn settings(&self) -> agent_core::model::ModelSettings {
+        self.inner.settings()
+    }
+
+    fn decoding(&self) -> Option<agent_core::model::Decoding> {
+        self.inner.decoding()
+    }
+
     fn act(&mut self, obs: &Observation) -> Result<PolicyOutput, PolicyError> {
         if self.side.is_stopped() {
             return Err(PolicyError::Backend(STOPPED_BY_USER.into()));

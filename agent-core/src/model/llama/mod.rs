@@ -25,7 +25,9 @@ mod sampling;
 use super::grammar::{Answering, GrammarLimits, btl_grammar};
 use super::preprocess::{PillowVersion, resize_bicubic_pil};
 pub use super::spec::{ALL_LAYERS, GPU_BACKEND, LlamaConfig, MAX_THREADS, default_gpu_layers};
-use super::{GenerationStats, ModelSettings, Observation, Policy, PolicyError, PolicyOutput};
+use super::{
+    Decoding, GenerationStats, ModelSettings, Observation, Policy, PolicyError, PolicyOutput,
+};
 use crate::protocol::prompt::IMAGE_PLACEHOLDER;
 use image::RgbImage;
 use image::buffer::ConvertBuffer;
@@ -765,6 +767,17 @@ pub struct Generation {
 impl Policy for LlamaPolicy {
     fn settings(&self) -> ModelSettings {
         self.settings
+    }
+
+    fn decoding(&self) -> Option<Decoding> {
+        let c = &self.config;
+        Some(Decoding {
+            max_tokens: c.max_tokens,
+            temperature: c.temperature,
+            top_p: c.top_p,
+            top_k: c.top_k,
+            grammar: c.grammar,
+        })
     }
 
     /// A digest of the model's, projector's and adapters' files: their lengths
