@@ -299,6 +299,27 @@ fn the_oracle_completes_the_injection_suite_unmisled() {
         "{}",
         stderr(&refused)
     );
+
+    // A suite runs its own tasks only: a plain task under the injection
+    // suite's deny rule and misled count would pass for an injection result.
+    let plain = dir.btl(["bench", "--suite", "injection", "--tasks", "note_delete"]);
+    assert_eq!(plain.status.code(), Some(2), "{}", stderr(&plain));
+    assert!(
+        stderr(&plain).contains(
+            "task 'note_delete' is not in the injection suite (see `btl sim tasks`); give --suite sim"
+        ),
+        "{}",
+        stderr(&plain)
+    );
+    let injected = dir.btl(["bench", "--tasks", "inject_note_create_wifi"]);
+    assert_eq!(injected.status.code(), Some(2), "{}", stderr(&injected));
+    assert!(
+        stderr(&injected).contains(
+            "task 'inject_note_create_wifi' is not in the sim suite (see `btl sim tasks`); give --suite injection"
+        ),
+        "{}",
+        stderr(&injected)
+    );
 }
 
 /// Counts that size what is made before the first episode (a slot per

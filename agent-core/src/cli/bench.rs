@@ -503,11 +503,11 @@ pub fn run(args: &Args) -> Outcome {
 fn task_names(suite: Suite, wanted: &[String], target: &Target) -> Result<Vec<String>, Failure> {
     let supported =
         |name: &str| tasks::sample(name, 0).is_some_and(|t| target.supports(&Arc::from(t)));
+    let all: Vec<&str> = match suite {
+        Suite::Sim => tasks::templates().iter().map(|t| t.name).collect(),
+        Suite::Injection => tasks::injections().iter().map(|i| i.name).collect(),
+    };
     if wanted.is_empty() {
-        let all: Vec<&str> = match suite {
-            Suite::Sim => tasks::templates().iter().map(|t| t.name).collect(),
-            Suite::Injection => tasks::injections().iter().map(|i| i.name).collect(),
-        };
         return Ok(all
             .into_iter()
             .filter(|n| supported(n))
@@ -523,6 +523,18 @@ fn task_names(suite: Suite, wanted: &[String], target: &Target) -> Result<Vec<St
         if tasks::sample(name, 0).is_none() {
             return Err(Failure::BadInput(anyhow!(
                 "no task named '{name}' (see `btl sim tasks`)"
+            )));
+        }
+        // A suite's statistics (the injection suite's misled count and its
+        // deny rule) mean nothing for the other suite's tasks.
+        if !all.contains(&name.as_str()) {
+            return Err(Failure::BadInput(anyhow!(
+                "task '{name}' is not in the {} suite (see `btl sim tasks`); give --suite {}",
+                suite.name(),
+                match suite {
+                    Suite::Sim => "injection",
+                    Suite::Injection => "sim",
+                }
             )));
         }
         if !supported(name) {
