@@ -392,7 +392,38 @@ fn a_killed_run_resumes_on_a_rebuilt_phone_and_succeeds() {
     assert!(stderr(&other).contains(&named), "{}", stderr(&other));
     std::fs::write(out.join("episode.json"), &recorded).unwrap();
 
-    let mut args = vec![
+    // The episode's own settings go on: flags that would change them are
+    // refused rather than left silently unused.
+    let mut flagged = vec![
+        "run",
+        "--resume",
+        path_str(&out),
+        "--policy",
+        "oracle",
+        "--max-steps",
+        "4",
+        "--vote",
+        "2",
+    ];
+    let refused = dir.btl(&flagged);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("--max-steps, --vote do not apply to a resumed episode"),
+        "{}",
+        stderr(&refused)
+    );
+    flagged.truncate(5);
+    flagged.extend_from_slice(&FAST_SETTLE);
+    let refused = dir.btl(&flagged);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("--settle-poll-ms, --settle-timeout-ms do not apply"),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(std::fs::read(out.join("episode.json")).unwrap(), recorded);
+
+    let args = [
         "run",
         "--resume",
         path_str(&out),
@@ -400,8 +431,7 @@ fn a_killed_run_resumes_on_a_rebuilt_phone_and_succeeds() {
         "oracle",
         "--json",
     ];
-    args.extend_from_slice(&FAST_SETTLE);
-    let run = dir.btl(&args);
+    let run = dir.btl(args);
     assert!(run.status.success(), "{}", stderr(&run));
     assert!(
         stderr(&run).contains("recorded actions replayed"),

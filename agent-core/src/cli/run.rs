@@ -219,7 +219,49 @@ fn other_policy(dir: &Path, reason: String) -> Failure {
     )
 }
 
+/// The flags given that a resumed episode would not take: it goes on with
+/// the settings its `episode.json` records. (A flag given at its default
+/// value cannot be told from one left out, and changes nothing.)
+fn settings_flags_given(args: &Args) -> Vec<&'static str> {
+    let a = &args.agent;
+    let stability = crate::agent::stability::StabilityConfig::default();
+    [
+        ("--seed", args.seed != 0),
+        ("--profile", a.profile.is_some()),
+        ("--max-steps", a.max_steps.is_some()),
+        ("--vote", a.vote != 1),
+        ("--confirm", a.confirm.is_some()),
+        ("--safety-config", a.safety_config.is_some()),
+        ("--max-pixels", a.max_pixels.is_some()),
+        ("--budget", a.screenshot_budget.is_some()),
+        (
+            "--settle-poll-ms",
+            a.settle_poll_ms != stability.poll_interval_ms,
+        ),
+        (
+            "--settle-timeout-ms",
+            a.settle_timeout_ms != stability.timeout_ms,
+        ),
+        ("--until-finish", a.until_finish),
+        ("--roi-count", a.roi_count.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(flag, given)| given.then_some(flag))
+    .collect()
+}
+
 fn resume(args: &Args, target: &Target, dir: &Path) -> Result<Started, Failure> {
+    let given = settings_flags_given(args);
+    if !given.is_empty() {
+        return Err(Failure::BadInput(anyhow!(
+            "{} {} not apply to a resumed episode: it goes on with the settings in {}; \
+             leave {} out, or start a new episode",
+            given.join(", "),
+            if given.len() == 1 { "does" } else { "do" },
+            dir.join(crate::agent::trajectory::EPISODE_FILE).display(),
+            if given.len() == 1 { "it" } else { "them" },
+        )));
+    }
     let recorded = read_trajectory(dir)
         .with_context(|| format!("cannot read the episode in {}", dir.display()))
         .map_err(Failure::BadInput)?;
