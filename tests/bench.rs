@@ -382,3 +382,35 @@ fn episodes_decoded_otherwise_are_not_read_back() {
     // The same decoding reads the episode back.
     assert_eq!(bench(&dir, &args)["tasks"][0]["episodes"], 1);
 }
+
+/// On the virtual phone a bench allows sensitive actions unless told
+/// otherwise, and a safety config given with `--safety-config` tells
+/// otherwise: its `deny` holds, and the oracle's Delete is stopped.
+#[test]
+fn a_given_safety_config_decides_sensitive_actions() {
+    let dir = Dir::new();
+    let allowed = bench(&dir, &["--policy", "oracle", "--tasks", "note_delete"]);
+    assert_eq!(allowed["tasks"][0]["successes"], 1, "{allowed}");
+    let config = dir.write("deny.json", r#"{"on_sensitive": "deny"}"#);
+    let out = dir.path("denied");
+    let mut args = vec![
+        "bench",
+        "--json",
+        "--policy",
+        "oracle",
+        "--tasks",
+        "note_delete",
+        "--safety-config",
+        path_str(&config),
+        "--out",
+        path_str(&out),
+    ];
+    args.extend_from_slice(&FAST_SETTLE);
+    let run = dir.btl(&args);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let denied: Value = serde_json::from_str(stdout(&run).trim()).unwrap();
+    assert_eq!(denied["tasks"][0]["successes"], 0, "{denied}");
+    let episode = episode_json(&out.join("note_delete-r0-e0"));
+    assert_eq!(episode["settings"]["safety"]["on_sensitive"], "deny");
+    assert_eq!(episode["outcome"]["stop"]["reason"], "sensitive_action");
+}

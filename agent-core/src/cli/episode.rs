@@ -132,7 +132,8 @@ pub struct AgentArgs {
     pub vote: u32,
     /// Sensitive actions (pay, delete, send, …): ask on the terminal (denied
     /// when not interactive), deny, or allow [default: the safety config's,
-    /// which is ask].
+    /// which is ask; bench and collect on the virtual phone without
+    /// --safety-config: allow].
     #[arg(long, value_parser = parse_confirm)]
     pub confirm: Option<Confirm>,
     /// Sensitive-action patterns as JSON (`btl safety-config` prints the
@@ -864,9 +865,9 @@ pub struct EpisodeDir<'a> {
 /// read back (as `dir.read_back` allows), not rerun. Either must be the same
 /// policy's: another's (an `--out` reused for another model) is refused.
 /// Nobody is at a terminal to confirm sensitive actions: unless `--confirm`
-/// says otherwise they are allowed on the virtual phone, where several
-/// tasks are deletions and nothing real is at stake, and declined on adb
-/// devices.
+/// or a `--safety-config` says otherwise they are allowed on the virtual
+/// phone, where several tasks are deletions and nothing real is at stake,
+/// and declined on adb devices.
 pub fn run_task_episode(
     target: &Target,
     task: &Arc<dyn Task>,
@@ -889,7 +890,10 @@ pub fn run_task_episode(
         let mut config = agent_args
             .config(task.goal(), seed, Some(task.max_steps()))
             .map_err(failure)?;
-        if agent_args.confirm.is_none() && matches!(target, Target::Sim { .. }) {
+        if agent_args.confirm.is_none()
+            && agent_args.safety_config.is_none()
+            && matches!(target, Target::Sim { .. })
+        {
             config.safety.on_sensitive = Confirm::Allow;
         }
         Ok(config)
