@@ -414,3 +414,28 @@ fn a_given_safety_config_decides_sensitive_actions() {
     assert_eq!(episode["settings"]["safety"]["on_sensitive"], "deny");
     assert_eq!(episode["outcome"]["stop"]["reason"], "sensitive_action");
 }
+
+/// A setting whose flag does not say its field's name is named with its
+/// flag when a reused `--out` holds episodes run with another value.
+#[test]
+fn other_settings_are_named_by_their_flags() {
+    let dir = Dir::new();
+    let oracle = [
+        "--policy",
+        "oracle",
+        "--tasks",
+        "wifi_on",
+        "--profile",
+        "btl-extended",
+    ];
+    let mut phone_style = oracle.to_vec();
+    phone_style.push("--until-finish");
+    bench(&dir, &phone_style);
+    let run = bench_into(&dir, &oracle);
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    assert!(
+        stderr(&run).contains("stop_on_success (--until-finish): false there, true here"),
+        "{}",
+        stderr(&run)
+    );
+}

@@ -797,13 +797,27 @@ pub fn foreign_episode(
             fields.remove("stability");
         }
     }
-    differences("", &there, &here, &mut differing);
+    out_of_settings(&there, &here, &mut differing);
     (!differing.is_empty()).then(|| {
         anyhow!(
             "{dir} holds an episode run with other settings ({}): give a new --out",
             differing.join("; ")
         )
     })
+}
+
+/// [`differences`] of two episodes' settings; the one field whose flag
+/// does not say its name is named with it:
+/// `stop_on_success (--until-finish): false there, true here`.
+fn out_of_settings(there: &serde_json::Value, here: &serde_json::Value, out: &mut Vec<String>) {
+    out.extend(
+        crate::json_diff::differing_leaves("", there, here)
+            .into_iter()
+            .map(|(path, a, b)| match path.as_str() {
+                "stop_on_success" => format!("{path} (--until-finish): {a} there, {b} here"),
+                _ => format!("{path}: {a} there, {b} here"),
+            }),
+    );
 }
 
 /// Adds to `out` each leaf where `there` (recorded) and `here` (expected)
