@@ -223,6 +223,7 @@ fn bad_input_is_named_with_file_line_and_reason() {
     let out_of_range = dir.write("range.jsonl", "{\"sample\": 9, \"completion\": \"a\"}\n");
     let bad_samples = dir.write("samples.json", "[\n  {\"images\": [],\n   \"image_sizes\": [[720, 1280]],\n   \"messages\": [],\n   \"bbox\": []}\n]");
     let not_json = dir.write("notjson.json", "[{\"images\": ");
+    let empty = dir.write("empty.jsonl", "");
     let cases: Vec<(Vec<&str>, String)> = vec![
         (
             vec![
@@ -252,10 +253,21 @@ fn bad_input_is_named_with_file_line_and_reason() {
                 "--completions",
                 path_str(&good),
             ],
+            // The file's line only: serde's position counts from the
+            // sample's start, and would name another place.
             format!(
-                "{}:5: sample 0: missing field `solution`",
+                "{}:5: sample 0: missing field `solution`\n",
                 path_str(&bad_samples)
             ),
+        ),
+        (
+            vec![
+                "--samples",
+                NAVIGATION_SAMPLES,
+                "--completions",
+                path_str(&empty),
+            ],
+            format!("{}: no completions to score", path_str(&empty)),
         ),
         (
             vec![

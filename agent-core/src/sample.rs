@@ -220,9 +220,18 @@ pub fn parse_samples(text: &str) -> Result<Vec<Sample>, InputError> {
             // Counted only for an error: counting for every sample is
             // quadratic in the file's size.
             let first_line = || line_of(text, raw.get());
-            let sample: Sample = serde_json::from_str(raw.get()).map_err(|e| InputError {
-                line: first_line() + e.line().saturating_sub(1),
-                reason: format!("sample {index}: {e}"),
+            let sample: Sample = serde_json::from_str(raw.get()).map_err(|e| {
+                // serde's position counts from the sample's start; the
+                // file's line replaces it.
+                let text = e.to_string();
+                let at = format!(" at line {} column {}", e.line(), e.column());
+                InputError {
+                    line: first_line() + e.line().saturating_sub(1),
+                    reason: format!(
+                        "sample {index}: {}",
+                        text.strip_suffix(&at).unwrap_or(&text)
+                    ),
+                }
             })?;
             sample.validate().map_err(|reason| InputError {
                 line: first_line(),

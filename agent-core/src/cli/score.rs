@@ -98,6 +98,13 @@ struct Summary {
 pub fn run(args: &Args) -> Outcome {
     let frame = released_frame(args)?;
     let (mut samples, completions) = load_pairs(&args.samples, &args.completions)?;
+    // A mean over nothing would print as a score of 0.
+    if completions.is_empty() {
+        return Err(Failure::BadInput(anyhow::anyhow!(
+            "{}: no completions to score",
+            args.completions.display()
+        )));
+    }
     if let Some((pixels, _)) = frame {
         for sample in &mut samples {
             sample.max_pixels = pixels;
