@@ -208,3 +208,27 @@ fn a_missing_image_is_bad_input_naming_the_sample() {
         assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
     }
 }
+
+/// `predict` answers with a model: the episode-only options (the oracle,
+/// relabelling) are not its options, in its help or on its command line.
+#[test]
+fn predict_takes_only_model_options() {
+    let dir = Dir::new();
+    let help = dir.btl(["predict", "--help"]);
+    assert!(help.status.success());
+    let text = stdout(&help);
+    assert!(
+        text.contains("--model") && text.contains("--max-tokens"),
+        "{text}"
+    );
+    for episode_only in ["--policy", "--relabel", "--take-over-early-finish"] {
+        assert!(!text.contains(episode_only), "{episode_only} in:\n{text}");
+    }
+    let oracle = dir.btl(["predict", "--samples", "s.json", "--policy", "oracle"]);
+    assert_eq!(oracle.status.code(), Some(2));
+    assert!(
+        stderr(&oracle).contains("unexpected argument '--policy'"),
+        "{}",
+        stderr(&oracle)
+    );
+}

@@ -70,6 +70,13 @@ pub struct PolicyArgs {
     /// screens after the policy's early Finish and those are labelled too.
     #[arg(long, requires = "relabel")]
     pub take_over_early_finish: bool,
+    #[command(flatten)]
+    pub llama: ModelArgs,
+}
+
+/// The model a `--policy model` run loads, and how it decodes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ModelArgs {
     /// Text model GGUF (default: the shipped default model, agent-core/models).
     #[arg(long, requires = "mmproj")]
     pub model: Option<PathBuf>,
@@ -427,15 +434,20 @@ pub fn load_policy(args: &PolicyArgs, vote: u32) -> Result<SharedPolicy, Failure
         PolicyKind::Oracle => Err(Failure::BadInput(anyhow!(
             "the oracle policy is per task; use oracle_policy"
         ))),
-        PolicyKind::Model => load_model(args, vote).map(|p| SharedPolicy(Arc::new(Mutex::new(p)))),
+        PolicyKind::Model => load_shared_model(&args.llama, vote),
     }
+}
+
+/// Loads the model once, as [`load_policy`] does for `--policy model`.
+pub fn load_shared_model(args: &ModelArgs, vote: u32) -> Result<SharedPolicy, Failure> {
+    load_model(args, vote).map(|p| SharedPolicy(Arc::new(Mutex::new(p))))
 }
 
 /// The fingerprint of the model `args` name ([`Policy::fingerprint`]),
 /// read from its files without loading it: a resumed episode is refused
 /// before a model of other weights takes seconds to load. `None` in a build
 /// without llama.cpp.
-pub fn model_fingerprint(args: &PolicyArgs) -> Result<Option<String>, Failure> {
+pub fn model_fingerprint(args: &ModelArgs) -> Result<Option<String>, Failure> {
     let (model, mmproj) = model_files(args);
     let mut config = LlamaConfig::new(model, mmproj);
     config.adapters = args.lora.clone();
@@ -445,14 +457,14 @@ pub fn model_fingerprint(args: &PolicyArgs) -> Result<Option<String>, Failure> {
 }
 
 /// The model and projector files `args` name, or the default model's.
-fn model_files(args: &PolicyArgs) -> (PathBuf, PathBuf) {
+fn model_files(args: &ModelArgs) -> (PathBuf, PathBuf) {
     match (&args.model, &args.mmproj) {
         (Some(m), Some(p)) => (m.clone(), p.clone()),
         _ => default_model(),
     }
 }
 
-fn load_model(args: &PolicyArgs, vote: u32) -> Result<Box<dyn Policy>, Failure> {
+fn load_model(args: &ModelArgs, vote: u32) -> Result<Box<dyn Policy>, Failure> {
     let (model, mmproj) = model_files(args);
     if args.model.is_none() || args.mmproj.is_none() {
         eprintln!(

@@ -11,7 +11,7 @@
 //! `augment-typed --text-only` write) is answered without one, in the
 //! frame its `image_sizes` gives.
 
-use super::episode::{PolicyArgs, PolicyKind, load_policy};
+use super::episode::{ModelArgs, load_shared_model};
 use super::{Failure, Outcome, in_file, json_line, read_input};
 use crate::model::{Observation, Policy};
 use crate::protocol::prompt::{IMAGE_PLACEHOLDER, listed_screen};
@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(long)]
     samples: PathBuf,
     #[command(flatten)]
-    policy: PolicyArgs,
+    model: ModelArgs,
     /// Sampling seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -41,11 +41,6 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Outcome {
-    if args.policy.policy != PolicyKind::Model {
-        return Err(Failure::BadInput(anyhow!(
-            "btl predict runs a model; the oracle needs a live phone (btl bench)"
-        )));
-    }
     let text = read_input(&args.samples)?;
     let samples = in_file(&args.samples, parse_samples(&text))?;
     let Some(path) = &args.out else {
@@ -94,7 +89,7 @@ pub fn run(args: &Args) -> Outcome {
 /// Answers every sample, one JSON line each to `out`.
 fn answer_all(args: &Args, samples: &[Sample], out: &mut impl Write) -> Outcome {
     let base = args.samples.parent().unwrap_or(Path::new("."));
-    let mut policy = load_policy(&args.policy, 1)?;
+    let mut policy = load_shared_model(&args.model, 1)?;
     let bar = ProgressBar::new(samples.len() as u64);
     bar.set_style(
         ProgressStyle::with_template("btl predict [{bar:24}] {pos}/{len} samples")

@@ -281,7 +281,7 @@ fn resume(args: &Args, target: &Target, dir: &Path) -> Result<Started, Failure> 
     let settings = &recorded.episode.settings;
     let shared = match args.policy.policy {
         PolicyKind::Model => {
-            let weights = model_fingerprint(&args.policy)?;
+            let weights = model_fingerprint(&args.policy.llama)?;
             if let Some(reason) = recorded.episode.other_weights(weights.as_deref()) {
                 return Err(other_policy(dir, reason));
             }
