@@ -69,9 +69,60 @@ fn hold(path: &Path) -> Result<File> {
     Ok(file)
 }
 
-/// Removes the staging entries in `dir` that killed writers left.
+/// What every directory moved aside by [`replace_dir`] is named with,
+/// followed by the name it was moved from and a `.` (`.btl-old-NAME.XXXXXX`).
+const OLD: &str = ".btl-old-";
+
+/// Removes the staging entries in `dir` that killed writers left, and
+/// deals with the directories a writer killed between [`replace_dir`]'s
+/// two renames left aside (see [`put_back_abandoned`]).
 fn sweep(dir: &Path) {
     atomic::remove_abandoned(dir, PARTIAL);
+    put_back_abandoned(dir);
+}
+
+/// Tidies `dir` before a run reads it: what [`sweep`] does.
+pub(crate) fn tidy(dir: &Path) {
+    sweep(dir);
+}
+
+/// A directory moved aside and left there for [`atomic::ABANDONED_AFTER`]
+/// is the previous output of a write that was killed between its two
+/// renames: where nothing took its name, it is the only copy, and is put
+/// back; where the new output did, it is removed, as that write would have.
+/// One moved aside before names were kept (`.btl-old-XXXXXX`) stays.
+fn put_back_abandoned(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(name) = file_name
+            .to_str()
+            .and_then(|n| n.strip_prefix(OLD))
+            .and_then(|n| n.rsplit_once('.'))
+            .map(|(name, _)| name)
+            .filter(|name| !name.is_empty())
+        else {
+            continue;
+        };
+        let Ok(meta) = entry.metadata() else { continue };
+        let stale = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= atomic::ABANDONED_AFTER);
+        if !meta.is_dir() || !stale {
+            continue;
+        }
+        let target = dir.join(name);
+        let _ = match std::fs::symlink_metadata(&target) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::rename(entry.path(), &target).and_then(|()| atomic::sync_dir(dir))
+            }
+            _ => std::fs::remove_dir_all(entry.path()),
+        };
+    }
 }
 
 /// Writes `path` through `fill`, replacing any previous file only once the new
@@ -92,7 +143,9 @@ pub(crate) fn write_file(
 /// directory of that name only once the new one is complete and synced,
 /// every file of every level. The old directory is moved aside before the
 /// new one takes its name, and put back if that rename fails; a crash
-/// between the two renames leaves it beside `path` as `.btl-old-*`, whole.
+/// between the two renames leaves it beside `path` as `.btl-old-NAME.*`,
+/// whole, and the next write beside it (or run in that directory) puts it
+/// back.
 pub(crate) fn write_dir(path: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
     let parent = parent_of(path);
     sweep(&parent);
@@ -130,19 +183,32 @@ pub(crate) fn write_entries(dir: &Path, fill: impl FnOnce(&Path) -> Result<()>) 
     sync_dir(dir)
 }
 
+/// Moves the directory `path` aside, beside it, under a name that says
+/// where it came from (`.btl-old-NAME.XXXXXX`), and returns that name.
+fn move_aside(path: &Path) -> Result<PathBuf> {
+    let parent = parent_of(path);
+    let name = path
+        .file_name()
+        .map_or_else(|| "output".to_owned(), |n| n.to_string_lossy().into_owned());
+    let aside = tempfile::Builder::new()
+        .prefix(&format!("{OLD}{name}."))
+        .tempdir_in(&parent)
+        .map_err(io_error(&parent))?
+        .keep();
+    // rename(2) replaces an empty directory, which `aside` is.
+    std::fs::rename(path, &aside).map_err(io_error(path))?;
+    // Dated now, so that its age says how long ago it was moved (not when
+    // it was written) and a sweep leaves it to this writer meanwhile.
+    let _ = File::open(&aside).and_then(|d| d.set_modified(std::time::SystemTime::now()));
+    Ok(aside)
+}
+
 /// Puts the complete, synced directory `staged` (in `path`'s parent) in
 /// `path`'s place, as [`write_dir`] does with what it made.
 pub(crate) fn replace_dir(staged: &Path, path: &Path) -> Result<()> {
     let parent = parent_of(path);
     let old = if path.exists() {
-        let aside = tempfile::Builder::new()
-            .prefix(".btl-old-")
-            .tempdir_in(&parent)
-            .map_err(io_error(&parent))?
-            .keep();
-        // rename(2) replaces an empty directory, which `aside` is.
-        std::fs::rename(path, &aside).map_err(io_error(path))?;
-        Some(aside)
+        Some(move_aside(path)?)
     } else {
         None
     };
@@ -173,6 +239,52 @@ mod tests {
     use crate::error::{Error, Result};
     use agent_core::atomic::ABANDONED_AFTER;
     use std::os::unix::fs::OpenOptionsExt;
+
+    /// A writer killed between moving the previous output aside and
+    /// putting the new one in its place left the only copy aside: the next
+    /// write beside it puts it back. One whose new output did take its
+    /// place is removed; one moved aside a moment ago is left to its writer.
+    #[test]
+    fn an_output_left_aside_by_a_killed_writer_is_put_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let aside = |name: &str| {
+            let path = dir.path().join(name);
+            std::fs::create_dir(&path).unwrap();
+            std::fs::write(path.join("model.safetensors"), name).unwrap();
+            path
+        };
+        let only_copy = aside(".btl-old-checkpoint-000250.x1Yz");
+        let replaced = aside(".btl-old-checkpoint-000500.a2Bc");
+        std::fs::create_dir(dir.path().join("checkpoint-000500")).unwrap();
+        let in_flight = aside(".btl-old-checkpoint-000750.q3Rs");
+        for path in [&only_copy, &replaced] {
+            age(path);
+        }
+        write_dir(&dir.path().join("checkpoint-001000"), |d| {
+            std::fs::write(d.join("a"), "1").unwrap();
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("checkpoint-000250/model.safetensors"))
+                .unwrap(),
+            ".btl-old-checkpoint-000250.x1Yz"
+        );
+        assert!(!only_copy.exists() && !replaced.exists());
+        assert!(dir.path().join("checkpoint-000500").is_dir());
+        assert!(in_flight.join("model.safetensors").is_file());
+        // What replace_dir moves aside is named so that it finds its way
+        // back: a kill right after the move is a put-back away from whole.
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(out.join("x"), "old").unwrap();
+        let moved = super::move_aside(&out).unwrap();
+        assert!(!out.exists());
+        age(&moved);
+        super::tidy(dir.path());
+        assert_eq!(std::fs::read_to_string(out.join("x")).unwrap(), "old");
+        assert!(!moved.exists());
+    }
 
     /// Dates `path`'s last change back past [`ABANDONED_AFTER`].
     fn age(path: &std::path::Path) {

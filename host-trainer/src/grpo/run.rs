@@ -63,6 +63,9 @@ pub fn run(
         source,
     })?;
     let _lock = lock_output_dir(out)?;
+    // A checkpoint a killed save left aside is put back before the latest
+    // one is looked for.
+    crate::atomic::tidy(out);
     // Starting afresh over a run's checkpoints would rewrite its metrics
     // log from step 0 and its checkpoints one by one: forgetting --resume
     // after a kill must not cost the run.
