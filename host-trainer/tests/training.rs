@@ -1178,3 +1178,32 @@ fn sft_value_weight_counts_the_goals_values_more() {
         );
     }
 }
+
+/// A sample file that holds other bytes than the run read is refused on
+/// resume (the run would draw other samples from the step it stopped at);
+/// put back, it resumes.
+#[test]
+fn a_changed_sample_file_is_refused_on_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = toy_config(dir.path(), 2);
+    let out = config.run.output_dir.clone();
+    let mut first = Trainer::new(config.clone(), Box::new(Digits)).unwrap();
+    first.step().unwrap();
+    checkpoint::save(&first).unwrap();
+    let samples = dir.path().join("samples.json");
+    let read = std::fs::read_to_string(&samples).unwrap();
+    std::fs::write(&samples, format!("{read}\n")).unwrap();
+    let mut second = Trainer::new(config.clone(), Box::new(Digits)).unwrap();
+    let err = checkpoint::resume(&out, config.clone(), &mut second)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("samples.json is not the file the run read")
+            && err.contains(&format!("{} bytes", read.len() + 1)),
+        "{err}"
+    );
+    std::fs::write(&samples, &read).unwrap();
+    let mut third = Trainer::new(config.clone(), Box::new(Digits)).unwrap();
+    checkpoint::resume(&out, config, &mut third).unwrap();
+    assert_eq!(third.steps_done(), 1);
+}

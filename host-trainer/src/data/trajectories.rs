@@ -777,6 +777,14 @@ mod tests {
         let endless = dir.path().join("step-0001.xml");
         std::os::unix::fs::symlink("/dev/zero", &endless).unwrap();
         let e = read_ui_tree(&endless).unwrap_err();
+        assert!(e.ends_with("not a regular file, so not a UI tree"), "{e}");
+        // A regular file past the bound (sparse: nothing is written).
+        let large = dir.path().join("step-0002.xml");
+        std::fs::File::create(&large)
+            .unwrap()
+            .set_len(33_554_433)
+            .unwrap();
+        let e = read_ui_tree(&large).unwrap_err();
         assert!(
             e.ends_with("more than 33554432 bytes, too large for a UI tree"),
             "{e}"

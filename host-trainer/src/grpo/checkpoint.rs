@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use tch::Tensor;
 
 use super::config::{TrainConfig, TrainMode};
-use super::trainer::Trainer;
+use super::trainer::{InputDigest, Trainer};
 use crate::error::{Error, Result};
 use crate::peft::{LoraWeights, PeftAdapter, PeftConfig};
 
@@ -39,6 +39,10 @@ struct State {
     steps_done: u64,
     optimizer_steps: i64,
     config: TrainConfig,
+    /// The sample and held-out files the run read (none recorded by runs
+    /// from before this was).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    inputs: Vec<InputDigest>,
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
@@ -129,6 +133,7 @@ pub fn save(trainer: &Trainer) -> Result<PathBuf> {
             steps_done: trainer.steps_done(),
             optimizer_steps: trainer.optimizer_steps(),
             config: config.clone(),
+            inputs: trainer.inputs().to_vec(),
         };
         let text = serde_json::to_string_pretty(&state)
             .map_err(|e| Error::Input(format!("serializing the trainer state: {e}")))?;
@@ -226,6 +231,24 @@ pub fn resume(dir: &Path, config: TrainConfig, trainer: &mut Trainer) -> Result<
                 config_differences(&saved, &config).join(", ")
             ),
         ));
+    }
+    // Paths may differ (a moved directory); the bytes may not.
+    for (then, now) in state.inputs.iter().zip(trainer.inputs()) {
+        if (then.bytes, &then.fnv1a) != (now.bytes, &now.fnv1a) {
+            return Err(corrupt(
+                &state_path,
+                format!(
+                    "{} is not the file the run read ({} bytes, FNV-1a {} then; {} bytes, {} \
+                     now): resumed, it would go on with other data; put the run's file back, \
+                     or start a new run",
+                    now.path.display(),
+                    then.bytes,
+                    then.fnv1a,
+                    now.bytes,
+                    now.fnv1a
+                ),
+            ));
+        }
     }
     if state.steps_done > config.run.steps {
         return Err(corrupt(

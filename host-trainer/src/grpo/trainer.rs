@@ -299,6 +299,8 @@ pub struct Trainer {
     items: Arc<[Item]>,
     /// `data.heldout`: evaluated, never trained on.
     heldout: Vec<Item>,
+    /// The sample and held-out files as they were read.
+    inputs: Vec<InputDigest>,
     reward: Box<dyn Reward>,
     /// `online.tasks`, resolved (empty without `[online]`).
     online_tasks: Vec<&'static str>,
@@ -366,14 +368,36 @@ pub fn parse_device(text: Option<&str>) -> Result<Device> {
     Ok(Device::Cuda(index))
 }
 
+/// What a run read from one of its sample files: a resumed run is
+/// refused when its file now holds other bytes, since the data order and
+/// every sample drawn from the step on would differ from the run's.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct InputDigest {
+    pub path: PathBuf,
+    pub bytes: u64,
+    /// FNV-1a (64-bit) of the file's bytes, in hex.
+    pub fnv1a: String,
+}
+
+impl InputDigest {
+    fn of(path: &Path, text: &str) -> Self {
+        Self {
+            path: path.to_owned(),
+            bytes: text.len() as u64,
+            fnv1a: format!("{:016x}", agent_core::hash::fnv1a(&[text.as_bytes()])),
+        }
+    }
+}
+
 /// Reads the samples of every file, in order; errors name the file and line.
-fn load_items(files: &[PathBuf]) -> Result<Vec<Item>> {
+fn load_items(files: &[PathBuf], read: &mut Vec<InputDigest>) -> Result<Vec<Item>> {
     let mut items = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(file).map_err(|source| Error::Io {
             path: file.clone(),
             source,
         })?;
+        read.push(InputDigest::of(file, &text));
         let samples = parse_samples(&text).map_err(|e| Error::Config {
             path: file.clone(),
             message: e.to_string(),
@@ -440,10 +464,11 @@ impl Trainer {
             Precision::F32 => (Kind::Float, Kind::Float, None),
             Precision::Bf16 => (Kind::BFloat16, Kind::Float, Some(Kind::BFloat16)),
         };
+        let mut inputs = Vec::new();
         let items = if config.data.samples.is_empty() {
             Vec::new()
         } else {
-            load_items(&config.data.samples)?
+            load_items(&config.data.samples, &mut inputs)?
         };
         let online_tasks = match &config.online {
             Some(online) => online.task_names()?,
@@ -452,7 +477,7 @@ impl Trainer {
         let heldout = if config.data.heldout.is_empty() {
             Vec::new()
         } else {
-            load_items(&config.data.heldout)?
+            load_items(&config.data.heldout, &mut inputs)?
         };
         let tokenizer = PromptTokenizer::from_file(&config.tokenizer_path())?;
         let copy_tokens = match config.run.objective {
@@ -516,6 +541,7 @@ impl Trainer {
             optimizer,
             items: items.into(),
             heldout,
+            inputs,
             reward,
             online_tasks,
             done: 0,
@@ -540,6 +566,11 @@ impl Trainer {
     /// Where the model computes.
     pub fn device(&self) -> Device {
         self.model.device()
+    }
+
+    /// The sample and held-out files as this trainer read them.
+    pub fn inputs(&self) -> &[InputDigest] {
+        &self.inputs
     }
 
     /// Optimizer steps done so far.
