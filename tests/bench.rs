@@ -25,6 +25,7 @@ fn bench_into(dir: &Dir, extra: &[&str]) -> std::process::Output {
 /// policy's results, and a task named twice is refused rather than counted
 /// twice.
 #[test]
+#[cfg(feature = "llama")]
 fn a_bench_counts_only_its_own_policys_episodes() {
     let dir = Dir::new();
     let oracle = bench(&dir, &["--policy", "oracle", "--tasks", "wifi_on"]);
@@ -361,6 +362,7 @@ fn counts_past_their_bounds_are_refused() {
 /// were decoded as this run decodes: another temperature, or no grammar,
 /// would make other episodes, and their results are not this run's.
 #[test]
+#[cfg(feature = "llama")]
 fn episodes_decoded_otherwise_are_not_read_back() {
     let dir = Dir::new();
     let mut args = vec!["--tasks", "wifi_on", "--max-steps", "1"];

@@ -381,6 +381,27 @@ fn a_resume_with_other_weights_is_refused_before_the_model_loads() {
         "{e}"
     );
     assert!(!e.contains("block_count"), "{e}");
+
+    // The same weights decoding otherwise (the default budget, not the
+    // recorded 300 tokens) are refused too, from the flags.
+    std::fs::copy(F16, &model).unwrap();
+    let resumed = dir.btl([
+        "run",
+        "--resume",
+        path_str(&out),
+        "--model",
+        path_str(&model),
+        "--mmproj",
+        TINY_MMPROJ,
+    ]);
+    assert_eq!(resumed.status.code(), Some(2), "{}", stderr(&resumed));
+    let e = stderr(&resumed);
+    assert!(
+        e.contains(
+            "holds an episode of model.gguf decoded otherwise (max_tokens: 300 there, 2200 here)"
+        ),
+        "{e}"
+    );
 }
 
 /// A model file with no layers, or more than llama.cpp's 512, would make

@@ -457,6 +457,7 @@ fn a_killed_run_resumes_on_a_rebuilt_phone_and_succeeds() {
 /// naming the smallest budget that holds one: one token less is refused,
 /// that budget runs a step.
 #[test]
+#[cfg(feature = "llama")]
 fn a_budget_no_answer_fits_is_refused_before_the_episode() {
     let dir = Dir::new();
     let run = |tokens: &str, out: &str| {
@@ -479,7 +480,7 @@ fn a_budget_no_answer_fits_is_refused_before_the_episode() {
     let err = stderr(&small);
     assert_eq!(small.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("max_tokens = 10: a budget of 10 tokens cannot hold a constrained BTL answer"),
+        err.contains("--max-tokens 10: a budget of 10 tokens cannot hold a constrained BTL answer"),
         "{err}"
     );
     assert!(!out.join("episode.json").exists(), "{err}");

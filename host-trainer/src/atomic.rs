@@ -76,14 +76,9 @@ const OLD: &str = ".btl-old-";
 /// Removes the staging entries in `dir` that killed writers left, and
 /// deals with the directories a writer killed between [`replace_dir`]'s
 /// two renames left aside (see [`put_back_abandoned`]).
-fn sweep(dir: &Path) {
+pub(crate) fn sweep(dir: &Path) {
     atomic::remove_abandoned(dir, PARTIAL);
     put_back_abandoned(dir);
-}
-
-/// Tidies `dir` before a run reads it: what [`sweep`] does.
-pub(crate) fn tidy(dir: &Path) {
-    sweep(dir);
 }
 
 /// A directory moved aside and left there for [`atomic::ABANDONED_AFTER`]
@@ -281,7 +276,7 @@ mod tests {
         let moved = super::move_aside(&out).unwrap();
         assert!(!out.exists());
         age(&moved);
-        super::tidy(dir.path());
+        super::sweep(dir.path());
         assert_eq!(std::fs::read_to_string(out.join("x")).unwrap(), "old");
         assert!(!moved.exists());
     }

@@ -230,6 +230,10 @@ pub enum AgentError {
     /// Settings [`AgentConfig::check`] refuses.
     #[error("invalid agent settings{at}: {reason}")]
     Settings { at: String, reason: String },
+    /// The policy's decoding budget (`--max-tokens`) holds no constrained
+    /// answer on the episode's frame.
+    #[error("--max-tokens {max_tokens}: {reason}")]
+    Budget { max_tokens: u32, reason: String },
 }
 
 /// One episode: a device, a policy and the directory it is recorded in.
@@ -244,7 +248,7 @@ pub struct Agent {
     history: Vec<String>,
     steps: u32,
     /// Screen hash and device action of the performed steps, newest last;
-    /// starts empty on resume, since the screens before a crash are gone.
+    /// on resume, read back from the recorded screenshots ([`recent_keys`]).
     recent: Vec<(u64, DeviceAction)>,
     /// The settled screenshot after the last action: the next observation.
     next_screenshot: Option<RgbaImage>,
@@ -294,7 +298,7 @@ impl Agent {
             resumed_at_steps: Vec::new(),
             outcome: None,
         };
-        answers_fit(&episode, policy.as_ref(), "")?;
+        answers_fit(&episode, policy.as_ref())?;
         let writer = TrajectoryWriter::create(dir, &episode)?;
         Ok(Self::assemble(
             device,
@@ -336,11 +340,7 @@ impl Agent {
                 reason,
             });
         }
-        answers_fit(
-            &trajectory.episode,
-            policy.as_ref(),
-            &format!(" for {}", dir.join(trajectory::EPISODE_FILE).display()),
-        )?;
+        answers_fit(&trajectory.episode, policy.as_ref())?;
         trajectory.episode.outcome = None;
         writer.cut_partial_line(trajectory.valid_len)?;
         let history = trajectory.history();
@@ -904,7 +904,7 @@ pub fn is_uniform(image: &RgbaImage) -> bool {
 /// Refuses, before anything is recorded, a decoding budget too small for
 /// any constrained answer on the episode's frame: every step would fail
 /// the same way, and the episode would pass for the model's failure.
-fn answers_fit(episode: &EpisodeRecord, policy: &dyn Policy, at: &str) -> Result<(), AgentError> {
+fn answers_fit(episode: &EpisodeRecord, policy: &dyn Policy) -> Result<(), AgentError> {
     let Some(decoding) = policy.decoding().filter(|d| d.grammar) else {
         return Ok(());
     };
@@ -916,9 +916,9 @@ fn answers_fit(episode: &EpisodeRecord, policy: &dyn Policy, at: &str) -> Result
     crate::model::grammar::GrammarLimits::default()
         .fit(decoding.max_tokens as usize, frame, settings.profile)
         .map(|_| ())
-        .map_err(|e| AgentError::Settings {
-            at: at.to_owned(),
-            reason: format!("max_tokens = {}: {e}", decoding.max_tokens),
+        .map_err(|e| AgentError::Budget {
+            max_tokens: decoding.max_tokens,
+            reason: e.to_string(),
         })
 }
 

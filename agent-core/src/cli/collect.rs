@@ -99,8 +99,9 @@ struct Job {
 enum Report {
     Done {
         device: String,
-        /// The device as the episode's trajectory names it.
-        recorded_device: String,
+        /// The device as the episode's trajectory names it (`None` when
+        /// the trajectory could not be read back).
+        recorded_device: Option<String>,
         job: Job,
         outcome: EpisodeOutcome,
         /// Steps where a relabelling teacher ran its answer in place of the
@@ -153,7 +154,7 @@ pub fn run(args: &Args) -> Outcome {
                 check_finished(&recorded, &job, &agent_args, args, shared.as_ref())?;
                 let line = index_line(
                     &job,
-                    &recorded.episode.device,
+                    Some(&recorded.episode.device),
                     None,
                     &outcome,
                     taken_over(&recorded),
@@ -238,8 +239,13 @@ pub fn run(args: &Args) -> Outcome {
                         printable(&outcome.stop.to_string()),
                         outcome.steps
                     );
-                    let line =
-                        index_line(&job, &recorded_device, Some(&device), &outcome, taken_over);
+                    let line = index_line(
+                        &job,
+                        recorded_device.as_deref(),
+                        Some(&device),
+                        &outcome,
+                        taken_over,
+                    );
                     append_line(&index, &line)?;
                 }
                 Report::JobFailed { device, job, error } => {
@@ -458,9 +464,7 @@ fn worker(
                 _ => {
                     let recorded = crate::agent::trajectory::read_trajectory(&dir).ok();
                     let _ = tx.send(Report::Done {
-                        recorded_device: recorded
-                            .as_ref()
-                            .map_or_else(|| device.clone(), |t| t.episode.device.clone()),
+                        recorded_device: recorded.as_ref().map(|t| t.episode.device.clone()),
                         device,
                         job,
                         outcome,
@@ -493,9 +497,8 @@ fn worker(
     }
 }
 
-/// How many recorded steps of the episode in `dir` ran a relabelling
-/// teacher's answer in place of the policy's; an unreadable trajectory
-/// counts none (the episode itself was already reported done).
+/// How many recorded steps ran a relabelling teacher's answer in place of
+/// the policy's.
 fn taken_over(t: &Trajectory) -> usize {
     t.steps
         .iter()
@@ -505,11 +508,12 @@ fn taken_over(t: &Trajectory) -> usize {
 
 /// The index's line for a finished episode of `job`: its `device` as its
 /// trajectory names it, so lines of one phone group together whether this
-/// run or a later one listed them, and the `worker` that ran it
-/// (`virtual phone 2`) where this run knows it.
+/// run or a later one listed them (null if the trajectory could not be read
+/// back), and the `worker` that ran it (`virtual phone 2`) where this run
+/// knows it.
 fn index_line(
     job: &Job,
-    device: &str,
+    device: Option<&str>,
     worker: Option<&str>,
     outcome: &EpisodeOutcome,
     taken_over: usize,

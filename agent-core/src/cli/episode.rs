@@ -74,7 +74,8 @@ pub struct PolicyArgs {
     pub llama: ModelArgs,
 }
 
-/// The model a `--policy model` run loads, and how it decodes.
+/// The model a command loads (`--policy model`, or `predict`'s), and how
+/// it decodes.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ModelArgs {
     /// Text model GGUF (default: the shipped default model, agent-core/models).
@@ -140,7 +141,7 @@ pub struct AgentArgs {
     /// Sensitive actions (pay, delete, send, …): ask on the terminal (denied
     /// when not interactive), deny, or allow [default: the safety config's,
     /// which is ask; bench and collect on the virtual phone without
-    /// --safety-config: allow].
+    /// --safety-config: allow, but deny in bench's injection suite].
     #[arg(long, value_parser = parse_confirm)]
     pub confirm: Option<Confirm>,
     /// Sensitive-action patterns as JSON (`btl safety-config` prints the
@@ -464,6 +465,20 @@ fn model_files(args: &ModelArgs) -> (PathBuf, PathBuf) {
     }
 }
 
+/// How the model `args` name will decode with `vote` answers a step, known
+/// before it loads: a resumed episode decoded otherwise is refused without
+/// the wait.
+pub fn decoding_of(args: &ModelArgs, vote: u32) -> Decoding {
+    let defaults = LlamaConfig::new(PathBuf::new(), PathBuf::new());
+    Decoding {
+        max_tokens: args.max_tokens,
+        temperature: args.temperature.unwrap_or(if vote > 1 { 0.9 } else { 0.0 }),
+        top_p: defaults.top_p,
+        top_k: defaults.top_k,
+        grammar: !args.no_grammar,
+    }
+}
+
 fn load_model(args: &ModelArgs, vote: u32) -> Result<Box<dyn Policy>, Failure> {
     let (model, mmproj) = model_files(args);
     if args.model.is_none() || args.mmproj.is_none() {
@@ -481,7 +496,7 @@ fn load_model(args: &ModelArgs, vote: u32) -> Result<Box<dyn Policy>, Failure> {
     config.mmap = args.mmap;
     config.grammar = !args.no_grammar;
     config.grammar_check = args.grammar_check;
-    config.temperature = args.temperature.unwrap_or(if vote > 1 { 0.9 } else { 0.0 });
+    config.temperature = decoding_of(args, vote).temperature;
     config.adapters = args.lora.clone();
     let policy = PolicySpec::Llama(config).load().map_err(|e| match e {
         LoadPolicyError::NotBuilt { .. } => Failure::BadInput(anyhow!(
@@ -782,8 +797,8 @@ pub fn recorded_task(recorded: &Trajectory) -> anyhow::Result<Option<Arc<dyn Tas
 }
 
 /// Why the episode `recorded` is not the one this job would record, if
-/// it is not: another policy, the same name with other weights, another
-/// task instance, or other settings. The safety rules and the settle
+/// it is not: another policy, the same name with other weights or decoding
+/// otherwise, another task instance, or other settings. The safety rules and the settle
 /// timing are left out: they say how a device is driven (and differ from
 /// one kind of device to another), not which episode it is.
 pub fn foreign_episode(
@@ -863,7 +878,9 @@ pub enum EpisodeFailure {
 
 fn not_started(e: crate::agent::AgentError) -> EpisodeFailure {
     match e {
-        crate::agent::AgentError::Settings { .. } => EpisodeFailure::Refused(e.into()),
+        crate::agent::AgentError::Settings { .. } | crate::agent::AgentError::Budget { .. } => {
+            EpisodeFailure::Refused(e.into())
+        }
         e => EpisodeFailure::Other(e.into()),
     }
 }

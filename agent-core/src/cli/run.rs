@@ -9,9 +9,9 @@
 //! brought back to where it stopped).
 
 use super::episode::{
-    AgentArgs, DeviceArgs, PolicyArgs, PolicyKind, Target, attach_task, confirmer, episode_policy,
-    load_policy, model_fingerprint, prepare, prepare_resumed, progress_bar, recorded_task,
-    stamped_dir, step_message,
+    AgentArgs, DeviceArgs, PolicyArgs, PolicyKind, Target, attach_task, confirmer, decoding_of,
+    episode_policy, load_policy, model_fingerprint, prepare, prepare_resumed, progress_bar,
+    recorded_task, stamped_dir, step_message,
 };
 use super::{Failure, Outcome, json_line};
 use crate::agent::trajectory::read_trajectory;
@@ -200,7 +200,7 @@ fn start(args: &Args, target: &Target) -> Result<Started, Failure> {
 /// Why an episode did not start, as the exit code says it: settings that
 /// cannot run are the user's to change.
 fn not_started(e: AgentError, context: String) -> Failure {
-    let bad_input = matches!(e, AgentError::Settings { .. });
+    let bad_input = matches!(e, AgentError::Settings { .. } | AgentError::Budget { .. });
     let e = anyhow::Error::from(e).context(context);
     if bad_input {
         Failure::BadInput(e)
@@ -282,7 +282,12 @@ fn resume(args: &Args, target: &Target, dir: &Path) -> Result<Started, Failure> 
     let shared = match args.policy.policy {
         PolicyKind::Model => {
             let weights = model_fingerprint(&args.policy.llama)?;
-            if let Some(reason) = recorded.episode.other_weights(weights.as_deref()) {
+            let decoding = decoding_of(&args.policy.llama, settings.vote);
+            if let Some(reason) = recorded
+                .episode
+                .other_weights(weights.as_deref())
+                .or_else(|| recorded.episode.other_decoding(Some(&decoding)))
+            {
                 return Err(other_policy(dir, reason));
             }
             Some(load_policy(&args.policy, settings.vote)?)

@@ -65,7 +65,7 @@ pub fn run(
     let _lock = lock_output_dir(out)?;
     // A checkpoint a killed save left aside is put back before the latest
     // one is looked for.
-    crate::atomic::tidy(out);
+    crate::atomic::sweep(out);
     // Starting afresh over a run's checkpoints would rewrite its metrics
     // log from step 0 and its checkpoints one by one: forgetting --resume
     // after a kill must not cost the run.

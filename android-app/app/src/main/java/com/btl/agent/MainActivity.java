@@ -187,7 +187,7 @@ public final class MainActivity extends Activity {
         }
         String request;
         try {
-            request = AgentSettings.parse(values).toResumeJson();
+            request = AgentSettings.parsePolicy(values).toResumeJson();
         } catch (IllegalArgumentException e) {
             status.setText(e.getMessage());
             return;

@@ -6,6 +6,7 @@
  */
 package com.btl.agent.core;
 
+import java.util.Collections;
 import java.util.Locale;
 import java.util.Map;
 
@@ -35,16 +36,19 @@ public final class AgentSettings {
     public final String profile;
     public final String confirm;
 
-    private AgentSettings(Map<String, String> values) {
+    private AgentSettings(Map<String, String> values, boolean policyOnly) {
         model = path(values, MODEL);
         mmproj = path(values, MMPROJ);
-        maxPixels = number(values, MAX_PIXELS, DEFAULT_MAX_PIXELS, MIN_PIXELS, 100_000_000L);
         threads = (int) number(values, THREADS, 4, 1, 64);
         backend = choice(values, BACKEND, "cpu", "cpu", "vulkan");
-        vote = (int) number(values, VOTE, 1, 1, 16);
-        maxSteps = (int) number(values, MAX_STEPS, 30, 1, 500);
-        profile = choice(values, PROFILE, "btl-ui", "btl-ui", "btl-extended");
-        confirm = choice(values, CONFIRM, "ask", "ask", "deny", "allow");
+        // A resumed episode keeps its own settings: what is typed for them
+        // now is not read, so a mistake there cannot block the resume.
+        Map<String, String> episode = policyOnly ? Collections.emptyMap() : values;
+        maxPixels = number(episode, MAX_PIXELS, DEFAULT_MAX_PIXELS, MIN_PIXELS, 100_000_000L);
+        vote = (int) number(episode, VOTE, 1, 1, 16);
+        maxSteps = (int) number(episode, MAX_STEPS, 30, 1, 500);
+        profile = choice(episode, PROFILE, "btl-ui", "btl-ui", "btl-extended");
+        confirm = choice(episode, CONFIRM, "ask", "ask", "deny", "allow");
     }
 
     /**
@@ -53,7 +57,17 @@ public final class AgentSettings {
      * @throws IllegalArgumentException naming the first setting that is wrong
      */
     public static AgentSettings parse(Map<String, String> values) {
-        return new AgentSettings(values);
+        return new AgentSettings(values, false);
+    }
+
+    /**
+     * Reads the policy's settings only (model, mmproj, threads, backend), for
+     * {@link #toResumeJson}: the episode's own settings are its recorded ones.
+     *
+     * @throws IllegalArgumentException naming the first of them that is wrong
+     */
+    public static AgentSettings parsePolicy(Map<String, String> values) {
+        return new AgentSettings(values, true);
     }
 
     /** The native session request for an episode towards {@code goal} with the llama.cpp policy. */

@@ -76,13 +76,17 @@ public class AgentSettingsTest {
 
     @Test
     public void aResumeRequestNamesThePolicyAlone() {
-        AgentSettings s = AgentSettings.parse(values("model", "/m/model.gguf", "mmproj", "/m/mmproj.gguf",
-                "backend", "vulkan", "max_steps", "12", "vote", "3"));
+        // What is typed for the episode's own settings is not read, wrong or not.
+        AgentSettings s = AgentSettings.parsePolicy(values("model", "/m/model.gguf", "mmproj", "/m/mmproj.gguf",
+                "backend", "vulkan", "max_steps", "0", "vote", "many"));
         assertEquals("{\"policy\": {\"kind\": \"llama\", \"model\": \"/m/model.gguf\","
                 + " \"mmproj\": \"/m/mmproj.gguf\", \"threads\": 4, \"backend\": \"vulkan\"}}", s.toResumeJson());
         assertEquals("choose the model file and the mmproj file first",
                 assertThrows(IllegalArgumentException.class,
-                        () -> AgentSettings.parse(values("model", "/a")).toResumeJson()).getMessage());
+                        () -> AgentSettings.parsePolicy(values("model", "/a")).toResumeJson()).getMessage());
+        assertEquals("threads must be between 1 and 64, got 0",
+                assertThrows(IllegalArgumentException.class,
+                        () -> AgentSettings.parsePolicy(values("threads", "0"))).getMessage());
     }
 
     @Test
