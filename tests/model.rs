@@ -365,17 +365,21 @@ fn a_resume_with_other_weights_is_refused_before_the_model_loads() {
     let mut bytes = std::fs::read(&other).unwrap();
     bytes.push(0);
     std::fs::write(&model, bytes).unwrap();
-    let resumed = dir.btl([
-        "run",
-        "--resume",
-        path_str(&out),
-        "--model",
-        path_str(&model),
-        "--mmproj",
-        TINY_MMPROJ,
-    ]);
-    assert_eq!(resumed.status.code(), Some(2), "{}", stderr(&resumed));
-    let e = stderr(&resumed);
+    // A refused resume: its message.
+    let refused = || {
+        let resumed = dir.btl([
+            "run",
+            "--resume",
+            path_str(&out),
+            "--model",
+            path_str(&model),
+            "--mmproj",
+            TINY_MMPROJ,
+        ]);
+        assert_eq!(resumed.status.code(), Some(2), "{}", stderr(&resumed));
+        stderr(&resumed)
+    };
+    let e = refused();
     assert!(
         e.contains("holds an episode of model.gguf with other weights (fingerprint "),
         "{e}"
@@ -385,17 +389,7 @@ fn a_resume_with_other_weights_is_refused_before_the_model_loads() {
     // The same weights decoding otherwise (the default budget, not the
     // recorded 300 tokens) are refused too, from the flags.
     std::fs::copy(F16, &model).unwrap();
-    let resumed = dir.btl([
-        "run",
-        "--resume",
-        path_str(&out),
-        "--model",
-        path_str(&model),
-        "--mmproj",
-        TINY_MMPROJ,
-    ]);
-    assert_eq!(resumed.status.code(), Some(2), "{}", stderr(&resumed));
-    let e = stderr(&resumed);
+    let e = refused();
     assert!(
         e.contains(
             "holds an episode of model.gguf decoded otherwise (max_tokens: 300 there, 2200 here)"

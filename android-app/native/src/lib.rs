@@ -43,7 +43,7 @@ use jni::sys::jlong;
 use jni::{Env, EnvUnowned, jni_str};
 use session::{BridgeError, Session};
 use std::any::Any;
-use std::path::Path;
+use std::path::PathBuf;
 
 /// Throws `com.btl.agent.core.AgentException` for an error or a panic,
 /// unless a Java exception is already pending (it then wins), and returns
@@ -134,6 +134,28 @@ unsafe fn session<'a>(handle: jlong) -> Result<&'a Session, BridgeError> {
     Ok(unsafe { &*(handle as *const Session) })
 }
 
+/// What `nativeCreate` and `nativeResume` are given, as Rust values; `call`
+/// names the Java method in the refusal of a null argument.
+fn request_and_dir(
+    env: &mut Env,
+    call: &str,
+    request: &JString,
+    dir: &JString,
+) -> Result<(String, PathBuf), BridgeError> {
+    init_logging();
+    if request.is_null() || dir.is_null() {
+        return Err(BridgeError::Usage(format!(
+            "NativeAgent.{call} needs a request and a trajectory directory, got null"
+        )));
+    }
+    Ok((request.try_to_string(env)?, dir.try_to_string(env)?.into()))
+}
+
+/// The handle Java keeps for `session` until `nativeFree`.
+fn into_handle(session: Session) -> jlong {
+    Box::into_raw(Box::new(session)) as jlong
+}
+
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_com_btl_agent_core_NativeAgent_nativeCreate<'local>(
     mut env: EnvUnowned<'local>,
@@ -144,16 +166,8 @@ pub extern "system" fn Java_com_btl_agent_core_NativeAgent_nativeCreate<'local>(
     listener: JObject<'local>,
 ) -> jlong {
     env.with_env(|env| -> Result<jlong, BridgeError> {
-        init_logging();
-        if config.is_null() || trajectory_dir.is_null() {
-            return Err(BridgeError::Usage(
-                "NativeAgent.create needs a config and a trajectory directory, got null".into(),
-            ));
-        }
-        let config = config.try_to_string(env)?;
-        let dir = trajectory_dir.try_to_string(env)?;
-        let session = Session::create(env, &config, Path::new(&dir), &device, &listener)?;
-        Ok(Box::into_raw(Box::new(session)) as jlong)
+        let (config, dir) = request_and_dir(env, "create", &config, &trajectory_dir)?;
+        Session::create(env, &config, &dir, &device, &listener).map(into_handle)
     })
     .resolve::<ThrowAgentException>()
 }
@@ -168,16 +182,8 @@ pub extern "system" fn Java_com_btl_agent_core_NativeAgent_nativeResume<'local>(
     listener: JObject<'local>,
 ) -> jlong {
     env.with_env(|env| -> Result<jlong, BridgeError> {
-        init_logging();
-        if request.is_null() || trajectory_dir.is_null() {
-            return Err(BridgeError::Usage(
-                "NativeAgent.resume needs a request and a trajectory directory, got null".into(),
-            ));
-        }
-        let request = request.try_to_string(env)?;
-        let dir = trajectory_dir.try_to_string(env)?;
-        let session = Session::resume(env, &request, Path::new(&dir), &device, &listener)?;
-        Ok(Box::into_raw(Box::new(session)) as jlong)
+        let (request, dir) = request_and_dir(env, "resume", &request, &trajectory_dir)?;
+        Session::resume(env, &request, &dir, &device, &listener).map(into_handle)
     })
     .resolve::<ThrowAgentException>()
 }
