@@ -450,6 +450,9 @@ pub fn load_shared_model(args: &ModelArgs, vote: u32) -> Result<SharedPolicy, Fa
 /// without llama.cpp.
 pub fn model_fingerprint(args: &ModelArgs) -> Result<Option<String>, Failure> {
     let (model, mmproj) = model_files(args);
+    if args.model.is_none() || args.mmproj.is_none() {
+        default_model_present(&model, &mmproj)?;
+    }
     let mut config = LlamaConfig::new(model, mmproj);
     config.adapters = args.lora.clone();
     config
@@ -482,6 +485,7 @@ pub fn decoding_of(args: &ModelArgs, vote: u32) -> Decoding {
 fn load_model(args: &ModelArgs, vote: u32) -> Result<Box<dyn Policy>, Failure> {
     let (model, mmproj) = model_files(args);
     if args.model.is_none() || args.mmproj.is_none() {
+        default_model_present(&model, &mmproj)?;
         eprintln!(
             "btl: no --model given: using the default model {} (trained by scripts/train-default-model; see agent-core/models/README.md)",
             model.display()
@@ -508,6 +512,20 @@ fn load_model(args: &ModelArgs, vote: u32) -> Result<Box<dyn Policy>, Failure> {
         eprintln!("btl: model {}", policy.name());
     }
     Ok(policy)
+}
+
+/// Refuses, in words, a default model that is not where this btl looks:
+/// the source tree it was built from, which an installed or moved binary
+/// no longer has beside it.
+fn default_model_present(model: &Path, mmproj: &Path) -> Result<(), Failure> {
+    match [model, mmproj].into_iter().find(|p| !p.is_file()) {
+        None => Ok(()),
+        Some(missing) => Err(Failure::BadInput(anyhow!(
+            "no --model given, and the default model is not at {}: this btl looks for it in \
+             the source tree it was built from (agent-core/models); give --model and --mmproj",
+            missing.display()
+        ))),
+    }
 }
 
 /// The shipped default model's text GGUF and projector. They stay in the
@@ -976,6 +994,24 @@ mod tests {
     use super::*;
     use crate::protocol::TRAINING_MAX_PIXELS;
     use clap::Parser;
+
+    /// A btl moved away from its source tree says where it looked for the
+    /// default model and what to give instead.
+    #[test]
+    fn a_missing_default_model_is_named() {
+        let (model, mmproj) = default_model();
+        assert!(default_model_present(&model, &mmproj).is_ok());
+        let gone = Path::new("/moved/agent-core/models/btl-mini-q8_0.gguf");
+        let Err(Failure::BadInput(e)) = default_model_present(gone, &mmproj) else {
+            panic!("a missing default model must be refused as bad input");
+        };
+        assert_eq!(
+            e.to_string(),
+            "no --model given, and the default model is not at \
+             /moved/agent-core/models/btl-mini-q8_0.gguf: this btl looks for it in the source \
+             tree it was built from (agent-core/models); give --model and --mmproj"
+        );
+    }
 
     #[derive(Parser)]
     struct Cli {
