@@ -17,6 +17,20 @@ pub fn differing_leaves<'a>(
     out
 }
 
+/// Each leaf where a recorded run (`there`) and this one (`here`) differ,
+/// in the words a refusal uses: `seed: 0 there, 50 here`.
+pub fn there_and_here(root: &str, there: &Value, here: &Value) -> Vec<String> {
+    differing_leaves(root, there, here)
+        .into_iter()
+        .map(|(path, a, b)| one_there_and_here(&path, a, b))
+        .collect()
+}
+
+/// One leaf of [`there_and_here`], under the name `label`.
+pub fn one_there_and_here(label: &str, there: &Value, here: &Value) -> String {
+    format!("{label}: {there} there, {here} here")
+}
+
 fn walk<'a>(
     path: &str,
     there: &'a Value,
@@ -67,6 +81,17 @@ mod tests {
                 "gone: 1 / null",
                 "seed: 0 / 50"
             ]
+        );
+    }
+
+    /// Each differing leaf is worded with the recorded value first.
+    #[test]
+    fn differences_read_as_there_and_here() {
+        let there = json!({"seed": 0, "a": {"c": "x"}});
+        let here = json!({"seed": 50, "a": {"c": "x"}});
+        assert_eq!(
+            there_and_here("", &there, &here),
+            ["seed: 0 there, 50 here"]
         );
     }
 

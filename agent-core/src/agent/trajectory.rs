@@ -93,11 +93,7 @@ impl EpisodeRecord {
             return None;
         };
         let value = |d| serde_json::to_value(d).unwrap_or(serde_json::Value::Null);
-        let differing: Vec<String> =
-            crate::json_diff::differing_leaves("", &value(recorded), &value(ours))
-                .into_iter()
-                .map(|(path, a, b)| format!("{path}: {a} there, {b} here"))
-                .collect();
+        let differing = crate::json_diff::there_and_here("", &value(recorded), &value(ours));
         (!differing.is_empty()).then(|| {
             format!(
                 "an episode of {} decoded otherwise ({})",

@@ -799,8 +799,8 @@ pub fn recorded_task(recorded: &Trajectory) -> anyhow::Result<Option<Arc<dyn Tas
         )
     })?;
     if task.params() != record["params"] {
-        let mut differing = Vec::new();
-        differences("params", &record["params"], &task.params(), &mut differing);
+        let differing =
+            crate::json_diff::there_and_here("params", &record["params"], &task.params());
         return Err(anyhow!(
             "{}: task '{name}' with seed {seed} has other parameters in this btl than recorded ({})",
             recorded.dir.display(),
@@ -832,7 +832,11 @@ pub fn foreign_episode(
     let mut differing = Vec::new();
     let task_record = serde_json::json!({"name": task.name(), "params": task.params()});
     if let Some(recorded_task) = &recorded.episode.task {
-        differences("task", recorded_task, &task_record, &mut differing);
+        differing.extend(crate::json_diff::there_and_here(
+            "task",
+            recorded_task,
+            &task_record,
+        ));
     }
     let value = |config| serde_json::to_value(config).unwrap_or(serde_json::Value::Null);
     let (mut there, mut here) = (value(&recorded.episode.settings), value(expected));
@@ -851,33 +855,17 @@ pub fn foreign_episode(
     })
 }
 
-/// [`differences`] of two episodes' settings; the one field whose flag
+/// [`crate::json_diff::there_and_here`] of two episodes' settings; the one field whose flag
 /// does not say its name is named with it:
 /// `stop_on_success (--until-finish): false there, true here`.
 fn out_of_settings(there: &serde_json::Value, here: &serde_json::Value, out: &mut Vec<String>) {
-    out.extend(
-        crate::json_diff::differing_leaves("", there, here)
-            .into_iter()
-            .map(|(path, a, b)| match path.as_str() {
-                "stop_on_success" => format!("{path} (--until-finish): {a} there, {b} here"),
-                _ => format!("{path}: {a} there, {b} here"),
-            }),
-    );
-}
-
-/// Adds to `out` each leaf where `there` (recorded) and `here` (expected)
-/// differ, by its dotted path under `root`: `seed: 0 there, 50 here`.
-fn differences(
-    root: &str,
-    there: &serde_json::Value,
-    here: &serde_json::Value,
-    out: &mut Vec<String>,
-) {
-    out.extend(
-        crate::json_diff::differing_leaves(root, there, here)
-            .into_iter()
-            .map(|(path, a, b)| format!("{path}: {a} there, {b} here")),
-    );
+    use crate::json_diff::{differing_leaves, one_there_and_here};
+    out.extend(differing_leaves("", there, here).into_iter().map(
+        |(path, a, b)| match path.as_str() {
+            "stop_on_success" => one_there_and_here("stop_on_success (--until-finish)", a, b),
+            _ => one_there_and_here(&path, a, b),
+        },
+    ));
 }
 
 /// Why a task episode could not run to an outcome.
@@ -1090,16 +1078,6 @@ mod tests {
                 .check_resumes(&recorded, dir)
                 .is_err()
         );
-    }
-
-    /// Each differing leaf is worded with the recorded value first.
-    #[test]
-    fn differences_name_each_leaf() {
-        let there = serde_json::json!({"seed": 0, "a": {"c": "x"}});
-        let here = serde_json::json!({"seed": 50, "a": {"c": "x"}});
-        let mut out = Vec::new();
-        differences("", &there, &here, &mut out);
-        assert_eq!(out, ["seed: 0 there, 50 here"]);
     }
 
     #[test]
