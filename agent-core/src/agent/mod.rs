@@ -948,13 +948,8 @@ fn recent_keys(dir: &Path, steps: &[StepRecord], keep: usize) -> Vec<(u64, Devic
 /// or claims more pixels than a screen (checked before decoding).
 fn recorded_screenshot(path: &Path) -> Option<RgbaImage> {
     let bytes = trajectory::read_screenshot_file(path).ok()?;
-    let reader =
-        || image::ImageReader::with_format(std::io::Cursor::new(&bytes), image::ImageFormat::Png);
-    let (width, height) = reader().into_dimensions().ok()?;
-    if !crate::device::fits_a_screen(width, height) {
-        return None;
-    }
-    Some(reader().decode().ok()?.to_rgba8())
+    let image = crate::device::decode_screenshot(&bytes, Some(image::ImageFormat::Png)).ok()?;
+    Some(image.to_rgba8())
 }
 
 fn hash_image(image: &RgbaImage) -> u64 {

@@ -62,25 +62,56 @@ pub fn fits_a_screen(width: u32, height: u32) -> bool {
     width.max(height) <= MAX_SCREEN_SIDE && within_screen_pixels(width, height)
 }
 
+/// What is wrong with a screen of `width` × `height`, if no phone has one.
+fn screen_fault(width: u32, height: u32) -> Option<String> {
+    if width == 0 || height == 0 {
+        Some(format!("a screen of {width}x{height} has no pixels"))
+    } else if !fits_a_screen(width, height) {
+        Some(format!(
+            "a screen of {width}x{height} is past the {MAX_SCREEN_SIDE} pixels a side and \
+             {MAX_SCREEN_PIXELS} pixels in all any phone has"
+        ))
+    } else {
+        None
+    }
+}
+
 /// Refuses a screen of `width` × `height` no phone has, naming what
 /// reported it.
 pub fn check_screen(operation: &str, width: u32, height: u32) -> Result<Size, DeviceError> {
-    if width == 0 || height == 0 {
-        Err(DeviceError::Protocol {
+    match screen_fault(width, height) {
+        Some(reason) => Err(DeviceError::Protocol {
             operation: operation.into(),
-            reason: format!("a screen of {width}x{height} has no pixels"),
-        })
-    } else if !fits_a_screen(width, height) {
-        Err(DeviceError::Protocol {
-            operation: operation.into(),
-            reason: format!(
-                "a screen of {width}x{height} is past the {MAX_SCREEN_SIDE} pixels a side and \
-                 {MAX_SCREEN_PIXELS} pixels in all any phone has"
-            ),
-        })
-    } else {
-        Ok(Size::new(width, height))
+            reason,
+        }),
+        None => Ok(Size::new(width, height)),
     }
+}
+
+/// Decodes screenshot bytes (of `format`, or of the format their first
+/// bytes show when `None`), reading the size from the header first: a few
+/// kilobytes of PNG can claim gigabytes of pixels, so a size no phone's
+/// screen has is refused before any is allocated. The error says why, in
+/// words for the caller to put after what it was reading.
+pub fn decode_screenshot(
+    bytes: &[u8],
+    format: Option<image::ImageFormat>,
+) -> Result<image::DynamicImage, String> {
+    let unreadable = |e: image::ImageError| format!("not an image ({} bytes): {e}", bytes.len());
+    let reader = || -> Result<_, String> {
+        let cursor = std::io::Cursor::new(bytes);
+        match format {
+            Some(format) => Ok(image::ImageReader::with_format(cursor, format)),
+            None => image::ImageReader::new(cursor)
+                .with_guessed_format()
+                .map_err(|e| unreadable(e.into())),
+        }
+    };
+    let (width, height) = reader()?.into_dimensions().map_err(unreadable)?;
+    if let Some(fault) = screen_fault(width, height) {
+        return Err(fault);
+    }
+    reader()?.decode().map_err(unreadable)
 }
 
 /// Duration of a swipe gesture: fast enough to fling a list, slow enough not
@@ -236,6 +267,48 @@ mod tests {
             assert!(refused(w, h).contains("any phone has"), "{w}x{h}");
         }
         assert!(check_screen("wm size", 5792, 5792).is_ok());
+    }
+
+    /// A PNG of `width` × `height` by its header, whose pixel data is a
+    /// 2 × 2 grey image's.
+    fn png_claiming(width: u32, height: u32) -> Vec<u8> {
+        let mut png = Vec::new();
+        image::GrayImage::new(2, 2)
+            .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+            .unwrap();
+        // The signature (8 bytes), IHDR's length and type (8), its width
+        // and height, then its CRC over type and data (PNG spec §5.3, §11.2.2).
+        png[16..20].copy_from_slice(&width.to_be_bytes());
+        png[20..24].copy_from_slice(&height.to_be_bytes());
+        let crc = crc32fast::hash(&png[12..29]);
+        png[29..33].copy_from_slice(&crc.to_be_bytes());
+        png
+    }
+
+    /// A screenshot's header is read before its pixels: a small file that
+    /// claims more pixels than any screen has is refused undecoded, whether
+    /// its format is given or guessed.
+    #[test]
+    fn a_screenshot_larger_than_any_screen_is_refused_before_decoding() {
+        for format in [Some(image::ImageFormat::Png), None] {
+            let decoded = |png: &[u8]| decode_screenshot(png, format);
+            assert_eq!(
+                decoded(&png_claiming(23_000, 23_000)).unwrap_err(),
+                "a screen of 23000x23000 is past the 16384 pixels a side and 33554432 pixels \
+                 in all any phone has"
+            );
+            // The PNG decoder refuses a side of 0 itself.
+            let e = decoded(&png_claiming(0, 2)).unwrap_err();
+            assert!(e.starts_with("not an image ("), "{e}");
+            // The header is what was checked: a plausible size is decoded,
+            // and its pixel data, made for 2 x 2, is then found short.
+            let e = decoded(&png_claiming(1080, 2400)).unwrap_err();
+            assert!(e.starts_with("not an image ("), "{e}");
+            let image = decoded(&png_claiming(2, 2)).unwrap();
+            assert_eq!((image.width(), image.height()), (2, 2));
+            let e = decoded(b"GIF89a, or so it says").unwrap_err();
+            assert!(e.starts_with("not an image (21 bytes): "), "{e}");
+        }
     }
 
     // 1080x2400 -> model frame 1092x2408 (2400/28 = 85.7 -> 86; 1080/28 =

@@ -654,16 +654,8 @@ pub(crate) fn read_ui_tree(path: &Path) -> Result<UiNode, String> {
 /// was most of a conversion's time. The size its header claims is checked
 /// before it is decoded: a few kilobytes of PNG can claim gigabytes.
 fn screenshot_png(bytes: Vec<u8>) -> Result<(Size, Vec<u8>), String> {
-    let reader =
-        || image::ImageReader::with_format(std::io::Cursor::new(&bytes), image::ImageFormat::Png);
-    let (width, height) = reader().into_dimensions().map_err(|e| e.to_string())?;
-    if !agent_core::device::fits_a_screen(width, height) {
-        return Err(format!(
-            "a screen of {width}x{height} is larger than any phone's"
-        ));
-    }
-    reader().decode().map_err(|e| e.to_string())?;
-    Ok((Size::new(width, height), bytes))
+    let image = agent_core::device::decode_screenshot(&bytes, Some(image::ImageFormat::Png))?;
+    Ok((Size::new(image.width(), image.height()), bytes))
 }
 
 #[cfg(test)]
@@ -770,7 +762,8 @@ mod tests {
         png[29..33].copy_from_slice(&crc.to_be_bytes());
         assert_eq!(
             screenshot_png(png).unwrap_err(),
-            "a screen of 100000x100000 is larger than any phone's"
+            "a screen of 100000x100000 is past the 16384 pixels a side and 33554432 pixels in \
+             all any phone has"
         );
 
         let dir = tempfile::tempdir().unwrap();

@@ -205,24 +205,10 @@ fn read_sample_image(
 ) -> std::result::Result<image::RgbImage, String> {
     let bytes = agent_core::agent::trajectory::read_screenshot_file(path)
         .map_err(|e| format!("cannot read the image: {e}"))?;
-    let reader = || {
-        image::ImageReader::new(std::io::Cursor::new(&bytes))
-            .with_guessed_format()
-            .map_err(|e| format!("cannot read the image: {e}"))
-    };
-    let (width, height) = reader()?
-        .into_dimensions()
+    let image = agent_core::device::decode_screenshot(&bytes, None)
         .map_err(|e| format!("cannot read the image: {e}"))?;
-    if !agent_core::device::fits_a_screen(width, height) {
-        return Err(format!(
-            "the image is {width}x{height}, larger than any phone's screen"
-        ));
-    }
-    agent_core::sample::check_image_size(width, height, size)?;
-    Ok(reader()?
-        .decode()
-        .map_err(|e| format!("cannot read the image: {e}"))?
-        .to_rgb8())
+    agent_core::sample::check_image_size(image.width(), image.height(), size)?;
+    Ok(image.to_rgb8())
 }
 
 /// The [`PromptInput`]s of several samples, their screenshots decoded and
