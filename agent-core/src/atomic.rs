@@ -169,6 +169,15 @@ pub fn try_lock(file: &File) -> Result<(), std::fs::TryLockError> {
     }
 }
 
+/// Whether the entry of `meta` has not changed for [`ABANDONED_AFTER`]
+/// (false where its time cannot be read, or lies in the future).
+pub fn unchanged_for_long(meta: &std::fs::Metadata) -> bool {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age >= ABANDONED_AFTER)
+}
+
 /// Removes what killed writers left in `dir`: the plain files and
 /// directories named `prefix…` that no process holds locked and that have
 /// not changed for [`ABANDONED_AFTER`]. Best effort: what cannot be read,
@@ -187,13 +196,8 @@ pub fn remove_abandoned(dir: &Path, prefix: &str) {
         if !(meta.is_dir() || meta.is_file()) {
             continue;
         }
-        let stale = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age >= ABANDONED_AFTER);
         let path = entry.path();
-        if stale && File::open(&path).is_ok_and(|f| try_lock(&f).is_ok()) {
+        if unchanged_for_long(&meta) && File::open(&path).is_ok_and(|f| try_lock(&f).is_ok()) {
             let _ = if meta.is_dir() {
                 std::fs::remove_dir_all(&path)
             } else {

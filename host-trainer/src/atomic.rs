@@ -12,6 +12,12 @@
 //! no process holds. Staging, locks, the sweep and the modes outputs are
 //! made with are agent-core's ([`agent_core::atomic`]), shared with its
 //! trajectories and quantizations.
+//!
+//! Several outputs that belong together (a text model and its projector,
+//! a dataset and its images) cannot replace their namesakes in one step:
+//! [`write_entries`] journals the swap as a `.btl-swap-*` directory, which
+//! a killed writer leaves for the next write or run in that directory to
+//! finish (its swaps take turns through a lock on that directory).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -73,12 +79,61 @@ fn hold(path: &Path) -> Result<File> {
 /// followed by the name it was moved from and a `.` (`.btl-old-NAME.XXXXXX`).
 const OLD: &str = ".btl-old-";
 
-/// Removes the staging entries in `dir` that killed writers left, and
-/// deals with the directories a writer killed between [`replace_dir`]'s
-/// two renames left aside (see [`put_back_abandoned`]).
+/// What a [`write_entries`] staging directory is renamed to once all its
+/// entries are made, followed by its random suffix: the mark of a swap
+/// under way, which whoever finds it carries through.
+const SWAP: &str = ".btl-swap-";
+
+/// Carries through the swaps that writers killed midway left in `dir`
+/// (see [`write_entries`]), removes the staging entries killed writers
+/// left, and deals with the directories a writer killed between
+/// [`replace_dir`]'s two renames left aside (see [`put_back_abandoned`]).
+/// The swaps go first: the directories their writers moved aside are
+/// only known to be replaced once the swaps are done.
 pub(crate) fn sweep(dir: &Path) {
+    // Best effort: a swap that cannot be finished stays, and the next
+    // write_entries into `dir` refuses to start another over it.
+    let _ = finish_abandoned_swaps(dir);
     atomic::remove_abandoned(dir, PARTIAL);
     put_back_abandoned(dir);
+}
+
+/// Waits for, and takes, the lock that makes the swaps into `dir` take
+/// turns: a flock of the directory itself (no lock file is left among the
+/// outputs), held only while a swap is made or finished, so waited for.
+/// Where the file system cannot lock, swaps go on unlocked, as staging
+/// entries do ([`atomic::hold`]).
+fn lock_swaps(dir: &Path) -> Result<File> {
+    let file = File::open(dir).map_err(io_error(dir))?;
+    let _ = file.lock();
+    Ok(file)
+}
+
+/// The swaps in `dir` (their writer holds [`lock_swaps`]'s lock while it
+/// makes one, so under that lock any found was left by a writer killed or
+/// failed midway).
+fn swaps_in(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with(SWAP))
+        .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|entry| entry.path())
+        .collect()
+}
+
+/// Carries through the swaps writers killed or failed midway left in
+/// `dir`; an error names the first that could not be finished (it stays).
+fn finish_abandoned_swaps(dir: &Path) -> Result<()> {
+    if swaps_in(dir).is_empty() {
+        return Ok(());
+    }
+    let _turn = lock_swaps(dir)?;
+    swaps_in(dir)
+        .iter()
+        .try_for_each(|swap| carry_through(dir, swap))
 }
 
 /// A directory moved aside and left there for [`atomic::ABANDONED_AFTER`]
@@ -102,12 +157,7 @@ fn put_back_abandoned(dir: &Path) {
             continue;
         };
         let Ok(meta) = entry.metadata() else { continue };
-        let stale = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age >= atomic::ABANDONED_AFTER);
-        if !meta.is_dir() || !stale {
+        if !meta.is_dir() || !atomic::unchanged_for_long(&meta) {
             continue;
         }
         let target = dir.join(name);
@@ -155,10 +205,21 @@ pub(crate) fn write_dir(path: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> 
 /// and directories into the directory it is given) and moves them into
 /// place only once every one is complete and synced, each replacing its
 /// namesake in `dir` (a directory as [`write_dir`] replaces one): when
-/// `fill` fails, `dir` keeps the previous outputs, all of them. The moves
-/// themselves are one rename each, so a crash among them (or a rename
-/// refused, such as a file over a directory) leaves some outputs new and
-/// the others as they were, each whole.
+/// `fill` fails, `dir` keeps the previous outputs, all of them.
+///
+/// The moves are one rename each, so they cannot be one step; they are
+/// journalled instead. Once every output is made, the staging directory is
+/// renamed to `.btl-swap-*` in one step, and from then on the swap is
+/// carried through by whoever finds it: this writer, or, where it was
+/// killed or a move failed, the next write or `btl-train` run in `dir`
+/// (its [`sweep`]), before anything else there. A crash midway thus leaves
+/// some outputs new and the others old, each whole, until then; a reader
+/// of `dir` meanwhile (llama.cpp, ms-swift) sees that mix, as it would see
+/// any output of a write that never reported success. Swaps into one
+/// directory take turns ([`lock_swaps`]), and one that cannot be finished
+/// stops the next write before it starts another. An output that could
+/// not replace its namesake (a file where a directory is, or the other way
+/// round) is refused before anything moves.
 pub(crate) fn write_entries(dir: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(io_error(dir))?;
     sweep(dir);
@@ -166,16 +227,113 @@ pub(crate) fn write_entries(dir: &Path, fill: impl FnOnce(&Path) -> Result<()>) 
     let _held = hold(staging.path())?;
     fill(staging.path())?;
     sync_tree(staging.path())?;
-    for entry in std::fs::read_dir(staging.path()).map_err(io_error(staging.path()))? {
-        let entry = entry.map_err(io_error(staging.path()))?;
-        let (from, to) = (entry.path(), dir.join(entry.file_name()));
-        if entry.file_type().map_err(io_error(&from))?.is_dir() {
-            replace_dir(&from, &to)?;
-        } else {
-            std::fs::rename(&from, &to).map_err(io_error(&to))?;
-        }
-    }
+    check_replaceable(staging.path(), dir)?;
+    let _turn = lock_swaps(dir)?;
+    // One left since the sweep (by a writer killed meanwhile) goes first:
+    // this one's outputs are the newer.
+    let unfinished = |e: Error| {
+        Error::Input(format!(
+            "{}: an earlier write's outputs were left half put in place and cannot be \
+             finished ({e}); nothing of this write was moved",
+            dir.display()
+        ))
+    };
+    swaps_in(dir)
+        .iter()
+        .try_for_each(|swap| carry_through(dir, swap))
+        .map_err(unfinished)?;
+    // Named after the staging directory, whose random suffix no other
+    // entry in `dir` has.
+    let suffix = staging
+        .path()
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix(PARTIAL))
+        .unwrap_or_default();
+    let swap = dir.join(format!("{SWAP}{suffix}"));
+    std::fs::rename(staging.path(), &swap).map_err(io_error(&swap))?;
+    // The staging directory is the swap now: dropping it must not remove it.
+    let _ = staging.keep();
+    // From here on the outputs are committed: what stops them midway is
+    // finished by the next write or run in `dir`, and the error says so.
     sync_dir(dir)
+        .and_then(|()| carry_through(dir, &swap))
+        .map_err(|e| {
+            Error::Input(format!(
+                "{}: the new outputs are partly in place ({e}); the next write or btl-train \
+                 run in this directory finishes putting them there",
+                dir.display()
+            ))
+        })
+}
+
+/// Refuses the outputs in `staging` that could not take the place of
+/// their namesakes in `dir`: a file where a directory is, a directory
+/// where something else is.
+fn check_replaceable(staging: &Path, dir: &Path) -> Result<()> {
+    for entry in std::fs::read_dir(staging).map_err(io_error(staging))? {
+        let entry = entry.map_err(io_error(staging))?;
+        let new_is_dir = entry.file_type().map_err(io_error(&entry.path()))?.is_dir();
+        replaceable(&dir.join(entry.file_name()), new_is_dir)?;
+    }
+    Ok(())
+}
+
+/// Whether `to` is there to be replaced, by a directory where
+/// `new_is_dir`; refuses what rename(2) could not replace.
+fn replaceable(to: &Path, new_is_dir: bool) -> Result<bool> {
+    let Ok(there) = to.symlink_metadata() else {
+        return Ok(false);
+    };
+    if new_is_dir == there.is_dir() {
+        return Ok(true);
+    }
+    let (new, old) = if new_is_dir {
+        ("a directory", "is no directory")
+    } else {
+        ("a file", "is a directory")
+    };
+    Err(Error::Input(format!(
+        "{}: it {old}, which {new} written there cannot replace; move it away or write \
+         elsewhere",
+        to.display()
+    )))
+}
+
+/// Moves every entry of the swap directory `swap` in place of its
+/// namesake in `dir` (a directory's namesake moved aside first, and
+/// removed once all are in place), then removes `swap`, empty. Each step
+/// leaves a state it goes on from, so a crash or an error midway leaves
+/// the rest to the next [`sweep`].
+fn carry_through(dir: &Path, swap: &Path) -> Result<()> {
+    let mut asides = Vec::new();
+    for entry in std::fs::read_dir(swap).map_err(io_error(swap))? {
+        let entry = entry.map_err(io_error(swap))?;
+        let (from, to) = (entry.path(), dir.join(entry.file_name()));
+        let is_dir = entry.file_type().map_err(io_error(&from))?.is_dir();
+        // Checked again: what is at `to` may have changed since the swap
+        // was journalled.
+        let aside = if replaceable(&to, is_dir)? && is_dir {
+            Some(move_aside(&to)?)
+        } else {
+            None
+        };
+        if let Err(source) = std::fs::rename(&from, &to) {
+            if let Some(aside) = &aside {
+                // Best effort: the error below is what the caller must see.
+                let _ = std::fs::rename(aside, &to);
+            }
+            return Err(Error::Io { path: to, source });
+        }
+        asides.extend(aside);
+    }
+    sync_dir(dir)?;
+    std::fs::remove_dir(swap).map_err(io_error(swap))?;
+    sync_dir(dir)?;
+    for aside in asides {
+        std::fs::remove_dir_all(&aside).map_err(io_error(&aside))?;
+    }
+    Ok(())
 }
 
 /// Moves the directory `path` aside, beside it, under a name that says
@@ -190,11 +348,12 @@ fn move_aside(path: &Path) -> Result<PathBuf> {
         .tempdir_in(&parent)
         .map_err(io_error(&parent))?
         .keep();
+    // Dated now, before it is moved, so that its age says how long ago it
+    // was moved (not when it was written) from the moment it is aside, and
+    // a sweep leaves it to this writer meanwhile.
+    let _ = File::open(path).and_then(|d| d.set_modified(std::time::SystemTime::now()));
     // rename(2) replaces an empty directory, which `aside` is.
     std::fs::rename(path, &aside).map_err(io_error(path))?;
-    // Dated now, so that its age says how long ago it was moved (not when
-    // it was written) and a sweep leaves it to this writer meanwhile.
-    let _ = File::open(&aside).and_then(|d| d.set_modified(std::time::SystemTime::now()));
     Ok(aside)
 }
 
@@ -448,5 +607,166 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, ["hf", "kept", "mmproj.gguf", "model.gguf"]);
+    }
+
+    /// Writers killed while they put their outputs in place: one after
+    /// `hf/` went in (its old one aside) with the GGUFs still to move, and
+    /// one between moving `hf/` aside and moving its own in. The next write
+    /// in the directory finishes both before its own, so the text model and
+    /// its projector are never left from two exports.
+    #[test]
+    fn a_swap_a_killed_writer_left_midway_is_carried_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let put = |out: &std::path::Path, entries: &[(&str, &str)]| {
+            for (path, text) in entries {
+                let path = out.join(path);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, text).unwrap();
+            }
+        };
+        let read = |out: &std::path::Path, p: &str| std::fs::read_to_string(out.join(p)).unwrap();
+        let names = |out: &std::path::Path| {
+            let mut names: Vec<String> = std::fs::read_dir(out)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names
+        };
+
+        let out = dir.path().join("after-hf");
+        put(
+            &out,
+            &[
+                ("hf/config.json", "2"),
+                (".btl-old-hf.k1Ll/config.json", "1"),
+                ("model.gguf", "1"),
+                ("mmproj.gguf", "1"),
+                (".btl-swap-k1Ll/model.gguf", "2"),
+                (".btl-swap-k1Ll/mmproj.gguf", "2"),
+            ],
+        );
+        age(&out.join(".btl-old-hf.k1Ll"));
+        write_entries(&out, |d| {
+            std::fs::write(d.join("notes.txt"), "x").unwrap();
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            ["hf/config.json", "model.gguf", "mmproj.gguf", "notes.txt"].map(|p| read(&out, p)),
+            ["2", "2", "2", "x"]
+        );
+        assert_eq!(
+            names(&out),
+            ["hf", "mmproj.gguf", "model.gguf", "notes.txt"]
+        );
+
+        // Killed between the two renames of hf/: only the aside holds the
+        // old one, and the swap the new one. Put back first, the old one
+        // would then be replaced again; either way the new one ends there.
+        let out = dir.path().join("between");
+        put(
+            &out,
+            &[
+                (".btl-old-hf.z9Yx/config.json", "1"),
+                ("model.gguf", "1"),
+                (".btl-swap-z9Yx/hf/config.json", "2"),
+                (".btl-swap-z9Yx/model.gguf", "2"),
+            ],
+        );
+        age(&out.join(".btl-old-hf.z9Yx"));
+        super::sweep(&out);
+        assert_eq!(
+            ["hf/config.json", "model.gguf"].map(|p| read(&out, p)),
+            ["2", "2"]
+        );
+        assert_eq!(names(&out), ["hf", "model.gguf"]);
+    }
+
+    /// A swap left that cannot be finished (its directory output's
+    /// namesake became a file since) stops the next write before it moves
+    /// anything: its outputs would otherwise be replaced by the older ones
+    /// once the swap could go on.
+    #[test]
+    fn a_swap_that_cannot_be_finished_stops_the_next_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path();
+        std::fs::write(out.join("hf"), "a file now").unwrap();
+        std::fs::write(out.join("model.gguf"), "1").unwrap();
+        std::fs::create_dir_all(out.join(".btl-swap-w8Vu/hf")).unwrap();
+        std::fs::write(out.join(".btl-swap-w8Vu/model.gguf"), "2").unwrap();
+        let e = write_entries(out, |d| {
+            std::fs::write(d.join("model.gguf"), "3").unwrap();
+            Ok(())
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("an earlier write's outputs were left half put in place")
+                && e.contains("hf: it is no directory"),
+            "{e}"
+        );
+        // The new write moved nothing, and no directory was moved aside for
+        // nothing (the swap's GGUF went in or not, by the order it listed).
+        assert_ne!(
+            std::fs::read_to_string(out.join("model.gguf")).unwrap(),
+            "3"
+        );
+        assert!(out.join(".btl-swap-w8Vu/hf").is_dir());
+        let asides = std::fs::read_dir(out)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(".btl-old-")
+            })
+            .count();
+        assert_eq!(asides, 0);
+    }
+
+    /// An output that cannot take its namesake's place is refused before
+    /// any output moves, not after some have.
+    #[test]
+    fn an_output_that_cannot_replace_its_namesake_is_refused_before_any_moves() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path();
+        std::fs::write(out.join("model.gguf"), "1").unwrap();
+        std::fs::create_dir(out.join("mmproj.gguf")).unwrap();
+        std::fs::write(out.join("hf"), "a file").unwrap();
+        let write = |names: &[&str], dir_name: Option<&str>| {
+            write_entries(out, |d| {
+                for name in names {
+                    std::fs::write(d.join(name), "2").unwrap();
+                }
+                if let Some(name) = dir_name {
+                    std::fs::create_dir(d.join(name)).unwrap();
+                }
+                Ok(())
+            })
+            .unwrap_err()
+            .to_string()
+        };
+        let e = write(&["model.gguf", "mmproj.gguf"], None);
+        assert!(
+            e.contains("mmproj.gguf: it is a directory, which a file written there cannot replace"),
+            "{e}"
+        );
+        let e = write(&["model.gguf"], Some("hf"));
+        assert!(
+            e.contains("hf: it is no directory, which a directory written there cannot replace"),
+            "{e}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(out.join("model.gguf")).unwrap(),
+            "1"
+        );
+        // Nothing is left to carry through later either.
+        let names: Vec<String> = std::fs::read_dir(out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 3, "{names:?}");
     }
 }

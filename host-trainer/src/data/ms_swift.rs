@@ -131,7 +131,9 @@ pub fn sft_row(sample: &Sample, images: &[String], max_regions: usize) -> Result
 /// `out/images/` and `out/train.jsonl` are made in a staging directory and
 /// put in place of the previous export's only once every row is: a sample
 /// that cannot be exported leaves the previous export as it was, its rows
-/// still naming their own images.
+/// still naming their own images. An export killed while it puts them in
+/// place leaves the rest of that swap to the next export into `out`, which
+/// carries it through first.
 pub fn export_ms_swift(
     samples_path: &Path,
     out: &Path,
