@@ -502,13 +502,24 @@ pub fn score(
     }
 }
 
+/// A step's episodes that are not kept: a staging directory in the run's
+/// output directory, removed when this is dropped and held locked until
+/// then, so that a run killed midway leaves it for the next run's sweep
+/// (`crate::atomic::sweep`) to remove, rather than a directory of
+/// screenshots in the system's temporary directory that nobody removes.
+pub struct PassingRollouts {
+    _dir: tempfile::TempDir,
+    _held: std::fs::File,
+}
+
 /// Where a step's episodes are recorded: kept under the run's output
-/// directory, or in a temporary directory deleted with the returned guard.
+/// directory, or in a staging directory there deleted with the returned
+/// guard.
 pub fn rollout_dir(
     output_dir: &Path,
     step: u64,
     keep: bool,
-) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
+) -> Result<(PathBuf, Option<PassingRollouts>)> {
     if keep {
         let dir = output_dir
             .join("rollouts")
@@ -526,16 +537,65 @@ pub fn rollout_dir(
         })?;
         return Ok((dir, None));
     }
-    let temp = tempfile::tempdir().map_err(|source| Error::Io {
-        path: std::env::temp_dir(),
+    let io_error = |source| Error::Io {
+        path: output_dir.to_owned(),
         source,
-    })?;
-    Ok((temp.path().to_owned(), Some(temp)))
+    };
+    let prefix = format!("{}rollouts-", agent_core::atomic::STAGING_PREFIX);
+    let dir = agent_core::atomic::staging_dir(output_dir, &prefix).map_err(io_error)?;
+    let held = std::fs::File::open(dir.path()).map_err(io_error)?;
+    agent_core::atomic::hold(&held).map_err(io_error)?;
+    let path = dir.path().to_owned();
+    Ok((
+        path,
+        Some(PassingRollouts {
+            _dir: dir,
+            _held: held,
+        }),
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Episodes that are not kept are recorded in the output directory,
+    /// held while the step lives and removed after it; what a killed run
+    /// left there is the next run's sweep's to remove.
+    #[test]
+    fn passing_rollouts_stay_in_the_output_directory() {
+        let out = tempfile::tempdir().unwrap();
+        let aged = |path: &Path| {
+            let then = std::time::SystemTime::now()
+                - agent_core::atomic::ABANDONED_AFTER
+                - std::time::Duration::from_secs(5);
+            std::fs::File::open(path)
+                .unwrap()
+                .set_modified(then)
+                .unwrap();
+        };
+        let (dir, guard) = rollout_dir(out.path(), 3, false).unwrap();
+        assert_eq!(dir.parent(), Some(out.path()));
+        std::fs::write(dir.join("episode.json"), "{}").unwrap();
+        aged(&dir);
+        crate::atomic::sweep(out.path());
+        assert!(dir.join("episode.json").is_file(), "a live step's are kept");
+        drop(guard);
+        assert!(!dir.exists());
+
+        let left = out.path().join(format!(
+            "{}rollouts-killed",
+            agent_core::atomic::STAGING_PREFIX
+        ));
+        std::fs::create_dir(&left).unwrap();
+        aged(&left);
+        crate::atomic::sweep(out.path());
+        assert!(!left.exists());
+
+        let (kept, guard) = rollout_dir(out.path(), 3, true).unwrap();
+        assert!(guard.is_none());
+        assert_eq!(kept, out.path().join("rollouts/step-000004"));
+    }
 
     #[test]
     fn best_continuation_takes_the_first_of_the_highest() {
