@@ -235,6 +235,36 @@ fn the_run_loop_writes_metrics_checkpoints_and_a_plot_and_resumes() {
     );
 }
 
+/// `run.profile_steps` records its window when a run resumes inside it.
+/// A run killed after step 2's checkpoint, inside the window [2, 3], is
+/// made here by taking a whole run's later checkpoints and recording away;
+/// its resumption records step 3 and says so.
+#[test]
+fn a_run_resumed_inside_its_profiled_steps_records_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = toy_config(dir.path(), 4);
+    config.run.profile_steps = Some([2, 3]);
+    config.run.save_every = 1;
+    config.validate().unwrap();
+    let out = config.run.output_dir.clone();
+    let outcome = run(config.clone(), Box::new(Digits), None, |_| {}).unwrap();
+    let summary = std::fs::read_to_string(outcome.profile.unwrap()).unwrap();
+    assert!(
+        summary.starts_with("steps 2–3 of the run\n2 step(s) recorded"),
+        "{summary}"
+    );
+    for left in ["checkpoint-000003", "checkpoint-000004", "profile"] {
+        std::fs::remove_dir_all(out.join(left)).unwrap();
+    }
+    let outcome = run(config, Box::new(Digits), Some(&out), |_| {}).unwrap();
+    assert_eq!((outcome.resumed_at, outcome.steps_done), (2, 4));
+    let summary = std::fs::read_to_string(outcome.profile.unwrap()).unwrap();
+    assert!(
+        summary.starts_with("steps 3–3 of the run\n1 step(s) recorded"),
+        "{summary}"
+    );
+}
+
 /// float64 LoRA adapters are written as F64 and come back exactly.
 #[test]
 fn f64_adapters_checkpoint_and_resume() {

@@ -99,10 +99,13 @@ pub fn run(
     let last = config.last_step();
     while trainer.steps_done() < last {
         let profile_range = config.run.profile_steps;
-        if let Some([first, _]) = profile_range
-            && trainer.steps_done() + 1 == first
+        // A run resumed inside the window records the rest of it.
+        if let Some([first, last]) = profile_range
+            && profiled.recording.is_none()
+            && (first..=last).contains(&(trainer.steps_done() + 1))
         {
             profiled.recording = Some(profile::start(trainer.device())?);
+            profiled.first = trainer.steps_done() + 1;
         }
         let mut metrics = trainer.step()?;
         let done = trainer.steps_done();
@@ -195,6 +198,9 @@ fn keep_stopped_log(out: &Path) -> Result<Option<PathBuf>> {
 #[derive(Default)]
 struct Profiled {
     recording: Option<profile::Recording>,
+    /// The first step recorded: the window's, or the one a run resumed
+    /// inside it started at.
+    first: u64,
     steps: u64,
     seconds: f64,
     summary: Option<PathBuf>,
@@ -206,7 +212,12 @@ impl Profiled {
         let dir = profile::dir_of(out);
         let events = recording.stop(&dir)?;
         let path = dir.join(profile::SUMMARY_FILE);
-        let text = profile::summary(&events, self.steps, self.seconds, 15);
+        let last = self.first + self.steps.saturating_sub(1);
+        let text = format!(
+            "steps {}–{last} of the run\n{}",
+            self.first,
+            profile::summary(&events, self.steps, self.seconds, 15)
+        );
         crate::atomic::write_file(&path, |w| {
             use std::io::Write;
             w.write_all(text.as_bytes()).map_err(|source| Error::Io {
