@@ -90,9 +90,11 @@ proptest! {
             learned += copies.len() * (string.len() + 1);
         }
         prop_assert_eq!(batch.learned(), learned);
-        // The same seed draws the same batch; another seed another one.
+        // The same seed draws the same batch; other seeds other ones. One
+        // other seed alone may draw the same: a batch of one single-token
+        // string has only as many draws as the vocabulary has tokens.
         prop_assert_eq!(&copy_batch(&TOKENS, &s, seed), &batch);
-        prop_assert_ne!(copy_batch(&TOKENS, &s, seed ^ 1).ids, batch.ids);
+        prop_assert!((1..=8u64).any(|k| copy_batch(&TOKENS, &s, seed ^ k).ids != batch.ids));
     }
 }
 
