@@ -440,6 +440,16 @@ mod tests {
         assert!(!moved.exists());
     }
 
+    /// The names in `dir`, sorted.
+    fn names_in(dir: &std::path::Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
     /// Dates `path`'s last change back past [`ABANDONED_AFTER`].
     fn age(path: &std::path::Path) {
         let then =
@@ -601,12 +611,7 @@ mod tests {
             ("3".into(), "3".into(), "3".into())
         );
         // What the outputs do not name stays; no staging is left behind.
-        let mut names: Vec<String> = std::fs::read_dir(&out)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        assert_eq!(names, ["hf", "kept", "mmproj.gguf", "model.gguf"]);
+        assert_eq!(names_in(&out), ["hf", "kept", "mmproj.gguf", "model.gguf"]);
     }
 
     /// Writers killed while they put their outputs in place: one after
@@ -625,14 +630,6 @@ mod tests {
             }
         };
         let read = |out: &std::path::Path, p: &str| std::fs::read_to_string(out.join(p)).unwrap();
-        let names = |out: &std::path::Path| {
-            let mut names: Vec<String> = std::fs::read_dir(out)
-                .unwrap()
-                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .collect();
-            names.sort();
-            names
-        };
 
         let out = dir.path().join("after-hf");
         put(
@@ -657,7 +654,7 @@ mod tests {
             ["2", "2", "2", "x"]
         );
         assert_eq!(
-            names(&out),
+            names_in(&out),
             ["hf", "mmproj.gguf", "model.gguf", "notes.txt"]
         );
 
@@ -680,7 +677,7 @@ mod tests {
             ["hf/config.json", "model.gguf"].map(|p| read(&out, p)),
             ["2", "2"]
         );
-        assert_eq!(names(&out), ["hf", "model.gguf"]);
+        assert_eq!(names_in(&out), ["hf", "model.gguf"]);
     }
 
     /// A swap left that cannot be finished (its directory output's
@@ -713,17 +710,11 @@ mod tests {
             "3"
         );
         assert!(out.join(".btl-swap-w8Vu/hf").is_dir());
-        let asides = std::fs::read_dir(out)
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .file_name()
-                    .to_string_lossy()
-                    .starts_with(".btl-old-")
-            })
-            .count();
-        assert_eq!(asides, 0);
+        let names = names_in(out);
+        assert!(
+            !names.iter().any(|n| n.starts_with(".btl-old-")),
+            "{names:?}"
+        );
     }
 
     /// An output that cannot take its namesake's place is refused before
@@ -763,10 +754,6 @@ mod tests {
             "1"
         );
         // Nothing is left to carry through later either.
-        let names: Vec<String> = std::fs::read_dir(out)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(names.len(), 3, "{names:?}");
+        assert_eq!(names_in(out), ["hf", "mmproj.gguf", "model.gguf"]);
     }
 }
