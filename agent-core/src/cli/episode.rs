@@ -449,10 +449,7 @@ pub fn load_shared_model(args: &ModelArgs, vote: u32) -> Result<SharedPolicy, Fa
 /// before a model of other weights takes seconds to load. `None` in a build
 /// without llama.cpp.
 pub fn model_fingerprint(args: &ModelArgs) -> Result<Option<String>, Failure> {
-    let (model, mmproj) = model_files(args);
-    if args.model.is_none() || args.mmproj.is_none() {
-        default_model_present(&model, &mmproj)?;
-    }
+    let (model, mmproj) = model_files(args)?;
     let mut config = LlamaConfig::new(model, mmproj);
     config.adapters = args.lora.clone();
     config
@@ -460,11 +457,16 @@ pub fn model_fingerprint(args: &ModelArgs) -> Result<Option<String>, Failure> {
         .map_err(|e| Failure::BadInput(e.into()))
 }
 
-/// The model and projector files `args` name, or the default model's.
-fn model_files(args: &ModelArgs) -> (PathBuf, PathBuf) {
+/// The model and projector files `args` name, or the default model's,
+/// refused where this btl cannot find it ([`default_model_present`]).
+fn model_files(args: &ModelArgs) -> Result<(PathBuf, PathBuf), Failure> {
     match (&args.model, &args.mmproj) {
-        (Some(m), Some(p)) => (m.clone(), p.clone()),
-        _ => default_model(),
+        (Some(m), Some(p)) => Ok((m.clone(), p.clone())),
+        _ => {
+            let (model, mmproj) = default_model();
+            default_model_present(&model, &mmproj)?;
+            Ok((model, mmproj))
+        }
     }
 }
 
@@ -483,9 +485,8 @@ pub fn decoding_of(args: &ModelArgs, vote: u32) -> Decoding {
 }
 
 fn load_model(args: &ModelArgs, vote: u32) -> Result<Box<dyn Policy>, Failure> {
-    let (model, mmproj) = model_files(args);
+    let (model, mmproj) = model_files(args)?;
     if args.model.is_none() || args.mmproj.is_none() {
-        default_model_present(&model, &mmproj)?;
         eprintln!(
             "btl: no --model given: using the default model {} (trained by scripts/train-default-model; see agent-core/models/README.md)",
             model.display()
