@@ -343,7 +343,11 @@ fn a_killed_run_resumes_on_a_rebuilt_phone_and_succeeds() {
         .spawn()
         .unwrap();
     let steps = out.join("steps.jsonl");
-    while std::fs::read_to_string(&steps).map_or(0, |s| s.lines().count()) < 2 {
+    // Whole lines only: the kill may land in the middle of one, which the
+    // resume drops.
+    let whole_lines =
+        || std::fs::read(&steps).map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count());
+    while whole_lines() < 2 {
         assert!(
             child.try_wait().unwrap().is_none(),
             "the run ended before it was killed"
@@ -352,7 +356,7 @@ fn a_killed_run_resumes_on_a_rebuilt_phone_and_succeeds() {
     }
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    let before = steps_json(&out).len();
+    let before = whole_lines();
     assert!(
         episode_json(&out)["outcome"].is_null(),
         "killed: no outcome"

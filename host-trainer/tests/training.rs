@@ -323,6 +323,13 @@ fn bad_data_and_configs_are_named() {
             && err.contains("missing.png"),
         "{err}"
     );
+    // Refused as a run, it leaves no output directory where there was none.
+    let out = config.run.output_dir.clone();
+    let err = run(config.clone(), Box::new(Digits), None, |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("missing.png"), "{err}");
+    assert!(!out.exists(), "{}", out.display());
     // The held-out samples are checked as early: a run used to train until
     // its first evaluation before it found one missing.
     let heldout = dir.path().join("heldout.json");

@@ -947,8 +947,7 @@ fn recent_keys(dir: &Path, steps: &[StepRecord], keep: usize) -> Vec<(u64, Devic
 /// A step's recorded screenshot, or `None` when it is missing, not a PNG,
 /// or claims more pixels than a screen (checked before decoding).
 fn recorded_screenshot(path: &Path) -> Option<RgbaImage> {
-    let bytes = trajectory::read_screenshot_file(path).ok()?;
-    let image = crate::device::decode_screenshot(&bytes, Some(image::ImageFormat::Png)).ok()?;
+    let image = trajectory::read_screenshot(path, Some(image::ImageFormat::Png)).ok()?;
     Some(image.to_rgba8())
 }
 

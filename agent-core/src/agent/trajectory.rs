@@ -204,6 +204,18 @@ pub fn read_screenshot_file(path: &Path) -> std::io::Result<Vec<u8>> {
     read_within(path, MAX_SCREENSHOT_BYTES, "a screenshot")
 }
 
+/// The screenshot file at `path` decoded, as [`read_screenshot_file`]
+/// reads and [`crate::device::decode_screenshot`] decodes it (`format`, or
+/// the one its first bytes show). The error says why, in words for the
+/// caller to put after the file's name.
+pub fn read_screenshot(
+    path: &Path,
+    format: Option<image::ImageFormat>,
+) -> Result<image::DynamicImage, String> {
+    let bytes = read_screenshot_file(path).map_err(|e| e.to_string())?;
+    crate::device::decode_screenshot(&bytes, format)
+}
+
 /// The UI tree file at `path`, refused past [`MAX_UI_TREE_BYTES`] or when
 /// it is not UTF-8.
 pub fn read_ui_tree_file(path: &Path) -> std::io::Result<String> {

@@ -5,21 +5,22 @@
 //! serials and `--sim N` in-process virtual phones) runs one episode at a
 //! time on a blocking thread of a tokio runtime and takes the next job it
 //! can run (adb devices: the settings tasks only). A device that cannot be
-//! opened or fails mid-episode is reported and retired; its job goes back
-//! to the queue for the others, so one bad phone never stops the
-//! collection. A device lost in the middle of an episode is retired too,
-//! and its episode kept as it stopped, steps intact: it is resumed on that
-//! device (an adb serial) or on any virtual phone (which replays the
-//! recorded actions) when the collection runs again, never on another
-//! phone whose screen it has not seen. Jobs land in `OUT/TASK-sSEED/`;
-//! `OUT/collect.jsonl` gets one line per finished episode. Run again with
-//! the same arguments to finish an interrupted collection: finished
-//! episodes are kept (and listed in the index if a kill cost them their
-//! line), interrupted ones resumed.
+//! opened (an adb device is tried once before any job, so it is reported
+//! even when the others leave it nothing to run) or fails mid-episode is
+//! reported and retired; its job goes back to the queue for the others, so
+//! one bad phone never stops the collection. A device lost in the middle
+//! of an episode is retired too, and its episode kept as it stopped, steps
+//! intact: it is resumed on that device (an adb serial) or on any virtual
+//! phone (which replays the recorded actions) when the collection runs
+//! again, never on another phone whose screen it has not seen. Jobs land
+//! in `OUT/TASK-sSEED/`; `OUT/collect.jsonl` gets one line per finished
+//! episode. Run again with the same arguments to finish an interrupted
+//! collection: finished episodes are kept (and listed in the index if a
+//! kill cost them their line), interrupted ones resumed.
 
 use super::episode::{
     AgentArgs, EpisodeDir, EpisodeFailure, PolicyArgs, PolicyChoice, PolicyKind, ReadBack,
-    SharedPolicy, Target, episode_policy, foreign_episode, load_policy, run_task_episode,
+    SharedPolicy, Target, episode_policy, foreign_episode, load_policy, prepare, run_task_episode,
 };
 use super::{Failure, Outcome};
 use crate::agent::StopReason;
@@ -419,6 +420,17 @@ fn worker(
     shared: Option<&SharedPolicy>,
     out: &Path,
 ) {
+    // A dead phone that the others leave no job it can run would otherwise
+    // never be reported.
+    if let Target::Adb { .. } = target
+        && let Err(error) = prepare(target, None)
+    {
+        let _ = tx.send(Report::DeviceRetired {
+            device: device.to_string(),
+            error: error.to_string(),
+        });
+        return;
+    }
     loop {
         let job = {
             let Ok(mut q) = queue.lock() else { return };

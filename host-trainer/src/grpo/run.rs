@@ -58,31 +58,26 @@ pub fn run(
     mut progress: impl FnMut(Progress<'_>),
 ) -> Result<Outcome> {
     let out = &config.run.output_dir;
-    std::fs::create_dir_all(out).map_err(|source| Error::Io {
-        path: out.clone(),
-        source,
-    })?;
-    let _lock = lock_output_dir(out)?;
-    // A checkpoint a killed save left aside is put back before the latest
-    // one is looked for.
-    crate::atomic::sweep(out);
-    // Starting afresh over a run's checkpoints would rewrite its metrics
-    // log from step 0 and its checkpoints one by one: forgetting --resume
-    // after a kill must not cost the run.
-    if resume.is_none()
-        && let Some(last) = checkpoint::latest(out)?
-    {
-        return Err(Error::Input(format!(
-            "{} holds a run's checkpoints (the last: {}): continue it with --resume, \
-             or give a new run.output_dir",
-            out.display(),
-            last.display()
-        )));
-    }
-    let mut trainer = Trainer::new(config.clone(), reward)?;
-    if let Some(dir) = resume {
-        let resumed = checkpoint::resume(dir, config.clone(), &mut trainer)?;
-        progress(Progress::Resumed(&resumed));
+    let start = |reward| -> Result<_> {
+        let mut trainer = Trainer::new(config.clone(), reward)?;
+        let resumed = match resume {
+            Some(dir) => Some(checkpoint::resume(dir, config.clone(), &mut trainer)?),
+            None => None,
+        };
+        Ok((trainer, resumed))
+    };
+    // A run refused for its input (a missing sample file, a checkpoint of
+    // other files) makes no output directory that was not there: where
+    // there is none yet, nothing in it can be lost by starting first.
+    let ((mut trainer, resumed), _lock) = if out.exists() {
+        let lock = hold_output_dir(out, resume)?;
+        (start(reward)?, lock)
+    } else {
+        let started = start(reward)?;
+        (started, hold_output_dir(out, resume)?)
+    };
+    if let Some(resumed) = &resumed {
+        progress(Progress::Resumed(resumed));
     }
     let resumed_at = trainer.steps_done();
     let earlier_log = match resume {
@@ -153,6 +148,34 @@ pub fn run(
         profile: profiled.summary,
         earlier_log,
     })
+}
+
+/// Makes `out` if need be and holds it ([`lock_output_dir`]), its
+/// interrupted checkpoint saves mended, and refuses a run that is not
+/// `resume`d over a run's checkpoints.
+fn hold_output_dir(out: &Path, resume: Option<&Path>) -> Result<std::fs::File> {
+    std::fs::create_dir_all(out).map_err(|source| Error::Io {
+        path: out.to_owned(),
+        source,
+    })?;
+    let lock = lock_output_dir(out)?;
+    // A checkpoint a killed save left aside is put back before the latest
+    // one is looked for.
+    crate::atomic::sweep(out);
+    // Starting afresh over a run's checkpoints would rewrite its metrics
+    // log from step 0 and its checkpoints one by one: forgetting --resume
+    // after a kill must not cost the run.
+    if resume.is_none()
+        && let Some(last) = checkpoint::latest(out)?
+    {
+        return Err(Error::Input(format!(
+            "{} holds a run's checkpoints (the last: {}): continue it with --resume, \
+             or give a new run.output_dir",
+            out.display(),
+            last.display()
+        )));
+    }
+    Ok(lock)
 }
 
 /// Holds `out` for this run: a second run on the same directory would

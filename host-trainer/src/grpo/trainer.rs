@@ -203,9 +203,7 @@ fn read_sample_image(
     path: &Path,
     size: Option<&[u32; 2]>,
 ) -> std::result::Result<image::RgbImage, String> {
-    let bytes = agent_core::agent::trajectory::read_screenshot_file(path)
-        .map_err(|e| format!("cannot read the image: {e}"))?;
-    let image = agent_core::device::decode_screenshot(&bytes, None)
+    let image = agent_core::agent::trajectory::read_screenshot(path, None)
         .map_err(|e| format!("cannot read the image: {e}"))?;
     agent_core::sample::check_image_size(image.width(), image.height(), size)?;
     Ok(image.to_rgb8())
