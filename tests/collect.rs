@@ -9,26 +9,7 @@ fn two_virtual_phones_collect_everything_while_a_dead_device_is_skipped() {
     let adb = AdbServer::start();
     let dir = Dir::new();
     let out = dir.path("data");
-    let port = adb.port().to_string();
-    // Nothing listens on port 9 (discard): the adb device never comes up.
-    let mut args = vec![
-        "collect",
-        "--devices",
-        "127.0.0.1:9",
-        "--adb-port",
-        &port,
-        "--sim",
-        "2",
-        "--tasks",
-        "wifi_on,note_delete,web_search",
-        "--episodes",
-        "2",
-        "--policy",
-        "oracle",
-        "--out",
-        path_str(&out),
-    ];
-    args.extend_from_slice(&FAST_SETTLE);
+    let args = beside_a_dead_device(&adb, &out, "2", "wifi_on,note_delete,web_search", "2");
     let run = dir.btl(&args);
     assert!(run.status.success(), "{}", stderr(&run));
     let err = stderr(&run);
@@ -149,7 +130,7 @@ fn two_virtual_phones_collect_everything_while_a_dead_device_is_skipped() {
     // Finished episodes of other settings are refused, not counted as this
     // collection's.
     let mut other = args.clone();
-    other.extend_from_slice(&["--max-steps", "5"]);
+    other.extend(["--max-steps", "5"].map(String::from));
     let refused = dir.btl(&other);
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
     assert!(
@@ -201,6 +182,40 @@ fn collect_without_devices_is_bad_usage() {
     assert!(!dir.path("x").exists());
 }
 
+/// The arguments of `btl collect` of the oracle's episodes (`episodes` per
+/// task) on `sim` virtual phones and on an adb device that never comes up:
+/// nothing listens on port 9 (discard).
+fn beside_a_dead_device(
+    adb: &AdbServer,
+    out: &std::path::Path,
+    sim: &str,
+    tasks: &str,
+    episodes: &str,
+) -> Vec<String> {
+    let port = adb.port().to_string();
+    let args = [
+        "collect",
+        "--devices",
+        "127.0.0.1:9",
+        "--adb-port",
+        &port,
+        "--sim",
+        sim,
+        "--tasks",
+        tasks,
+        "--episodes",
+        episodes,
+        "--policy",
+        "oracle",
+        "--out",
+        path_str(out),
+    ];
+    args.iter()
+        .chain(&FAST_SETTLE)
+        .map(|a| a.to_string())
+        .collect()
+}
+
 /// A dead phone is reported even when the others leave it no job it
 /// could run (over adb, the settings tasks only).
 #[test]
@@ -208,24 +223,7 @@ fn a_dead_device_without_a_job_it_could_run_is_still_reported() {
     let adb = AdbServer::start();
     let dir = Dir::new();
     let out = dir.path("data");
-    let port = adb.port().to_string();
-    let mut args = vec![
-        "collect",
-        "--devices",
-        "127.0.0.1:9",
-        "--adb-port",
-        &port,
-        "--sim",
-        "1",
-        "--tasks",
-        "note_delete",
-        "--policy",
-        "oracle",
-        "--out",
-        path_str(&out),
-    ];
-    args.extend_from_slice(&FAST_SETTLE);
-    let run = dir.btl(&args);
+    let run = dir.btl(beside_a_dead_device(&adb, &out, "1", "note_delete", "1"));
     assert!(run.status.success(), "{}", stderr(&run));
     assert!(
         stderr(&run).contains("device adb device 127.0.0.1:9 failed and is skipped"),
@@ -305,7 +303,7 @@ fn relabelled_collection_records_the_oracle_s_answer_at_every_step() {
 /// virtual phone's fault hook drops the connection): the episode is kept as
 /// it stopped, and once the phone is back a second run resumes the episode
 /// on it, its first steps untouched, while a virtual phone added to the
-/// run does the rest and leaves the lost episode alone.
+/// run leaves the lost episode alone (the other may be either's).
 #[test]
 fn a_device_lost_mid_episode_is_resumed_when_it_comes_back() {
     use agent_core::sim::adbd::Adbd;
@@ -391,7 +389,14 @@ fn a_device_lost_mid_episode_is_resumed_when_it_comes_back() {
         "{}",
         stdout(&second)
     );
-    assert_eq!(episode_json(&lost)["device"], serial.as_str());
+    let index = std::fs::read_to_string(out.join("collect.jsonl")).unwrap();
+    let resumer = index
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["dir"] == "wifi_on-s0")
+        .expect("the resumed episode is listed")["worker"]
+        .clone();
+    assert_eq!(resumer, format!("adb device {serial}").as_str(), "{index}");
     let resumed = episode_json(&lost);
     assert_eq!(resumed["outcome"]["success"], true, "{resumed}");
     assert_eq!(
@@ -406,6 +411,5 @@ fn a_device_lost_mid_episode_is_resumed_when_it_comes_back() {
         "the steps before the loss are kept as they were"
     );
     assert!(after.len() > 2, "{after:?}");
-    let index = std::fs::read_to_string(out.join("collect.jsonl")).unwrap();
     assert_eq!(index.lines().count(), 2, "{index}");
 }

@@ -316,7 +316,7 @@ impl<'a> EpisodeInput<'a> {
         images: &str,
         lambda: usize,
     ) -> Result<(StepContext<'a>, Vec<u8>), String> {
-        let (image_size, png, file_name) = read_screenshot(self.dir, step)?;
+        let (image_size, png, file_name) = step_screenshot(self.dir, step)?;
         let cx = StepContext {
             goal: &self.trajectory.episode.goal,
             max_pixels: self.trajectory.episode.settings.max_pixels,
@@ -627,7 +627,7 @@ pub(crate) fn images_beside(out: &Path) -> (&Path, String) {
 /// A step's screenshot in episode `dir`: its size, its bytes (see
 /// [`screenshot_png`]) and the file name its samples give it. `Err` names
 /// the file.
-fn read_screenshot(dir: &Path, step: &StepRecord) -> Result<(Size, Vec<u8>, String), String> {
+fn step_screenshot(dir: &Path, step: &StepRecord) -> Result<(Size, Vec<u8>, String), String> {
     let path = dir.join(&step.screenshot);
     let (size, png) = agent_core::agent::trajectory::read_screenshot_file(&path)
         .map_err(|e| e.to_string())

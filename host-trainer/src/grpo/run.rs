@@ -66,9 +66,13 @@ pub fn run(
         };
         Ok((trainer, resumed))
     };
-    // A run refused for its input (a missing sample file, a checkpoint of
-    // other files) makes no output directory that was not there: where
-    // there is none yet, nothing in it can be lost by starting first.
+    // A run refused for its input (a missing sample file, a checkpoint
+    // whose files changed) makes no output directory that was not there:
+    // where there is none yet, nothing in it can be lost by starting
+    // first. An existing one is held first: a checkpoint a killed save
+    // left aside is put back before the resume looks for the latest, no
+    // other run writes the checkpoint it reads, and a fresh start over
+    // checkpoints is refused before the model loads.
     let ((mut trainer, resumed), _lock) = if out.exists() {
         let lock = hold_output_dir(out, resume)?;
         (start(reward)?, lock)
