@@ -15,7 +15,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use toml::{Table, Value};
 
 use crate::error::Error;
-use crate::grpo::config::{TrainConfig, TrainObjective};
+use crate::grpo::config::{TrainConfig, TrainObjective, sets_lr};
 use crate::grpo::log::SignalWatch;
 use crate::grpo::run::{Progress, run};
 use crate::grpo::trainer::BtlReward;
@@ -192,23 +192,6 @@ fn set(table: &mut Table, section: &str, key: &str, value: Value) {
     }
 }
 
-/// The official recipe's learning rate for GRPO that updates every weight.
-const FULL_GRPO_LR: f64 = 1e-6;
-
-/// Whether the table trains every weight (`model.mode = "full"`).
-fn updates_every_weight(table: &Table) -> bool {
-    table
-        .get("model")
-        .and_then(|m| m.get("mode"))
-        .and_then(Value::as_str)
-        == Some("full")
-}
-
-/// Whether the table sets `optim.lr`.
-fn has_lr(table: &Table) -> bool {
-    table.get("optim").and_then(|o| o.get("lr")).is_some()
-}
-
 /// A path given on the command line is relative to the working directory.
 fn path_value(path: &Path) -> Result<Value, Failure> {
     let absolute = std::path::absolute(path)
@@ -358,13 +341,10 @@ impl GrpoArgs {
         if let Some(p) = &self.output_dir {
             set(t, "run", "output_dir", path_value(p)?);
         }
-        if objective == TrainObjective::Grpo && updates_every_weight(t) && !has_lr(t) {
-            // The recipe's rate (spec §7) is for GRPO on every weight; the
-            // default is LoRA's, whose adapters start at zero.
-            set(t, "optim", "lr", Value::Float(FULL_GRPO_LR));
-        }
+        let lr_set = sets_lr(t);
         let mut config = merged_config(table, file_text.as_deref())
             .map_err(|e| Failure::BadInput(anyhow!("{origin}: {e}")))?;
+        config.default_lr_unless_set(lr_set);
         config.resolve_paths(&base);
         config
             .validate()

@@ -287,11 +287,21 @@ pub struct RewardSection {
     pub weights: Weights,
 }
 
+/// The official recipe's learning rate for GRPO that updates every weight
+/// (spec §7).
+pub const FULL_GRPO_LR: f64 = 1e-6;
+
+/// Whether a configuration's table sets `optim.lr`.
+pub fn sets_lr(table: &toml::Table) -> bool {
+    table.get("optim").and_then(|o| o.get("lr")).is_some()
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OptimSection {
-    /// Peak learning rate: 1e-4, a rate for LoRA, unless set; `btl-train
-    /// grpo` with `model.mode = "full"` takes the recipe's 1e-6 instead.
+    /// Peak learning rate: 1e-4, a rate for LoRA, unless set; a
+    /// configuration of GRPO with `model.mode = "full"` read from TOML
+    /// takes [`FULL_GRPO_LR`] instead ([`TrainConfig::default_lr_unless_set`]).
     pub lr: f64,
     #[serde(flatten)]
     pub adamw: AdamWConfig,
@@ -371,7 +381,20 @@ impl TrainConfig {
 
     /// Parses TOML text; the error names the line and the key.
     pub fn from_toml(text: &str) -> std::result::Result<Self, String> {
-        toml::from_str(text).map_err(|e| e.to_string())
+        let mut config: Self = toml::from_str(text).map_err(|e| e.to_string())?;
+        let table: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
+        config.default_lr_unless_set(sets_lr(&table));
+        Ok(config)
+    }
+
+    /// Where the configuration sets no `optim.lr` (`set` false), GRPO that
+    /// updates every weight takes the recipe's rate, [`FULL_GRPO_LR`]; the
+    /// default otherwise is LoRA's, whose adapters start at zero.
+    pub fn default_lr_unless_set(&mut self, set: bool) {
+        if !set && self.run.objective == TrainObjective::Grpo && self.model.mode == TrainMode::Full
+        {
+            self.optim.lr = FULL_GRPO_LR;
+        }
     }
 
     /// Makes relative paths relative to `base` (the configuration's directory).
@@ -686,6 +709,23 @@ output_dir = "out"
         assert_eq!(c.lora.r, 8);
         c.validate().unwrap();
         assert_eq!(c.warmup_steps(), 1);
+    }
+
+    /// Spec §7: GRPO on every weight defaults to the recipe's 1e-6, read
+    /// from a file as from `btl-train grpo`'s flags; LoRA and SFT keep
+    /// 1e-4; a rate given always wins.
+    #[test]
+    fn full_grpo_read_from_toml_takes_the_recipes_learning_rate() {
+        let lr = |extra: &str| {
+            let text = MINIMAL.replace("[data]", &format!("{extra}\n[data]"));
+            TrainConfig::from_toml(&text).unwrap().optim.lr
+        };
+        assert_eq!(lr(""), 1e-4);
+        assert_eq!(lr("mode = \"full\""), 1e-6);
+        assert_eq!(lr("mode = \"full\"\n[optim]\nlr = 3e-5"), 3e-5);
+        let sft = MINIMAL.replace("output_dir", "objective = \"sft\"\noutput_dir");
+        let sft = sft.replace("[data]", "mode = \"full\"\n[data]");
+        assert_eq!(TrainConfig::from_toml(&sft).unwrap().optim.lr, 1e-4);
     }
 
     #[test]
