@@ -69,7 +69,7 @@ const PARTIAL: &str = atomic::STAGING_PREFIX;
 /// Locks the staging entry `path` (a file or a directory) for as long as
 /// the returned handle is open: [`sweep`] leaves it alone meanwhile (see
 /// [`atomic::hold`] for file systems that cannot lock).
-fn hold(path: &Path) -> Result<File> {
+pub(crate) fn hold(path: &Path) -> Result<File> {
     let file = File::open(path).map_err(io_error(path))?;
     atomic::hold(&file).map_err(io_error(path))?;
     Ok(file)
@@ -131,6 +131,12 @@ fn finish_abandoned_swaps(dir: &Path) -> Result<()> {
         return Ok(());
     }
     let _turn = lock_swaps(dir)?;
+    carry_through_all(dir)
+}
+
+/// Carries through every swap in `dir`, the caller holding its turn
+/// ([`lock_swaps`]); an error names the first that could not be finished.
+fn carry_through_all(dir: &Path) -> Result<()> {
     swaps_in(dir)
         .iter()
         .try_for_each(|swap| carry_through(dir, swap))
@@ -238,10 +244,7 @@ pub(crate) fn write_entries(dir: &Path, fill: impl FnOnce(&Path) -> Result<()>) 
             dir.display()
         ))
     };
-    swaps_in(dir)
-        .iter()
-        .try_for_each(|swap| carry_through(dir, swap))
-        .map_err(unfinished)?;
+    carry_through_all(dir).map_err(unfinished)?;
     // Named after the staging directory, whose random suffix no other
     // entry in `dir` has.
     let suffix = staging
@@ -313,19 +316,8 @@ fn carry_through(dir: &Path, swap: &Path) -> Result<()> {
         let is_dir = entry.file_type().map_err(io_error(&from))?.is_dir();
         // Checked again: what is at `to` may have changed since the swap
         // was journalled.
-        let aside = if replaceable(&to, is_dir)? && is_dir {
-            Some(move_aside(&to)?)
-        } else {
-            None
-        };
-        if let Err(source) = std::fs::rename(&from, &to) {
-            if let Some(aside) = &aside {
-                // Best effort: the error below is what the caller must see.
-                let _ = std::fs::rename(aside, &to);
-            }
-            return Err(Error::Io { path: to, source });
-        }
-        asides.extend(aside);
+        let aside_first = replaceable(&to, is_dir)? && is_dir;
+        asides.extend(rename_over(&from, &to, aside_first)?);
     }
     sync_dir(dir)?;
     std::fs::remove_dir(swap).map_err(io_error(swap))?;
@@ -359,26 +351,35 @@ fn move_aside(path: &Path) -> Result<PathBuf> {
     Ok(aside)
 }
 
+/// Renames `from` to `to`, having moved `to` aside first where
+/// `aside_first` ([`move_aside`]), and returns where it went; a failed
+/// rename puts it back.
+fn rename_over(from: &Path, to: &Path, aside_first: bool) -> Result<Option<PathBuf>> {
+    let aside = if aside_first {
+        Some(move_aside(to)?)
+    } else {
+        None
+    };
+    if let Err(source) = std::fs::rename(from, to) {
+        if let Some(aside) = &aside {
+            // Best effort: the error below is what the caller must see.
+            let _ = std::fs::rename(aside, to);
+        }
+        return Err(Error::Io {
+            path: to.to_owned(),
+            source,
+        });
+    }
+    Ok(aside)
+}
+
 /// Puts the complete, synced directory `staged` (in `path`'s parent) in
 /// `path`'s place, as [`write_dir`] does with what it made.
 pub(crate) fn replace_dir(staged: &Path, path: &Path) -> Result<()> {
     let parent = parent_of(path);
-    let old = if path.exists() {
-        Some(move_aside(path)?)
-    } else {
-        None
-    };
-    if let Err(source) = std::fs::rename(staged, path) {
-        if let Some(aside) = &old {
-            // Best effort: the error below is what the caller must see.
-            let _ = std::fs::rename(aside, path);
-        }
+    let old = rename_over(staged, path, path.exists()).inspect_err(|_| {
         let _ = std::fs::remove_dir_all(staged);
-        return Err(Error::Io {
-            path: path.to_owned(),
-            source,
-        });
-    }
+    })?;
     sync_dir(&parent)?;
     if let Some(aside) = old {
         std::fs::remove_dir_all(&aside).map_err(io_error(&aside))?;

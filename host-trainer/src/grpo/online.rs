@@ -543,8 +543,7 @@ pub fn rollout_dir(
     };
     let prefix = format!("{}rollouts-", agent_core::atomic::STAGING_PREFIX);
     let dir = agent_core::atomic::staging_dir(output_dir, &prefix).map_err(io_error)?;
-    let held = std::fs::File::open(dir.path()).map_err(io_error)?;
-    agent_core::atomic::hold(&held).map_err(io_error)?;
+    let held = crate::atomic::hold(dir.path())?;
     let path = dir.path().to_owned();
     Ok((
         path,
